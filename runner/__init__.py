@@ -1,0 +1,61 @@
+"""agentctl: run deep agents defined as YAML.
+
+    import runner
+    spec = runner.load_spec("agents/researcher.yaml", vars={"topic": "databases"})
+    agent = runner.build_agent(spec)            # a LangGraph CompiledStateGraph
+    agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+
+Names are imported lazily: `import runner` does not import langchain, so tools built on the spec
+alone (validation, schema generation) start fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "AgentSpec": "runner.spec",
+    "BuildError": "runner.errors",
+    "Problem": "runner.errors",
+    "ResolutionError": "runner.errors",
+    "RunError": "runner.errors",
+    "RunnerError": "runner.errors",
+    "SpecError": "runner.errors",
+    "load_spec": "runner.loader",
+}
+
+__all__ = [
+    "AgentSpec",
+    "BuildError",
+    "Problem",
+    "ResolutionError",
+    "RunError",
+    "RunnerError",
+    "SpecError",
+    "__version__",
+    "load_spec",
+]
+
+if TYPE_CHECKING:
+    from runner.errors import (
+        BuildError,
+        Problem,
+        ResolutionError,
+        RunError,
+        RunnerError,
+        SpecError,
+    )
+    from runner.loader import load_spec
+    from runner.spec import AgentSpec
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runner' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

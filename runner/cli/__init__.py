@@ -1,0 +1,89 @@
+"""The `agentctl` command line: a click group whose commands are imported on first use.
+
+Each command is a thin call into the library. Errors the user can fix (`RunnerError`) print as
+located one-liners and exit with their code (2 for specs and usage, 1 for failed runs); Ctrl-C
+exits 130; anything else is a bug in agentctl and says so, with the traceback only when
+`AGENTCTL_DEBUG=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from runner import __version__
+
+# name -> (module, attribute, one-line help). The help is here so `agentctl --help` does not
+# import every command module.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("runner.cli.validate", "validate", "Check agent files and report every problem."),
+    "schema": ("runner.cli.schema", "schema", "Print, write or check the agent JSON Schema."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        from importlib import import_module
+
+        command: click.Command = getattr(import_module(entry[0]), entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="agentctl")
+def cli() -> None:
+    """Run AI agents defined as YAML.
+
+    \b
+    Start with:
+      agentctl validate agents/          check every agent file in a folder
+      agentctl run agents/x.yaml "hi"    run an agent once
+      agentctl inspect agents/x.yaml     see the assembled agent
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: run the CLI and map errors to exit codes."""
+    from runner.errors import RunnerError
+
+    try:
+        return cli.main(args=argv, prog_name="agentctl", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except RunnerError as exc:
+        click.echo(f"error: {exc}" if "\n" not in str(exc) else str(exc), err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(1)
+    except Exception as exc:
+        if os.environ.get("AGENTCTL_DEBUG"):
+            raise
+        click.echo(
+            f"agentctl: internal error (this is a bug in agentctl, not in your spec): "
+            f"{type(exc).__name__}: {exc}\nRe-run with AGENTCTL_DEBUG=1 for the traceback.",
+            err=True,
+        )
+        sys.exit(1)

@@ -1,0 +1,51 @@
+"""`agentctl schema`: the JSON Schema of agent files, generated from the spec models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+DEFAULT_PATH = Path("schemas/agent.schema.json")
+
+
+@click.command(short_help="Print, write or check the agent JSON Schema.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the schema to this file instead of printing it.",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help=f"Exit 1 if the file (-o, default {DEFAULT_PATH}) differs from the models.",
+)
+def schema(output: Path | None, check: bool) -> int:
+    """The JSON Schema of agent files, generated from agentctl's spec models.
+
+    Point your editor at it with a first line of
+    `# yaml-language-server: $schema=../schemas/agent.schema.json` for completion and checks.
+    """
+    from runner.spec import json_schema_text
+
+    text = json_schema_text()
+    if check:
+        target = output or DEFAULT_PATH
+        try:
+            current = target.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            click.echo(f"{target}: missing; run `agentctl schema -o {target}`", err=True)
+            return 1
+        if current != text:
+            click.echo(f"{target}: out of date; run `agentctl schema -o {target}`", err=True)
+            return 1
+        click.echo(f"ok: {target} is up to date")
+        return 0
+    if output is None:
+        click.echo(text, nl=False)
+        return 0
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output}")
+    return 0

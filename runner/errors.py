@@ -1,0 +1,94 @@
+"""The exceptions agentctl raises, grouped by who has to act on them.
+
+```
+RunnerError            base of everything agentctl raises on purpose
+  SpecError            the YAML author fixes it: syntax, schema, ${VAR}, bad ref, bad skill
+  ResolutionError      a name does not resolve: tool, provider, import path, missing optional extra
+  BuildError           a combination of valid settings that cannot be built together
+  RunError             a model, tool, backend or cassette failed while the agent ran
+```
+
+`SpecError` carries every `Problem` found, not just the first, so a YAML author fixes a file in one
+pass. `ResolutionError` and `BuildError` may carry a `Problem` too when the cause has a place in a
+file. The CLI prints `str(error)` (one located line per problem) and exits with `exit_code`; any
+other exception reaching the CLI is a bug in agentctl and is reported as one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "BuildError",
+    "Problem",
+    "ResolutionError",
+    "RunError",
+    "RunnerError",
+    "SpecError",
+]
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One located problem: `file:line:col: key.path: message`.
+
+    `line` and `col` are 1-based; 0 means unknown (the message then names only the file).
+    """
+
+    file: str
+    line: int
+    col: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line:
+            where += f":{self.line}:{self.col}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class RunnerError(Exception):
+    """Base class of the errors agentctl raises on purpose; `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class SpecError(RunnerError):
+    """The agent spec is wrong; `problems` lists every problem found, each located."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[Problem] | Problem | str) -> None:
+        if isinstance(problems, str):
+            problems = [Problem("", 0, 0, "", problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: list[Problem] = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class ResolutionError(RunnerError):
+    """A tool, provider, import path or optional dependency named in a spec cannot be resolved."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, problem: Problem | None = None) -> None:
+        self.problem = problem
+        super().__init__(str(problem) if problem else message)
+
+
+class BuildError(RunnerError):
+    """The spec is valid piece by piece, but its pieces cannot be assembled into one agent."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, problem: Problem | None = None) -> None:
+        self.problem = problem
+        super().__init__(str(problem) if problem else message)
+
+
+class RunError(RunnerError):
+    """A model, tool, backend or cassette failed while the agent ran."""
+
+    exit_code = 1

@@ -1,0 +1,376 @@
+"""Load an agent file into an `AgentSpec`: YAML -> ${ENV} -> includes -> validation -> paths,
+prompts and subagent refs. Every problem is collected and located; `SpecError` carries them all.
+
+After loading, the spec holds no relative paths (each resolved against the file that names it),
+prompts are rendered text, and each `ref:` subagent carries its own loaded spec. Nothing after
+this stage reads the spec's files again, except the resolver, which imports code and opens
+cassettes named here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.errors import Problem, SpecError
+from runner.spec import (
+    AgentSpec,
+    CompositeBackendSpec,
+    FilesystemBackendSpec,
+    ImportSubagent,
+    ImportTool,
+    InlineSubagent,
+    LocalShellBackendSpec,
+    McpTool,
+    ModelSpec,
+    PromptFile,
+    RefSubagent,
+    import_ref_is_file,
+)
+from runner.spec.agent import AgentCore
+from runner.spec.checks import check_subagent_names, spec_subagent_names
+from runner.spec_errors import problems_from_validation
+from runner.templating import TemplateProblem, render
+from runner.yamlsource import Document, KeyPath, Pos, SourceMap, format_path, merge, read_yaml
+
+__all__ = ["display_path", "load_spec"]
+
+_CONCAT_ON_INCLUDE = frozenset({"tools", "subagents"})
+
+
+def display_path(path: str | Path) -> str:
+    """A path as messages show it: relative to the working directory when under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_spec(
+    path: str | os.PathLike[str],
+    *,
+    vars: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AgentSpec:
+    """Load and validate the agent file at `path`.
+
+    `vars` override the spec's `vars` (in referenced subagent files too); `env` replaces
+    `os.environ` for `${VAR}` interpolation. Raises `SpecError` listing every problem found.
+    """
+    loader = _Loader(dict(vars or {}), os.environ if env is None else env)
+    spec = loader.load(Path(path), stack=())
+    if loader.problems or spec is None:
+        problems = sorted(set(loader.problems))
+        raise SpecError(problems or [Problem(display_path(Path(path)), 0, 0, "", "could not load")])
+    return spec
+
+
+class _Loader:
+    def __init__(self, caller_vars: dict[str, Any], env: Mapping[str, str]) -> None:
+        self.caller_vars = caller_vars
+        self.env = env
+        self.problems: list[Problem] = []
+        self.loaded: dict[Path, AgentSpec | None] = {}
+
+    # ----------------------------------------------------------------------- files
+
+    def _read(self, path: Path, *, at: Problem | None = None) -> Document | None:
+        shown = display_path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self._fail(at, shown, "file not found")
+            return None
+        except IsADirectoryError:
+            self._fail(at, shown, "is a directory, not an agent file")
+            return None
+        except UnicodeDecodeError as exc:
+            self._fail(at, shown, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+            return None
+        except OSError as exc:
+            self._fail(at, shown, f"cannot read: {exc.strerror}")
+            return None
+        doc = read_yaml(text, shown, self.env)
+        self.problems.extend(doc.problems)
+        if doc.problems and doc.value is None:
+            return None
+        if not isinstance(doc.value, dict):
+            found = (
+                "an empty file"
+                if doc.value is None
+                else "a list"
+                if isinstance(doc.value, list)
+                else f"{doc.value!r}"
+            )
+            self.problems.append(
+                Problem(
+                    shown,
+                    doc.pos.loc.line,
+                    doc.pos.loc.col,
+                    "",
+                    f"expected a mapping of keys (name:, model:, prompt:, ...), found {found}",
+                )
+            )
+            return None
+        return doc
+
+    def _fail(self, at: Problem | None, shown: str, message: str) -> None:
+        if at is None:
+            self.problems.append(Problem(shown, 0, 0, "", message))
+        else:
+            self.problems.append(Problem(at.file, at.line, at.col, at.path, f"{message}: {shown}"))
+
+    def _with_includes(
+        self, path: Path, doc: Document, stack: tuple[Path, ...]
+    ) -> tuple[dict[str, Any], Pos]:
+        """The document merged onto its `include:` files (each merged onto its own first)."""
+        value, pos = doc.value, doc.pos
+        includes = value.get("include")
+        if includes is None:
+            return value, pos
+        smap = SourceMap(pos)
+        if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
+            return value, pos  # validation reports the type
+        base: dict[str, Any] = {}
+        base_pos = Pos(pos.loc)
+        for index, name in enumerate(includes):
+            where = smap.problem(("include", index), "")
+            target = (path.parent / Path(name).expanduser()).resolve()
+            if target in stack or target == path.resolve():
+                chain = " -> ".join(display_path(p) for p in (*stack, path, target))
+                self.problems.append(_with(where, f"includes form a cycle: {chain}"))
+                continue
+            included = self._read(target, at=where)
+            if included is None:
+                continue
+            inc_value, inc_pos = self._with_includes(target, included, (*stack, path))
+            inc_value = {k: v for k, v in inc_value.items() if k != "include"}
+            base, base_pos = merge(base, base_pos, inc_value, inc_pos, concat=_CONCAT_ON_INCLUDE)
+        return merge(base, base_pos, value, pos, concat=_CONCAT_ON_INCLUDE)
+
+    # ----------------------------------------------------------------------- the spec
+
+    def load(
+        self, path: Path, *, stack: tuple[Path, ...], at: Problem | None = None
+    ) -> AgentSpec | None:
+        key = path.resolve()
+        if key in self.loaded:
+            return self.loaded[key]
+        doc = self._read(path, at=at)
+        if doc is None:
+            self.loaded[key] = None
+            return None
+        value, pos = self._with_includes(path, doc, ())
+        smap = SourceMap(pos)
+        try:
+            spec = AgentSpec.model_validate(value)
+        except ValidationError as exc:
+            self.problems.extend(problems_from_validation(exc, value, smap, AgentSpec))
+            self.loaded[key] = None
+            self._check_raw(value, smap, (*stack, key))
+            return None
+        spec._source = str(path)
+        spec._locator = lambda keypath, message: smap.problem(keypath, message)
+        self.loaded[key] = spec
+
+        variables = {**spec.vars, **self.caller_vars}
+        self._resolve_core(spec, (), smap, variables)
+        for index, entry in enumerate(spec.subagents):
+            where: KeyPath = ("subagents", index)
+            if isinstance(entry, InlineSubagent):
+                self._resolve_core(entry, where, smap, variables)
+            elif isinstance(entry, ImportSubagent):
+                entry.import_ = _import_ref(entry.import_, smap, (*where, "import"))
+            else:
+                self._load_ref(entry, where, smap, (*stack, key))
+        gp = spec.general_purpose_agent
+        if gp.model is not None:
+            _resolve_model(gp.model, smap, ("general_purpose_agent", "model"))
+        names = spec_subagent_names(spec)
+        for keypath, message in check_subagent_names(
+            names, general_purpose=spec.general_purpose_agent.enabled
+        ):
+            self.problems.append(smap.problem(keypath, message))
+        return spec
+
+    def _load_ref(
+        self, entry: RefSubagent, where: KeyPath, smap: SourceMap, stack: tuple[Path, ...]
+    ) -> None:
+        ref_path, spec = self._load_ref_file(entry.ref, where, smap, stack)
+        entry.ref = str(ref_path)
+        if spec is None:
+            return
+        entry._spec = spec
+        if entry.description is None and spec.description is None:
+            at = smap.problem((*where, "ref"), "")
+            self.problems.append(
+                _with(
+                    at,
+                    f"{display_path(ref_path)} has no `description`; add one there, or "
+                    "`description:` next to `ref:` here (the main agent needs it to choose)",
+                )
+            )
+
+    def _load_ref_file(
+        self, ref: str, where: KeyPath, smap: SourceMap, stack: tuple[Path, ...]
+    ) -> tuple[Path, AgentSpec | None]:
+        ref_path = (_base_dir(smap, (*where, "ref")) / Path(ref).expanduser()).resolve()
+        at = smap.problem((*where, "ref"), "")
+        if ref_path in stack:
+            chain = " -> ".join(display_path(p) for p in (*stack, ref_path))
+            self.problems.append(_with(at, f"subagent refs form a cycle: {chain}"))
+            return ref_path, None
+        return ref_path, self.load(ref_path, stack=stack, at=at)
+
+    def _check_raw(self, value: dict[str, Any], smap: SourceMap, stack: tuple[Path, ...]) -> None:
+        """After a failed validation, still check what can be checked: prompts and refs."""
+        raw_vars = value.get("vars")
+        variables = {**(raw_vars if isinstance(raw_vars, dict) else {}), **self.caller_vars}
+        self._render(value.get("prompt"), ("prompt",), smap, variables)
+        subagents = value.get("subagents")
+        names: list[tuple[int, str | None, bool]] = []
+        for index, entry in enumerate(subagents if isinstance(subagents, list) else []):
+            if not isinstance(entry, dict):
+                continue
+            name = entry.get("name") if isinstance(entry.get("name"), str) else None
+            if isinstance(entry.get("ref"), str):
+                _, ref_spec = self._load_ref_file(entry["ref"], ("subagents", index), smap, stack)
+                if name is None and ref_spec is not None:
+                    names.append((index, ref_spec.name, True))
+                    continue
+            elif "import" not in entry:
+                self._render(entry.get("prompt"), ("subagents", index, "prompt"), smap, variables)
+            names.append((index, name, False))
+        gp = value.get("general_purpose_agent", True)
+        gp_on = (
+            gp
+            if isinstance(gp, bool)
+            else not (isinstance(gp, dict) and gp.get("enabled") is False)
+        )
+        for keypath, message in check_subagent_names(names, general_purpose=gp_on):
+            self.problems.append(smap.problem(keypath, message))
+
+    def _resolve_core(
+        self, core: AgentCore, where: KeyPath, smap: SourceMap, variables: dict[str, Any]
+    ) -> None:
+        """Resolve relative paths and render the prompt of an agent or inline subagent."""
+        if core.model is not None:
+            _resolve_model(core.model, smap, (*where, "model"))
+        if core.summarization.model is not None:
+            _resolve_model(core.summarization.model, smap, (*where, "summarization", "model"))
+        for index, tool in enumerate(core.tools):
+            tool_at: KeyPath = (*where, "tools", index)
+            if isinstance(tool, ImportTool):
+                tool.import_ = _import_ref(tool.import_, smap, (*tool_at, "import"))
+            elif isinstance(tool, McpTool):
+                server = tool.mcp
+                base = _base_dir(smap, (*tool_at, "mcp"))
+                server.cwd = str(_host_path(server.cwd, base)) if server.cwd else str(base)
+                if server.command and ("/" in server.command) and not os.path.isabs(server.command):
+                    server.command = str(_host_path(server.command, base))
+        for index, mw in enumerate(core.middleware):
+            mw.import_ = _import_ref(mw.import_, smap, (*where, "middleware", index, "import"))
+        for key in ("memory", "skills"):
+            for index, source in enumerate(getattr(core, key)):
+                if source.host is not None:
+                    source.host = str(
+                        _host_path(source.host, _base_dir(smap, (*where, key, index)))
+                    )
+        if core.backend is not None:
+            backend_at: KeyPath = (*where, "backend")
+            leaves: list[tuple[Any, KeyPath]] = [(core.backend, backend_at)]
+            if isinstance(core.backend, CompositeBackendSpec):
+                leaves = [(core.backend.default, (*backend_at, "default"))] + [
+                    (route, (*backend_at, "routes", prefix))
+                    for prefix, route in core.backend.routes.items()
+                ]
+            for leaf, leaf_at in leaves:
+                if isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):
+                    leaf.root_dir = str(
+                        _host_path(leaf.root_dir, _base_dir(smap, (*leaf_at, "root_dir")))
+                    )
+        if core.prompt is not None:
+            core.prompt = self._render(core.prompt, (*where, "prompt"), smap, variables)
+
+    def _render(
+        self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]
+    ) -> str | None:
+        """The rendered prompt (inline, or `{file: ...}`); None after recording a problem."""
+        if isinstance(prompt, PromptFile):
+            prompt = {"file": prompt.file}
+        if isinstance(prompt, dict) and isinstance(prompt.get("file"), str):
+            file_at: KeyPath = (*prompt_at, "file")
+            file = _host_path(prompt["file"], _base_dir(smap, file_at))
+            try:
+                source = file.read_text(encoding="utf-8")
+            except OSError as exc:
+                reason = (
+                    "file not found"
+                    if isinstance(exc, FileNotFoundError)
+                    else f"cannot read ({exc.strerror})"
+                )
+                self.problems.append(smap.problem(file_at, f"{reason}: {display_path(file)}"))
+                return None
+            except UnicodeDecodeError:
+                self.problems.append(smap.problem(file_at, f"not UTF-8 text: {display_path(file)}"))
+                return None
+            try:
+                return render(source, variables, name=str(file), search_dir=file.parent)
+            except TemplateProblem as exc:
+                shown = display_path(exc.file or file)
+                self.problems.append(
+                    Problem(
+                        shown, exc.line, 1 if exc.line else 0, format_path(prompt_at), exc.message
+                    )
+                )
+                return None
+        if isinstance(prompt, str):
+            try:
+                return render(prompt, variables, name=f"<prompt {format_path(prompt_at)}>")
+            except TemplateProblem as exc:
+                loc = smap.text_line(prompt_at, exc.line) if exc.line else smap.value_loc(prompt_at)
+                self.problems.append(loc.problem(format_path(prompt_at), exc.message))
+        return None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _with(at: Problem, message: str) -> Problem:
+    return Problem(at.file, at.line, at.col, at.path, message)
+
+
+def _base_dir(smap: SourceMap, path: KeyPath) -> Path:
+    """The folder of the file that wrote the value at `path` (includes keep their own)."""
+    return Path(smap.file_of(path)).resolve().parent
+
+
+def _host_path(value: str, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
+
+
+def _import_ref(ref: str, smap: SourceMap, at: KeyPath) -> str:
+    if not import_ref_is_file(ref):
+        return ref
+    target, attr = ref.rsplit(":", 1)
+    return f"{_host_path(target, _base_dir(smap, at))}:{attr}"
+
+
+def _resolve_model(model: ModelSpec, smap: SourceMap, at: KeyPath) -> None:
+    model.id = _replay_path(model.id, smap, (*at, "id") if smap.exists((*at, "id")) else at)
+    for index, fallback in enumerate(model.fallbacks):
+        fb_at: KeyPath = (*at, "fallbacks", index)
+        fallback.id = _replay_path(fallback.id, smap, fb_at)
+
+
+def _replay_path(model_id: str, smap: SourceMap, at: KeyPath) -> str:
+    provider, _, rest = model_id.partition(":")
+    if provider != "replay":
+        return model_id
+    return f"replay:{_host_path(rest, _base_dir(smap, at))}"

@@ -1,0 +1,99 @@
+"""The agent spec as pydantic models: pure data, no langchain or langgraph import.
+
+`AgentSpec` is one YAML file. The JSON Schema in `schemas/agent.schema.json` is generated from
+these models (`agentctl schema`), so editors autocomplete and check specs with the same rules.
+Load specs with `runner.load_spec`, which adds file/line locations to every error, `${VAR}`
+interpolation, includes, subagent refs and prompt templating.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runner.spec.agent import (
+    FILESYSTEM_TOOLS,
+    AgentCore,
+    AgentSpec,
+    FilesystemSpec,
+    GeneralPurposeAgentSpec,
+    ImportSubagent,
+    InlineSubagent,
+    InterruptOn,
+    LimitsSpec,
+    PromptCachingSpec,
+    PromptFile,
+    RefSubagent,
+    RetriesSpec,
+    RetryPolicy,
+    SubagentSpec,
+    SummarizationSpec,
+    Threshold,
+)
+from runner.spec.backend import (
+    BACKEND_KINDS,
+    BackendSpec,
+    CompositeBackendSpec,
+    FilesystemBackendSpec,
+    LocalShellBackendSpec,
+    StateBackendSpec,
+    StoreBackendSpec,
+)
+from runner.spec.base import SourcePath, import_ref_is_file
+from runner.spec.model import KNOWN_PROVIDERS, FallbackModelSpec, ModelSpec
+from runner.spec.tools import ImportTool, McpServer, McpTool, MiddlewareRef
+
+SCHEMA_ID = "https://agentctl.dev/schemas/agent.schema.json"
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of an agent file, as committed in `schemas/agent.schema.json`."""
+    schema = AgentSpec.model_json_schema(mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        **schema,
+    }
+
+
+def json_schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=False) + "\n"
+
+
+__all__ = [
+    "BACKEND_KINDS",
+    "FILESYSTEM_TOOLS",
+    "KNOWN_PROVIDERS",
+    "AgentCore",
+    "AgentSpec",
+    "BackendSpec",
+    "CompositeBackendSpec",
+    "FallbackModelSpec",
+    "FilesystemBackendSpec",
+    "FilesystemSpec",
+    "GeneralPurposeAgentSpec",
+    "ImportSubagent",
+    "ImportTool",
+    "InlineSubagent",
+    "InterruptOn",
+    "LimitsSpec",
+    "LocalShellBackendSpec",
+    "McpServer",
+    "McpTool",
+    "MiddlewareRef",
+    "ModelSpec",
+    "PromptCachingSpec",
+    "PromptFile",
+    "RefSubagent",
+    "RetriesSpec",
+    "RetryPolicy",
+    "SourcePath",
+    "StateBackendSpec",
+    "StoreBackendSpec",
+    "SubagentSpec",
+    "SummarizationSpec",
+    "Threshold",
+    "import_ref_is_file",
+    "json_schema",
+    "json_schema_text",
+]

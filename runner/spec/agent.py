@@ -1,0 +1,403 @@
+"""The agent spec: `AgentSpec` is one YAML file; subagents, approvals and the harness settings.
+
+`AgentCore` holds what an agent and an inline subagent share. Inheritance from the main agent is
+decided by which keys a subagent SETS (`model_fields_set`), not by their values: a subagent
+without `tools:` inherits the main agent's tools, one with `tools: []` has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from runner.errors import Problem
+from runner.spec.backend import BackendInput
+from runner.spec.base import ImportRef, Name, SourcePathInput, SpecModel, shorthand
+from runner.spec.model import ModelInput
+from runner.spec.tools import MiddlewareRef, ToolEntry
+
+FILESYSTEM_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute")
+FilesystemToolName = Literal[
+    "ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute"
+]
+Decision = Literal["approve", "edit", "reject"]
+DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
+
+
+class PromptFile(SpecModel):
+    """A prompt kept in its own file (Jinja2, like an inline prompt)."""
+
+    file: str
+    """Path of the prompt file, relative to this spec file."""
+
+
+_enabled_shorthand = shorthand("enabled", bool, "true, false or a mapping")
+
+
+PromptInput = str | PromptFile
+
+
+class InterruptOn(SpecModel):
+    """Pause before the tool runs and ask a human to decide."""
+
+    allowed_decisions: list[Decision] = Field(default_factory=lambda: list(DECISIONS), min_length=1)
+    """What the reviewer may do: `approve` it, `edit` its arguments, or `reject` it."""
+    description: str | None = None
+    """Shown to the reviewer with the call."""
+    when: dict[str, str | list[str]] = Field(default_factory=dict)
+    """Ask only for calls whose arguments match: argument name to a glob pattern (or a list of
+    patterns, any of which may match). Every named argument must match."""
+
+    @field_validator("allowed_decisions")
+    @classmethod
+    def _unique(cls, decisions: list[str]) -> list[str]:
+        if len(set(decisions)) != len(decisions):
+            raise ValueError("each decision may be listed once")
+        return decisions
+
+
+InterruptOnMap = dict[str, bool | InterruptOn]
+
+
+class Threshold(SpecModel):
+    """An amount of conversation: a `fraction` of the context window, `tokens`, or `messages`."""
+
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    """Share of the model's context window (needs `model.context_window` or a known model)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Tokens (estimated at 4 characters per token)."""
+    messages: int | None = Field(default=None, gt=0)
+    """Number of messages."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Threshold:
+        given = [k for k in ("fraction", "tokens", "messages") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of `fraction`, `tokens` or `messages`")
+        return self
+
+    def as_tuple(self) -> tuple[str, float | int]:
+        for key in ("fraction", "tokens", "messages"):
+            value = getattr(self, key)
+            if value is not None:
+                return key, value
+        raise AssertionError("unreachable: validated to have one key")
+
+
+class SummarizationSpec(SpecModel):
+    """Summarize older messages when the conversation nears the context limit. Defaults: trigger at
+    85% of the context window when it is known, else 170,000 tokens; keep the latest 10% of the
+    window, else 6 messages. The replaced messages are saved to the backend first."""
+
+    enabled: bool = True
+    trigger: Threshold | None = None
+    """When to summarize."""
+    keep: Threshold | None = None
+    """How much of the latest conversation to keep verbatim."""
+    model: ModelInput | None = None
+    """The model that writes summaries (default: the agent's)."""
+    history_dir: str = "/conversation_history/"
+    """Backend folder where each thread's replaced messages are appended."""
+
+    @field_validator("history_dir")
+    @classmethod
+    def _absolute_dir(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError(f"must be a backend path starting with '/', found {value!r}")
+        return value if value.endswith("/") else value + "/"
+
+
+class FilesystemSpec(SpecModel):
+    """The file tools: which exist, their descriptions, and when big content is moved to files."""
+
+    tools: list[FilesystemToolName] | None = None
+    """Only these file tools exist (all when absent; `execute` needs a `local_shell` backend)."""
+    evict_results_over_tokens: int | None = Field(default=20_000, gt=0)
+    """A tool result larger than this is saved under `/large_tool_results/` and replaced by a
+    preview; `null` keeps results whole."""
+    evict_inputs_over_tokens: int | None = Field(default=20_000, gt=0)
+    """Tool-call arguments larger than this in past turns (like a big `write_file` content) are
+    replaced by a reference to the file holding them; `null` keeps them."""
+    system_prompt: str | None = None
+    """Replace the filesystem section of the system prompt."""
+    tool_descriptions: dict[FilesystemToolName, str] = Field(default_factory=dict)
+    """Replace the description of a file tool."""
+
+
+class PromptCachingSpec(SpecModel):
+    """Anthropic prompt caching (ignored for other providers)."""
+
+    enabled: bool = True
+    ttl: Literal["5m", "1h"] = "5m"
+    """How long Anthropic keeps the cached prefix."""
+
+
+class LimitsSpec(SpecModel):
+    """Stop runaway agents."""
+
+    model_calls: int | None = Field(default=None, gt=0)
+    """Most model calls in one run (one `agentctl run` message)."""
+    tool_calls: int | dict[str, Annotated[int, Field(gt=0)]] | None = None
+    """Most tool calls in one run: a number for all tools, or tool name to number."""
+    recursion: int | None = Field(default=None, gt=0)
+    """LangGraph's step limit for one run (default 1000)."""
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _positive(cls, value: int | dict[str, int] | None) -> int | dict[str, int] | None:
+        if isinstance(value, int) and value <= 0:
+            raise ValueError("must be greater than 0")
+        return value
+
+
+class RetryPolicy(SpecModel):
+    """Retry on transient errors with exponential backoff."""
+
+    max_retries: int = Field(default=2, ge=0)
+    """Retries after the first attempt."""
+    initial_delay: float = Field(default=1.0, ge=0)
+    """Seconds before the first retry."""
+    backoff_factor: float = Field(default=2.0, ge=1)
+    """Each delay is this many times the one before."""
+    max_delay: float = Field(default=60.0, gt=0)
+    """Longest delay in seconds."""
+    tools: list[str] | None = None
+    """For tool retries: only these tools (all when absent)."""
+
+
+_retry_shorthand = shorthand("max_retries", int, "a number of retries or a mapping")
+
+
+RetryInput = Annotated[
+    RetryPolicy, BeforeValidator(_retry_shorthand, json_schema_input_type=int | RetryPolicy)
+]
+
+
+class RetriesSpec(SpecModel):
+    """Retries for model calls and tool calls (`model: 3` is short for `{max_retries: 3}`)."""
+
+    model: RetryInput | None = None
+    """Retry failed model calls."""
+    tools: RetryInput | None = None
+    """Retry failed tool calls."""
+
+
+class AgentCore(SpecModel):
+    """What an agent and an inline subagent have in common."""
+
+    prompt: PromptInput | None = None
+    """The agent's instructions: Jinja2 text with `{{ vars.NAME }}`, or `{file: prompt.md}`."""
+    model: ModelInput | None = None
+    """`provider:model`, or `{id, params, fallbacks, context_window}`."""
+    tools: list[ToolEntry] = Field(default_factory=list)
+    """Tools from Python (`import:`) and MCP servers (`mcp:`)."""
+    todos: bool = True
+    """Give the agent `write_todos` for planning."""
+    backend: BackendInput | None = None
+    """Where the agent's files live (default: `state`, files in the thread)."""
+    memory: list[SourcePathInput] = Field(default_factory=list)
+    """Memory files (AGENTS.md and the like) loaded into the system prompt; the agent may edit
+    them. `./x` and `~/x` are host paths, `/x` a path in the backend."""
+    skills: list[SourcePathInput] = Field(default_factory=list)
+    """Folders of `<skill>/SKILL.md` skills; later folders override earlier ones by name."""
+    interrupt_on: InterruptOnMap = Field(default_factory=dict)
+    """Tool name to `true` or `{allowed_decisions, description, when}`: pause for approval."""
+    summarization: Annotated[
+        SummarizationSpec,
+        BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | SummarizationSpec),
+    ] = Field(default_factory=SummarizationSpec)
+    """Summarize older messages near the context limit (`false` turns it off)."""
+    filesystem: FilesystemSpec = Field(default_factory=FilesystemSpec)
+    """File tool settings: allowlist, descriptions, large-content eviction."""
+    prompt_caching: Annotated[
+        PromptCachingSpec,
+        BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | PromptCachingSpec),
+    ] = Field(default_factory=PromptCachingSpec)
+    """Anthropic prompt caching (`false` turns it off; ignored for other providers)."""
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    """Model-call, tool-call and step limits."""
+    retries: RetriesSpec = Field(default_factory=RetriesSpec)
+    """Retries on transient model and tool errors."""
+    response_format: dict[str, Any] | None = None
+    """A JSON Schema (an object schema): the final answer is structured output of that shape."""
+    middleware: list[MiddlewareRef] = Field(default_factory=list)
+    """Extra LangChain middleware by import reference."""
+
+    @field_validator("response_format")
+    @classmethod
+    def _json_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None:
+            return None
+        import jsonschema
+
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path)
+            raise ValueError(
+                f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")
+            ) from None
+        if schema.get("type") != "object":
+            raise ValueError("must be an object schema (`type: object` with `properties`)")
+        return schema
+
+
+class InlineSubagent(AgentCore):
+    """A subagent defined in place. Unset `model`, `tools` and `interrupt_on` inherit from the main
+    agent; memory is never inherited."""
+
+    name: Name
+    """What the main agent passes as `subagent_type`."""
+    description: str = Field(min_length=1)
+    """When the main agent should use this subagent (shown in the `task` tool)."""
+
+
+class RefSubagent(SpecModel):
+    """Another agent file used as a subagent, with its own full spec."""
+
+    ref: str
+    """Path of the agent file, relative to this spec file."""
+    name: Name | None = None
+    """Call it by this name instead of the file's `name`."""
+    description: str | None = Field(default=None, min_length=1)
+    """Use this description instead of the file's `description`."""
+
+    _spec: AgentSpec | None = PrivateAttr(default=None)
+
+    @property
+    def spec(self) -> AgentSpec:
+        """The referenced agent spec, loaded by the loader."""
+        if self._spec is None:
+            raise RuntimeError(f"subagent ref {self.ref!r} was not loaded (use runner.load_spec)")
+        return self._spec
+
+
+class ImportSubagent(SpecModel):
+    """A prebuilt LangGraph runnable (e.g. a compiled graph) used as a subagent. Its state must
+    have `messages`; its last message is the result."""
+
+    import_: ImportRef = Field(alias="import")
+    """`package.module:graph` or `path/to/file.py:graph`; a callable is called with `args`."""
+    name: Name
+    """What the main agent passes as `subagent_type`."""
+    description: str = Field(min_length=1)
+    """When the main agent should use this subagent."""
+    args: dict[str, Any] | None = None
+    """Keyword arguments: the target is a factory returning the runnable."""
+
+
+def _subagent_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if "ref" in value:
+            return "ref subagent"
+        if "import" in value or "import_" in value:
+            return "import subagent"
+        return "inline subagent"
+    if isinstance(value, RefSubagent):
+        return "ref subagent"
+    if isinstance(value, ImportSubagent):
+        return "import subagent"
+    if isinstance(value, InlineSubagent):
+        return "inline subagent"
+    return None
+
+
+SubagentEntry = Annotated[
+    Annotated[InlineSubagent, Tag("inline subagent")]
+    | Annotated[RefSubagent, Tag("ref subagent")]
+    | Annotated[ImportSubagent, Tag("import subagent")],
+    Discriminator(_subagent_kind),
+]
+
+
+class GeneralPurposeAgentSpec(SpecModel):
+    """The built-in `general-purpose` subagent: the main agent's tools, a fresh context."""
+
+    enabled: bool = True
+    description: str | None = None
+    """Replace its description in the `task` tool."""
+    prompt: str | None = None
+    """Replace its system prompt."""
+    model: ModelInput | None = None
+    """Its model (default: the main agent's)."""
+
+
+class AgentSpec(AgentCore):
+    """An agent: one YAML file."""
+
+    version: Literal[1] = 1
+    """Spec format version."""
+    name: Name
+    """The agent's name (lowercase letters, digits, '-', '_')."""
+    description: str | None = None
+    """What the agent does; required when another agent uses this file as a subagent."""
+    vars: dict[str, Any] = Field(default_factory=dict)
+    """Template variables for prompts (`{{ vars.topic }}`); `agentctl run --var topic=x`
+    overrides them."""
+    include: list[str] = Field(default_factory=list)
+    """Files merged under this one before validation (relative paths); later files and this one
+    win, `tools` and `subagents` lists are joined."""
+    subagents: list[SubagentEntry] = Field(default_factory=list)
+    """Agents the main agent can delegate to with the `task` tool: inline, `ref: file.yaml`, or
+    `import:` of a prebuilt graph."""
+    general_purpose_agent: Annotated[
+        GeneralPurposeAgentSpec,
+        BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | GeneralPurposeAgentSpec),
+    ] = Field(default_factory=GeneralPurposeAgentSpec)
+    """The built-in `general-purpose` subagent (`false` removes it)."""
+
+    _source: str | None = PrivateAttr(default=None)
+    _locator: Callable[[tuple[str | int, ...], str], Problem] | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str | None:
+        """The file this spec was loaded from."""
+        return self._source
+
+    def problem(self, path: tuple[str | int, ...], message: str) -> Problem:
+        """A problem located at `path` (e.g. `("tools", 0, "import")`) in the spec's files."""
+        if self._locator is not None:
+            return self._locator(path, message)
+        dotted = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
+        return Problem(self._source or "<spec>", 0, 0, dotted, message)
+
+    @field_validator("vars")
+    @classmethod
+    def _identifiers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        bad = [k for k in value if not k.isidentifier()]
+        if bad:
+            raise ValueError(f"variable names must be identifiers (letters, digits, _): {bad}")
+        return value
+
+
+SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent
+__all__ = [
+    "FILESYSTEM_TOOLS",
+    "AgentCore",
+    "AgentSpec",
+    "FilesystemSpec",
+    "GeneralPurposeAgentSpec",
+    "ImportRef",
+    "ImportSubagent",
+    "InlineSubagent",
+    "InterruptOn",
+    "LimitsSpec",
+    "PromptCachingSpec",
+    "PromptFile",
+    "RefSubagent",
+    "RetriesSpec",
+    "RetryPolicy",
+    "SubagentSpec",
+    "SummarizationSpec",
+    "Threshold",
+]

@@ -1,0 +1,133 @@
+"""The `backend:` key: where the agent's files live, discriminated on `kind`.
+
+`state` keeps files in the thread's graph state (the default); `filesystem` is a real directory;
+`store` is a LangGraph store that outlives threads; `local_shell` is a directory plus an `execute`
+tool; `composite` routes path prefixes to other backends. The short form `backend: state` equals
+`backend: {kind: state}`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from runner.spec.base import SpecModel, shorthand
+
+
+class StateBackendSpec(SpecModel):
+    """Files in the thread's graph state: private to the thread, saved with its checkpoints."""
+
+    kind: Literal["state"]
+
+
+class FilesystemBackendSpec(SpecModel):
+    """A real directory on the host."""
+
+    kind: Literal["filesystem"]
+    root_dir: str
+    """The directory (relative to this spec file); created when missing."""
+    virtual_mode: bool = True
+    """Confine every agent path to `root_dir`: the agent sees `/` as `root_dir`, and `..`, `~`,
+    drive letters and symlinks leading outside are refused. Turn off only for trusted agents."""
+    max_file_size_mb: float = Field(default=10, gt=0)
+    """Files larger than this are not read or searched."""
+
+
+class StoreBackendSpec(SpecModel):
+    """Files in a LangGraph store, under a namespace: they outlive the thread (long-term memory)."""
+
+    kind: Literal["store"]
+    namespace: list[str] = Field(default_factory=lambda: ["files"], min_length=1)
+    """The store namespace, e.g. `[memories]`."""
+
+
+class LocalShellBackendSpec(SpecModel):
+    """A real directory plus an `execute` tool that runs shell commands in it.
+
+    Commands run on the host with the runner's privileges: this is not a sandbox. The environment
+    is clean (PATH, HOME, LANG and a few more) unless `inherit_env` or `env` add variables, so API
+    keys in the runner's environment do not leak into commands."""
+
+    kind: Literal["local_shell"]
+    root_dir: str
+    """The directory (relative to this spec file) where files live and commands run."""
+    virtual_mode: bool = True
+    """Confine file tool paths to `root_dir` (commands themselves are not confined)."""
+    max_file_size_mb: float = Field(default=10, gt=0)
+    """Files larger than this are not read or searched."""
+    timeout: float = Field(default=120, gt=0)
+    """Seconds before a command's process group is killed."""
+    max_output_bytes: int = Field(default=100_000, gt=0)
+    """Output beyond this many bytes is cut off and flagged as truncated."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables added to the commands' environment."""
+    inherit_env: bool = False
+    """Pass the runner's whole environment to commands (API keys included)."""
+
+
+LeafBackendSpec = Annotated[
+    StateBackendSpec | FilesystemBackendSpec | StoreBackendSpec | LocalShellBackendSpec,
+    Field(discriminator="kind"),
+]
+
+
+_kind_shorthand = shorthand("kind", str, "a backend kind or a mapping with `kind`")
+
+
+class CompositeBackendSpec(SpecModel):
+    """A default backend plus routes: a path under a route's prefix goes to that route's backend
+    (the longest matching prefix wins). `execute` always runs on the default backend."""
+
+    kind: Literal["composite"]
+    default: Annotated[
+        LeafBackendSpec,
+        BeforeValidator(
+            _kind_shorthand,
+            json_schema_input_type=Literal["state", "store"] | LeafBackendSpec,
+        ),
+    ]
+    """The backend for every path no route matches."""
+    routes: dict[
+        str,
+        Annotated[
+            LeafBackendSpec,
+            BeforeValidator(
+                _kind_shorthand,
+                json_schema_input_type=Literal["state", "store"] | LeafBackendSpec,
+            ),
+        ],
+    ] = Field(default_factory=dict)
+    """Path prefix (like `/memories/`) to backend."""
+
+    @field_validator("routes")
+    @classmethod
+    def _prefixes(cls, routes: dict[str, Any]) -> dict[str, Any]:
+        for prefix in routes:
+            if not (prefix.startswith("/") and prefix.endswith("/")) or prefix == "/":
+                raise ValueError(
+                    f"route prefix {prefix!r} must start and end with '/', like '/memories/'"
+                )
+            if ".." in prefix.split("/"):
+                raise ValueError(f"route prefix {prefix!r} must not contain '..'")
+        return routes
+
+
+BackendSpec = Annotated[
+    StateBackendSpec
+    | FilesystemBackendSpec
+    | StoreBackendSpec
+    | LocalShellBackendSpec
+    | CompositeBackendSpec,
+    Field(discriminator="kind"),
+]
+
+BackendInput = Annotated[
+    BackendSpec,
+    BeforeValidator(
+        _kind_shorthand,
+        json_schema_input_type=Literal["state", "store"] | BackendSpec,
+    ),
+]
+
+BACKEND_KINDS = ("state", "filesystem", "store", "local_shell", "composite")

@@ -1,0 +1,132 @@
+"""Shared building blocks of the spec: the base model, names, import references, source paths.
+
+Every model forbids unknown keys (a typo is an error, not a silently ignored key) and turns its
+attribute docstrings into JSON Schema descriptions, so editors show them on hover.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+NAME_RULE = "lowercase letters, digits, '-' and '_', starting with a letter or digit"
+
+Name = Annotated[str, Field(pattern=NAME_PATTERN, min_length=1, max_length=64)]
+"""An agent, subagent or server name."""
+
+IMPORT_REF_PATTERN = r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_.]*$"
+ImportRef = Annotated[
+    str,
+    Field(
+        pattern=IMPORT_REF_PATTERN,
+        examples=["my_pkg.tools:search", "./tools.py:search"],
+    ),
+]
+"""`package.module:attribute`, or `path/to/file.py:attribute` relative to the spec file."""
+
+_IMPORT_FILE = re.compile(r"\.py$")
+
+
+def import_ref_is_file(ref: str) -> bool:
+    """True for `path/to/file.py:name` refs, false for `package.module:name` refs."""
+    target = ref.rsplit(":", 1)[0]
+    return bool(_IMPORT_FILE.search(target)) or "/" in target or "\\" in target
+
+
+class SpecModel(BaseModel):
+    """Base of every spec model: unknown keys are errors; docstrings become descriptions."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        populate_by_name=True,
+        validate_default=False,
+    )
+
+
+class SourcePath(SpecModel):
+    """A file or folder, either on the host or inside the agent's backend.
+
+    Written as a string: `./AGENTS.md`, `notes/AGENTS.md` and `~/.agentctl/AGENTS.md` are host paths
+    (relative ones resolve against the spec file); a string starting with `/` is a path inside the
+    agent's backend, such as `/memories/AGENTS.md`. For an absolute host path write `{host: /abs}`.
+    """
+
+    host: str | None = None
+    """A path on the host machine."""
+    backend: str | None = None
+    """A path inside the agent's backend (starts with `/`)."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SourcePath:
+        if (self.host is None) == (self.backend is None):
+            raise ValueError("give exactly one of `host` or `backend`")
+        if self.backend is not None and not self.backend.startswith("/"):
+            raise ValueError(f"a backend path must start with '/', found {self.backend!r}")
+        return self
+
+    @property
+    def is_host(self) -> bool:
+        return self.host is not None
+
+    @property
+    def path(self) -> str:
+        return self.host if self.host is not None else self.backend  # type: ignore[return-value]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def _parse_source_path(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"backend": value} if value.startswith("/") else {"host": value}
+    if isinstance(value, dict | BaseModel):
+        return value
+    raise ValueError(f"expected a path, found {describe(value)}")
+
+
+SourcePathInput = Annotated[
+    SourcePath,
+    BeforeValidator(_parse_source_path, json_schema_input_type=str | SourcePath),
+]
+
+
+def describe(value: Any) -> str:
+    """How a YAML author would name a value they wrote: "text 'abc'", "the number 3", "a list"."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"text {shown!r}" if value else "empty text"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def shorthand(key: str, scalar: type | tuple[type, ...], expected: str) -> Any:
+    """A `mode="before"` function: a scalar of type `scalar` means `{key: scalar}`; any other
+    non-mapping is an error saying `expected`."""
+
+    def expand(value: Any) -> Any:
+        if isinstance(value, dict | BaseModel):
+            return value
+        if isinstance(value, scalar) and not (
+            isinstance(value, bool) and bool not in _types(scalar)
+        ):
+            return {key: value}
+        raise ValueError(f"expected {expected}, found {describe(value)}")
+
+    return expand
+
+
+def _types(scalar: type | tuple[type, ...]) -> tuple[type, ...]:
+    return scalar if isinstance(scalar, tuple) else (scalar,)

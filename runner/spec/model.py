@@ -1,0 +1,132 @@
+"""The `model:` key: which chat model runs the agent, with its parameters and fallbacks.
+
+The short form `model: openai:gpt-4.1` equals `model: {id: openai:gpt-4.1}`. The provider prefix is
+required (explicit beats inferred in a file under version control); a bare model name gets a
+"did you mean" with the provider it most likely belongs to.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from runner.spec.base import SpecModel, describe, shorthand
+
+# The providers `langchain.chat_models.init_chat_model` knows, plus agentctl's own `replay`.
+# tests/spec/test_providers.py fails when langchain's list changes, so this list stays in sync.
+KNOWN_PROVIDERS: tuple[str, ...] = (
+    "anthropic",
+    "anthropic_bedrock",
+    "azure_ai",
+    "azure_openai",
+    "baseten",
+    "bedrock",
+    "bedrock_converse",
+    "bedrock_mantle_anthropic",
+    "bedrock_mantle_openai",
+    "cohere",
+    "deepseek",
+    "fireworks",
+    "google_anthropic_vertex",
+    "google_genai",
+    "google_vertexai",
+    "groq",
+    "huggingface",
+    "ibm",
+    "langsmith",
+    "litellm",
+    "meta",
+    "mistralai",
+    "nvidia",
+    "ollama",
+    "openai",
+    "openrouter",
+    "perplexity",
+    "together",
+    "upstage",
+    "xai",
+    "replay",
+)
+
+_NAME_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt", "text-", "davinci"), "openai"),
+    (("claude",), "anthropic"),
+    (("gemini",), "google_genai"),
+    (("command",), "cohere"),
+    (("mistral", "mixtral", "codestral"), "mistralai"),
+    (("deepseek",), "deepseek"),
+    (("grok",), "xai"),
+    (("sonar",), "perplexity"),
+    (("llama", "qwen", "phi", "gemma"), "ollama"),
+)
+
+
+def guess_provider(model_name: str) -> str | None:
+    """The provider a bare model name most likely belongs to, for a "did you mean"."""
+    lowered = model_name.lower()
+    for prefixes, provider in _NAME_HINTS:
+        if lowered.startswith(prefixes):
+            return provider
+    return None
+
+
+def _check_model_id(value: str) -> str:
+    provider, sep, name = value.partition(":")
+    if not sep or not provider or not name:
+        hint = guess_provider(value)
+        fix = f"; did you mean '{hint}:{value}'?" if hint else ""
+        raise ValueError(
+            f"expected 'provider:model', e.g. 'openai:gpt-4.1' or 'replay:cassette.yaml', "
+            f"found {describe(value)}{fix}"
+        )
+    if provider not in KNOWN_PROVIDERS:
+        import difflib
+
+        close = difflib.get_close_matches(provider, KNOWN_PROVIDERS, n=1, cutoff=0.6)
+        fix = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(KNOWN_PROVIDERS)}"
+        raise ValueError(f"unknown model provider {provider!r}{fix}")
+    return value
+
+
+_model_shorthand = shorthand("id", str, "'provider:model' or a mapping with `id`")
+
+
+class FallbackModelSpec(SpecModel):
+    """A model tried when the ones before it fail."""
+
+    id: str
+    """`provider:model`, e.g. `anthropic:claude-sonnet-4-5`."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the provider's chat model class (temperature, max_tokens, ...)."""
+
+    _check_id = field_validator("id")(classmethod(lambda cls, v: _check_model_id(v)))
+
+
+FallbackModelInput = Annotated[
+    FallbackModelSpec,
+    BeforeValidator(_model_shorthand, json_schema_input_type=str | FallbackModelSpec),
+]
+
+
+class ModelSpec(SpecModel):
+    """A chat model: `provider:model`, its parameters, fallbacks and context window."""
+
+    id: str
+    """`provider:model`, e.g. `openai:gpt-4.1`, `ollama:llama3.1`, or `replay:cassette.yaml`
+    to play back a recorded cassette (the path is relative to this file)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the provider's chat model class: temperature, max_tokens, base_url,
+    timeout, max_retries, api_key (use `${ENV_VAR}`, never a literal key)."""
+    fallbacks: list[FallbackModelInput] = Field(default_factory=list)
+    """Models tried in order when a call to this one raises."""
+    context_window: int | None = Field(default=None, gt=0)
+    """The model's input limit in tokens; sets the summarization defaults (85% / 10%)."""
+
+    _check_id = field_validator("id")(classmethod(lambda cls, v: _check_model_id(v)))
+
+
+ModelInput = Annotated[
+    ModelSpec,
+    BeforeValidator(_model_shorthand, json_schema_input_type=str | ModelSpec),
+]

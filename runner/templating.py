@@ -1,0 +1,102 @@
+"""Prompts are Jinja2 templates rendered once, at load time, with the spec's `vars`.
+
+`StrictUndefined` makes a misspelled `{{ vars.topci }}` an error instead of an empty string; the
+error names the template's file and line and the variables that do exist. Prompt files may
+`{% include %}` other files from their own folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TemplateProblem(Exception):
+    """A template failed; `line` is 1-based within the template (0 when unknown)."""
+
+    message: str
+    line: int
+    file: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _line_in(tb: TracebackType | None, name: str) -> int:
+    line = 0
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _undefined_message(raw: str, variables: dict[str, Any]) -> str:
+    attr = re.search(r"has no attribute '([^']+)'", raw)
+    if attr:
+        name = attr.group(1)
+        known = sorted(variables)
+        close = difflib.get_close_matches(name, known, n=1)
+        if close:
+            hint = f"; did you mean 'vars.{close[0]}'?"
+        elif known:
+            hint = f"; defined: {', '.join(known)}"
+        else:
+            hint = "; the spec defines no `vars`"
+        return f"undefined template variable 'vars.{name}'{hint}"
+    top = re.search(r"'([^']+)' is undefined", raw)
+    if top:
+        name = top.group(1)
+        if name in variables:
+            return f"undefined template variable {name!r}; write it as '{{{{ vars.{name} }}}}'"
+        return f"undefined template variable {name!r}; template variables are 'vars.NAME'"
+    return f"template error: {raw}"
+
+
+def render(
+    source: str,
+    variables: dict[str, Any],
+    *,
+    name: str,
+    search_dir: Path | None = None,
+) -> str:
+    """Render `source` with `vars` bound to `variables`. Raises TemplateProblem."""
+    import jinja2
+
+    loader = jinja2.FileSystemLoader(str(search_dir)) if search_dir else None
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        loader=loader,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    try:
+        code = env.compile(source, name=name, filename=name)
+        template = env.template_class.from_code(env, code, env.make_globals(None))
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateProblem(
+            f"template syntax error: {exc.message}", exc.lineno or 0, exc.filename
+        ) from None
+    try:
+        return template.render(vars=variables)
+    except jinja2.UndefinedError as exc:
+        line = _line_in(exc.__traceback__, name)
+        raise TemplateProblem(_undefined_message(str(exc.message), variables), line) from None
+    except jinja2.TemplateNotFound as exc:
+        line = _line_in(exc.__traceback__, name)
+        raise TemplateProblem(f"included template not found: {exc.name}", line) from None
+    except jinja2.TemplateError as exc:
+        line = _line_in(exc.__traceback__, name)
+        raise TemplateProblem(f"template error: {exc}", line) from None
+    except Exception as exc:  # a filter or expression failed: still the template author's to fix
+        line = _line_in(exc.__traceback__, name)
+        if loader is None and "no loader" in str(exc):
+            message = "`{% include %}` and `{% import %}` need the prompt in a file ({file: ...})"
+        else:
+            message = f"template error: {type(exc).__name__}: {exc}"
+        raise TemplateProblem(message, line) from None

@@ -1,0 +1,346 @@
+"""YAML with positions: plain Python values plus a parallel tree of where each came from.
+
+PyYAML composes the node graph (so syntax errors carry a mark); we then build the values
+ourselves, which lets us record the line and column of every key and value, report duplicate
+keys, keep mapping keys as written (`on:` stays the string "on", not True), and interpolate
+`${VAR}` / `${VAR:-default}` in every string with errors located at the string.
+
+Positions form a `Pos` tree shaped like the value, so merging two files (`include:`) merges their
+positions with the same rules, and each value keeps the file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from runner.errors import Problem
+
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int  # 1-based
+    col: int  # 1-based
+
+    def problem(self, path: str, message: str) -> Problem:
+        return Problem(self.file, self.line, self.col, path, message)
+
+
+@dataclass
+class Pos:
+    """Where a value came from; for mappings and lists also where each child came from."""
+
+    loc: Loc
+    key_locs: dict[str, Loc] = field(default_factory=dict)
+    children: dict[str | int, Pos] = field(default_factory=dict)
+    block: bool = False  # a `|` or `>` scalar: its text starts on the line after `loc`
+
+
+def format_path(path: KeyPath) -> str:
+    """`subagents[1].model`, `backend.routes["/memories/"].kind`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]".replace("'", '"')
+    return out
+
+
+class SourceMap:
+    """Key path -> location, for a whole (possibly merged) document."""
+
+    def __init__(self, root: Pos) -> None:
+        self.root = root
+
+    def _node(self, path: KeyPath) -> tuple[Pos, int]:
+        node, depth = self.root, 0
+        for part in path:
+            child = node.children.get(part)
+            if child is None:
+                break
+            node, depth = child, depth + 1
+        return node, depth
+
+    def value_loc(self, path: KeyPath) -> Loc:
+        """Where the value at `path` is; the nearest enclosing value when it does not exist."""
+        return self._node(path)[0].loc
+
+    def key_loc(self, path: KeyPath) -> Loc:
+        """Where the key naming `path` is written (for unknown keys), else the value's place."""
+        if path:
+            parent, depth = self._node(path[:-1])
+            last = path[-1]
+            if depth == len(path) - 1 and isinstance(last, str) and last in parent.key_locs:
+                return parent.key_locs[last]
+        return self.value_loc(path)
+
+    def exists(self, path: KeyPath) -> bool:
+        return self._node(path)[1] == len(path)
+
+    def file_of(self, path: KeyPath) -> str:
+        return self.value_loc(path).file
+
+    def text_line(self, path: KeyPath, line_in_text: int) -> Loc:
+        """Where line `line_in_text` (1-based) of the string at `path` is in the file."""
+        node, depth = self._node(path)
+        loc = node.loc
+        if depth != len(path):
+            return loc
+        offset = line_in_text if node.block else max(line_in_text - 1, 0)
+        return Loc(loc.file, loc.line + offset, 1 if offset else loc.col)
+
+    def problem(self, path: KeyPath, message: str, *, at_key: bool = False) -> Problem:
+        loc = self.key_loc(path) if at_key else self.value_loc(path)
+        return loc.problem(format_path(path), message)
+
+
+# --------------------------------------------------------------------------- interpolation
+
+_VAR = re.compile(r"\$\$\{|\$\{([^}]*)\}?")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def interpolate(
+    text: str, env: Mapping[str, str], problems: list[tuple[int, str]] | None = None
+) -> str:
+    """Replace `${VAR}` and `${VAR:-default}`; `$${` is a literal `${`.
+
+    Problems (offset in `text`, message) are appended to `problems`; without a list the first
+    problem raises ValueError.
+    """
+    out: list[str] = []
+    pos = 0
+    for match in _VAR.finditer(text):
+        out.append(text[pos : match.start()])
+        pos = match.end()
+        if match.group(0) == "$${":
+            out.append("${")
+            continue
+        body = match.group(1)
+        message = None
+        if not match.group(0).endswith("}"):
+            message = f"unclosed '${{' in {text!r}; write '$${{' for a literal '${{'"
+            value = match.group(0)
+        else:
+            name, sep, default = body.partition(":-")
+            if not _VAR_NAME.fullmatch(name):
+                message = (
+                    f"bad variable reference '${{{body}}}': expected ${{NAME}} or "
+                    f"${{NAME:-default}}; write '$${{' for a literal '${{'"
+                )
+                value = match.group(0)
+            elif name in env:
+                value = env[name]
+            elif sep:
+                value = default
+            else:
+                message = (
+                    f"environment variable {name} is not set; set it, or give a default "
+                    f"with ${{{name}:-default}}"
+                )
+                value = ""
+        if message:
+            if problems is None:
+                raise ValueError(message)
+            problems.append((match.start(), message))
+        out.append(value)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- reading
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _loc(file: str, node: yaml.Node) -> Loc:
+    return Loc(file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Builder:
+    def __init__(self, file: str, env: Mapping[str, str]) -> None:
+        self.file = file
+        self.env = env
+        self.problems: list[Problem] = []
+        self._constructor = yaml.constructor.SafeConstructor()
+
+    def build(self, node: yaml.Node, path: KeyPath) -> tuple[Any, Pos]:
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            values, pos = [], Pos(_loc(self.file, node))
+            for index, item in enumerate(node.value):
+                value, child = self.build(item, (*path, index))
+                values.append(value)
+                pos.children[index] = child
+            return values, pos
+        assert isinstance(node, yaml.ScalarNode)
+        block = node.style in ("|", ">")
+        return self._scalar(node, path), Pos(_loc(self.file, node), block=block)
+
+    def _pairs(self, node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
+        """Key/value pairs with YAML merge keys (`<<: *base`) expanded, own keys last."""
+        own = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged = (
+                    value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                )
+                for base in merged:
+                    if isinstance(base, yaml.MappingNode):
+                        yield from self._pairs(base)
+            else:
+                own.append((key_node, value_node))
+        yield from own
+
+    def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> tuple[dict[str, Any], Pos]:
+        result: dict[str, Any] = {}
+        pos = Pos(_loc(self.file, node))
+        own_keys: dict[str, Loc] = {}
+        direct = {id(k) for k, _ in node.value}
+        for key_node, value_node in self._pairs(node):
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.problems.append(
+                    _loc(self.file, key_node).problem(
+                        format_path(path), "a key must be plain text, not a list or mapping"
+                    )
+                )
+                continue
+            key = str(key_node.value)
+            key_loc = _loc(self.file, key_node)
+            if id(key_node) in direct:
+                if key in own_keys:
+                    first = own_keys[key]
+                    self.problems.append(
+                        key_loc.problem(
+                            format_path((*path, key)),
+                            f"duplicate key (first given at line {first.line})",
+                        )
+                    )
+                    continue
+                own_keys[key] = key_loc
+            value, child = self.build(value_node, (*path, key))
+            result[key] = value
+            pos.key_locs[key] = key_loc
+            pos.children[key] = child
+        return result, pos
+
+    def _scalar(self, node: yaml.ScalarNode, path: KeyPath) -> Any:
+        if node.tag == _STR_TAG or node.tag == "tag:yaml.org,2002:timestamp":
+            text = str(node.value)
+            if "$" not in text:
+                return text
+            found: list[tuple[int, str]] = []
+            value = interpolate(text, self.env, found)
+            for offset, message in found:
+                self.problems.append(
+                    self._at_offset(node, text, offset, format_path(path), message)
+                )
+            return value
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self.problems.append(_loc(self.file, node).problem(format_path(path), str(exc)))
+            return node.value
+
+    def _at_offset(
+        self, node: yaml.ScalarNode, text: str, offset: int, path: str, message: str
+    ) -> Problem:
+        loc = _loc(self.file, node)
+        # Point into the string when its text maps 1:1 onto the file (plain or quoted, one line).
+        if "\n" not in text and node.style in (None, "'", '"'):
+            loc = Loc(loc.file, loc.line, loc.col + offset + (1 if node.style else 0))
+        elif node.style in ("|", ">"):
+            line = text.count("\n", 0, offset)
+            loc = Loc(loc.file, loc.line + 1 + line, 1)
+        return loc.problem(path, message)
+
+
+@dataclass
+class Document:
+    """One YAML file read: its value (usually a mapping), positions and problems."""
+
+    file: str
+    value: Any
+    pos: Pos
+    problems: list[Problem]
+
+
+def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Document:
+    """Parse `text` (named `file` in messages). Syntax errors become one located problem."""
+    env = os.environ if env is None else env
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        what = exc.problem or "invalid YAML"
+        if exc.context:
+            what = (
+                f"{exc.context}, {what}"
+                if "while" not in exc.context
+                else f"{what} ({exc.context})"
+            )
+        return Document(
+            file,
+            None,
+            Pos(Loc(file, 1, 1)),
+            [Problem(file, line, col, "", f"YAML syntax error: {what}")],
+        )
+    except yaml.YAMLError as exc:
+        return Document(
+            file, None, Pos(Loc(file, 1, 1)), [Problem(file, 0, 0, "", f"YAML error: {exc}")]
+        )
+    if node is None:
+        return Document(file, None, Pos(Loc(file, 1, 1)), [])
+    builder = _Builder(file, env)
+    value, pos = builder.build(node, ())
+    return Document(file, value, pos, builder.problems)
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def merge(
+    base: Any, base_pos: Pos, over: Any, over_pos: Pos, *, concat: frozenset[str] = frozenset()
+) -> tuple[Any, Pos]:
+    """Merge `over` onto `base`: mappings key by key (a mapping whose `kind` differs replaces the
+    whole), lists under a key in `concat` joined, anything else replaced by `over`."""
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return over, over_pos
+    if "kind" in base and "kind" in over and base["kind"] != over["kind"]:
+        return over, over_pos
+    result = dict(base)
+    pos = Pos(over_pos.loc, dict(base_pos.key_locs), dict(base_pos.children))
+    for key, value in over.items():
+        child_pos = over_pos.children[key]
+        if key in result:
+            old = result[key]
+            if key in concat and isinstance(old, list) and isinstance(value, list):
+                joined_pos = Pos(child_pos.loc)
+                for index, item_pos in base_pos.children[key].children.items():
+                    joined_pos.children[index] = item_pos
+                offset = len(old)
+                for index, item_pos in child_pos.children.items():
+                    joined_pos.children[int(index) + offset] = item_pos
+                result[key] = [*old, *value]
+                pos.children[key] = joined_pos
+                pos.key_locs[key] = over_pos.key_locs[key]
+                continue
+            value, child_pos = merge(old, base_pos.children[key], value, child_pos)
+        result[key] = value
+        pos.children[key] = child_pos
+        pos.key_locs[key] = over_pos.key_locs[key]
+    return result, pos
