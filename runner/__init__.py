@@ -24,6 +24,7 @@ _EXPORTS = {
     "RunError": "runner.errors",
     "RunnerError": "runner.errors",
     "SpecError": "runner.errors",
+    "build_agent": "runner.build",
     "load_spec": "runner.loader",
 }
 
@@ -36,10 +37,12 @@ __all__ = [
     "RunnerError",
     "SpecError",
     "__version__",
+    "build_agent",
     "load_spec",
 ]
 
 if TYPE_CHECKING:
+    from runner.build import build_agent
     from runner.errors import (
         BuildError,
         Problem,

@@ -17,6 +17,7 @@ other exception reaching the CLI is a bug in agentctl and is reported as one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Self
 
 __all__ = [
     "BuildError",
@@ -68,24 +69,25 @@ class SpecError(RunnerError):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-class ResolutionError(RunnerError):
+class _Located(RunnerError):
+    exit_code = 2
+
+    def __init__(self, message: str, *, problem: Problem | None = None) -> None:
+        self.problem = problem
+        super().__init__(str(problem) if problem else message)
+
+    @classmethod
+    def at(cls, problem: Problem) -> Self:
+        """The error for one located problem."""
+        return cls(problem.message, problem=problem)
+
+
+class ResolutionError(_Located):
     """A tool, provider, import path or optional dependency named in a spec cannot be resolved."""
 
-    exit_code = 2
 
-    def __init__(self, message: str, *, problem: Problem | None = None) -> None:
-        self.problem = problem
-        super().__init__(str(problem) if problem else message)
-
-
-class BuildError(RunnerError):
+class BuildError(_Located):
     """The spec is valid piece by piece, but its pieces cannot be assembled into one agent."""
-
-    exit_code = 2
-
-    def __init__(self, message: str, *, problem: Problem | None = None) -> None:
-        self.problem = problem
-        super().__init__(str(problem) if problem else message)
 
 
 class RunError(RunnerError):

@@ -209,8 +209,14 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
         expected = _EXPECTED[kind]
         return _Located(path, f"expected {expected}, found {found}", at_key, True, expected)
     if kind == "literal_error":
-        choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
-        message = f"expected one of {_quoted(choices)}, found {found}"
+        expected_text = str(ctx.get("expected", ""))
+        choices = re.findall(r"'([^']*)'", expected_text)
+        shown = _quoted(choices) if choices else expected_text
+        message = (
+            f"expected one of {shown}, found {found}"
+            if choices
+            else f"expected {shown}, found {found}"
+        )
         if isinstance(error.get("input"), str) and (hint := did_you_mean(error["input"], choices)):
             message += f"; did you mean {hint!r}?"
         return _Located(path, message, at_key, False, "")
@@ -250,7 +256,10 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
     }
     if kind in comparisons:
         words, key = comparisons[kind]
-        return _Located(path, f"must be {words} {ctx[key]}, found {found}", at_key, False, "")
+        limit = ctx[key]
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)
+        return _Located(path, f"must be {words} {limit}, found {found}", at_key, False, "")
     if kind == "value_error":
         message = str(error["msg"]).removeprefix("Value error, ")
         return _Located(path, message, at_key, False, "")

@@ -19,6 +19,12 @@ from runner import __version__
 # name -> (module, attribute, one-line help). The help is here so `agentctl --help` does not
 # import every command module.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("runner.cli.run", "run", "Run an agent (one message, or resume a thread)."),
+    "inspect": (
+        "runner.cli.inspect",
+        "inspect",
+        "Show the resolved agent: model, tools, chain, prompt.",
+    ),
     "validate": ("runner.cli.validate", "validate", "Check agent files and report every problem."),
     "schema": ("runner.cli.schema", "schema", "Print, write or check the agent JSON Schema."),
 }
@@ -74,7 +80,8 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except RunnerError as exc:
-        click.echo(f"error: {exc}" if "\n" not in str(exc) else str(exc), err=True)
+        located = getattr(exc, "problems", None) or getattr(exc, "problem", None)
+        click.echo(str(exc) if located else f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(1)

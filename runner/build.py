@@ -1,0 +1,171 @@
+"""ResolvedAgent -> CompiledStateGraph on `langchain.agents.create_agent`.
+
+`middleware_chain` is the one place the harness order is decided; `runner.middleware`'s docstring
+explains each position.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runner.errors import BuildError
+from runner.middleware.prompt import static_prompt
+from runner.resolve import ResolvedAgent, Resolver
+from runner.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware import AgentMiddleware
+
+    Middleware = AgentMiddleware[Any, Any, Any]
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langgraph.graph.state import CompiledStateGraph
+
+__all__ = ["build_agent", "build_graph", "middleware_chain"]
+
+
+def _limits(agent: ResolvedAgent) -> list[Middleware]:
+    from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
+
+    limits = agent.spec.limits
+    found: list[Middleware] = []
+    if limits.model_calls is not None:
+        found.append(ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="error"))
+    if isinstance(limits.tool_calls, int):
+        found.append(ToolCallLimitMiddleware(run_limit=limits.tool_calls, exit_behavior="continue"))
+    elif isinstance(limits.tool_calls, dict):
+        found.extend(
+            ToolCallLimitMiddleware(tool_name=tool, run_limit=limit, exit_behavior="continue")
+            for tool, limit in limits.tool_calls.items()
+        )
+    return found
+
+
+def _model_resilience(agent: ResolvedAgent) -> list[Middleware]:
+    from langchain.agents.middleware import (
+        ModelFallbackMiddleware,
+        ModelRetryMiddleware,
+        ToolRetryMiddleware,
+    )
+
+    found: list[Middleware] = []
+    if agent.model.fallbacks:
+        first, *rest = agent.model.fallbacks
+        found.append(ModelFallbackMiddleware(first, *rest))
+    retries = agent.spec.retries
+    for policy, cls in (
+        (retries.model, ModelRetryMiddleware),
+        (retries.tools, ToolRetryMiddleware),
+    ):
+        if policy is None:
+            continue
+        kwargs: dict[str, Any] = {
+            "max_retries": policy.max_retries,
+            "initial_delay": policy.initial_delay,
+            "backoff_factor": policy.backoff_factor,
+            "max_delay": policy.max_delay,
+            "on_failure": "error",
+        }
+        if cls is ToolRetryMiddleware and policy.tools is not None:
+            kwargs["tools"] = policy.tools
+        found.append(cls(**kwargs))
+    return found
+
+
+def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
+    """The harness in order (see `runner.middleware` for why each sits where it does)."""
+    from runner.middleware.prompt import SystemPromptMiddleware
+
+    h = agent.harness
+    dynamic_prompt = static_prompt(agent.prompt_sections) is None
+    chain = [
+        SystemPromptMiddleware(agent.prompt_sections) if dynamic_prompt else None,
+        h.get("todos"),
+        h.get("memory"),
+        h.get("skills"),
+        h.get("filesystem"),
+        h.get("subagents"),
+        *agent.user_middleware,
+        h.get("summarization"),
+        *_limits(agent),
+        *_model_resilience(agent),
+        h.get("prompt_caching"),
+        h.get("patch_tool_calls"),
+        h.get("approvals"),
+    ]
+    return [m for m in chain if m is not None]
+
+
+def build_graph(
+    agent: ResolvedAgent,
+    *,
+    checkpointer: Any = None,
+    store: Any = None,
+) -> CompiledStateGraph:
+    """Compile one resolved agent."""
+    from langchain.agents import create_agent
+
+    middleware = middleware_chain(agent)
+    names = [m.name for m in middleware]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise BuildError(
+            f"middleware names must be unique in one agent; used twice: {', '.join(duplicates)} "
+            "(check the spec's `middleware:` list)"
+        )
+    tool_names = [t.name for t in agent.tools] + [
+        getattr(t, "name", str(t)) for m in middleware for t in getattr(m, "tools", None) or ()
+    ]
+    clashes = sorted({n for n in tool_names if tool_names.count(n) > 1})
+    if clashes:
+        raise BuildError(
+            f"two tools are named {', '.join(repr(c) for c in clashes)}; rename one with `name:` "
+            "on its `import:` entry, or `prefix:` on an MCP server"
+        )
+    try:
+        return create_agent(
+            agent.model.require(),
+            tools=agent.tools,
+            system_prompt=static_prompt(agent.prompt_sections),
+            middleware=middleware,
+            response_format=agent.response_format,
+            checkpointer=checkpointer,
+            store=store,
+            name=agent.name,
+        ).with_config(recursion_limit=agent.recursion_limit)
+    except (ValueError, TypeError) as exc:
+        raise BuildError(f"cannot assemble agent {agent.name!r}: {exc}") from None
+
+
+def _as_spec(
+    spec_or_path: AgentSpec | str | os.PathLike[str], vars: Mapping[str, Any] | None
+) -> AgentSpec:
+    if isinstance(spec_or_path, AgentSpec):
+        if vars:
+            raise BuildError("`vars` apply when loading a spec; pass a path, or load it with them")
+        return spec_or_path
+    from runner.loader import load_spec
+
+    return load_spec(Path(spec_or_path), vars=vars)
+
+
+def build_agent(
+    spec_or_path: AgentSpec | str | os.PathLike[str],
+    *,
+    model: str | BaseChatModel | None = None,
+    vars: Mapping[str, Any] | None = None,
+    checkpointer: Any = None,
+    store: Any = None,
+) -> CompiledStateGraph:
+    """Build a runnable agent from a spec file or a loaded `AgentSpec`.
+
+    `model` (a `provider:model` string or a chat model instance) replaces the model of the main
+    agent and of every subagent that does not set its own. `vars` override the spec's template
+    variables. The graph carries the spec's recursion limit; pass a `checkpointer` to keep
+    threads (needed for approvals) and a `store` for `store` backends.
+    """
+    spec = _as_spec(spec_or_path, vars)
+    resolved = Resolver(model=model).resolve(spec)
+    return build_graph(resolved, checkpointer=checkpointer, store=store)

@@ -1,0 +1,140 @@
+"""Replay cassettes: recorded model replies, so agents run offline, in tests and in the demo.
+
+```yaml
+version: 1
+agents:                  # replies per agent name; the main agent is the spec's `name`
+  researcher:
+    - content: "Let me plan this."
+      tool_calls:
+        - {name: write_todos, args: {todos: [{content: Outline, status: in_progress}]}}
+    - content: "Done."
+  critic:                # a subagent's replies, consumed each time it is called
+    - content: "Three weaknesses: ..."
+```
+
+A plain list instead of `agents:` holds the main agent's replies. A reply may set `delay`
+(seconds, to imitate a slow model) and `usage` (token counts; estimated when absent).
+
+Which reply comes next is decided from the conversation, so replay survives restarts: each reply
+is tagged with its index (`response_metadata["replay_index"]`), and a call continues after the
+last tagged reply of the same agent in its conversation. A conversation with no reply yet starts
+at 0 for the main agent (a new thread) and, for a subagent, at the next reply no earlier call in
+this process has taken, so a subagent called several times takes successive replies.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from runner.errors import Problem, SpecError
+from runner.spec.base import SpecModel
+
+__all__ = ["Cassette", "CassetteReply", "CassetteToolCall", "load_cassette"]
+
+
+class CassetteToolCall(SpecModel):
+    name: str = Field(min_length=1)
+    """The tool to call."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Its arguments."""
+    id: str | None = None
+    """The call id; generated when absent."""
+
+
+class CassetteUsage(SpecModel):
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+
+
+class CassetteReply(SpecModel):
+    content: str | list[dict[str, Any]] = ""
+    """The reply's text (or content blocks)."""
+    tool_calls: list[CassetteToolCall] = Field(default_factory=list)
+    """Tool calls the model makes in this reply."""
+    delay: float = Field(default=0, ge=0)
+    """Seconds to wait before replying (imitates a slow model)."""
+    usage: CassetteUsage | None = None
+    """Token counts to report; estimated from the text when absent."""
+
+
+class CassetteFile(SpecModel):
+    version: Literal[1] = 1
+    agents: dict[str, list[CassetteReply]] = Field(default_factory=dict)
+    """Replies per agent name."""
+
+
+class Cassette:
+    """A loaded cassette plus the in-process cursor of each agent's replies."""
+
+    def __init__(
+        self, path: Path, agents: dict[str, list[CassetteReply]], main: list[CassetteReply] | None
+    ) -> None:
+        self.path = path
+        self.agents = agents
+        self.main = main
+        self._cursor: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def replies_for(self, agent: str, *, is_main: bool) -> list[CassetteReply]:
+        if agent in self.agents:
+            return self.agents[agent]
+        if is_main and self.main is not None:
+            return self.main
+        return []
+
+    def claim(self, agent: str, index: int | None) -> int:
+        """The index to play: `index` when the conversation already decided it, else the next
+        reply no call has taken yet. Either way the cursor moves past it."""
+        with self._lock:
+            chosen = self._cursor.get(agent, 0) if index is None else index
+            self._cursor[agent] = max(self._cursor.get(agent, 0), chosen + 1)
+            return chosen
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """Parse and validate a cassette; problems are located like spec problems (SpecError)."""
+    from runner.loader import display_path
+    from runner.spec_errors import problems_from_validation
+    from runner.yamlsource import Pos, SourceMap, read_yaml
+
+    path = Path(path)
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(Problem(shown, 0, 0, "", "cassette not found")) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(Problem(shown, 0, 0, "", f"cannot read cassette: {exc}")) from None
+    doc = read_yaml(text, shown, env={})
+    if doc.problems:
+        raise SpecError(doc.problems)
+    value, pos = doc.value, doc.pos
+    plain_list = isinstance(value, list)
+    if plain_list:  # the main agent's replies: validate them as `agents: {__main__: [...]}`
+        value = {"agents": {_MAIN: value}}
+        pos = Pos(pos.loc, children={"agents": Pos(pos.loc, children={_MAIN: pos})})
+    if not isinstance(value, dict):
+        raise SpecError(
+            Problem(shown, 1, 1, "", "expected a list of replies, or a mapping with `agents:`")
+        )
+    try:
+        parsed = CassetteFile.model_validate(value)
+    except ValidationError as exc:
+        problems = problems_from_validation(exc, value, SourceMap(pos), CassetteFile)
+        if plain_list:
+            prefix = f"agents.{_MAIN}"
+            problems = [
+                Problem(p.file, p.line, p.col, p.path.removeprefix(prefix), p.message)
+                for p in problems
+            ]
+        raise SpecError(problems) from None
+    agents = dict(parsed.agents)
+    main = agents.pop(_MAIN, None)
+    return Cassette(path, agents, main)
+
+
+_MAIN = "__main__"

@@ -1,0 +1,78 @@
+"""`agentctl inspect`: the resolved agent, as agentctl will run it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command(short_help="Show the resolved agent: model, tools, chain, prompt.")
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object (name, model, middleware, tools, subagents, backend, system_prompt).",
+)
+@click.option(
+    "--prompt", "show_prompt", is_flag=True, help="Print the fully assembled system prompt."
+)
+@click.option(
+    "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
+)
+@click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
+def inspect(
+    spec: Path, as_json: bool, show_prompt: bool, vars_: tuple[str, ...], model: str | None
+) -> int:
+    """Show the agent in SPEC as agentctl assembles it: the model, the tools with their
+    descriptions, the middleware chain in order, subagents, the backend and its routes, and with
+    --prompt the system prompt. Needs no API key: models are named, not created.
+    """
+    from runner.cli.options import parse_vars
+    from runner.cli.session import local_context
+    from runner.inspection import describe
+
+    info = describe(spec, vars=parse_vars(vars_), model=model, local_context=local_context(spec))
+    if as_json:
+        click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+        return 0
+    if show_prompt:
+        click.echo(info["system_prompt"])
+        return 0
+    click.echo(_text(info))
+    return 0
+
+
+def _text(info: dict[str, Any]) -> str:
+    model = info["model"]
+    lines = [
+        f"agent       {info['name']}" + (f"  ({info['source']})" if info.get("source") else "")
+    ]
+    if info.get("description"):
+        lines.append(f"            {info['description']}")
+    extra = []
+    if model.get("params"):
+        extra.append(", ".join(f"{k}={v}" for k, v in model["params"].items()))
+    if model.get("fallbacks"):
+        extra.append("fallbacks: " + ", ".join(model["fallbacks"]))
+    if model.get("context_window"):
+        extra.append(f"context window {model['context_window']}")
+    lines.append(f"model       {model['id']}" + (f"  ({'; '.join(extra)})" if extra else ""))
+    lines.append(f"backend     {info['backend']}")
+    lines.append("middleware  " + " → ".join(info["middleware"]))
+    lines.append("tools")
+    width = max((len(t["name"]) for t in info["tool_details"]), default=0)
+    for tool in info["tool_details"]:
+        first = (tool["description"] or "").strip().splitlines()
+        lines.append(f"  {tool['name']:<{width}}  {first[0] if first else ''}")
+    if info["subagents"]:
+        lines.append("subagents")
+        for sub in info["subagents"]:
+            lines.append(f"  {sub['name']}: {sub['description']}")
+    if info["approvals"]:
+        lines.append("approvals   " + ", ".join(info["approvals"]))
+    lines.append(f"prompt      {len(info['system_prompt'])} characters (see --prompt)")
+    return "\n".join(lines)

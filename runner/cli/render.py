@@ -1,0 +1,129 @@
+"""Plain-text rendering of run events: what `agentctl run` prints when not writing JSON lines.
+
+Text streams to stdout as it arrives; tool calls and results are one compact line each, indented
+under the `task` call when they come from a subagent. Nothing here uses colour codes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from runner.events import (
+    Error,
+    Final,
+    Interrupt,
+    RunEvent,
+    Start,
+    TextDelta,
+    TodosUpdate,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+MAX_ARG = 60
+
+
+def short_args(args: dict[str, Any], limit: int = MAX_ARG) -> str:
+    parts = []
+    for key, value in args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = text.replace("\n", "⏎")
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
+        parts.append(f"{key}={text!r}" if isinstance(value, str) else f"{key}={text}")
+    return ", ".join(parts)
+
+
+def summarize_result(content: str) -> str:
+    lines = content.splitlines() or [""]
+    first = lines[0][:MAX_ARG] + ("…" if len(lines[0]) > MAX_ARG else "")
+    more = f" (+{len(lines) - 1} lines, {len(content)} chars)" if len(lines) > 1 else ""
+    return first + more
+
+
+class PlainRenderer:
+    def __init__(self, out: TextIO, err: TextIO, *, quiet: bool = False) -> None:
+        self.out = out
+        self.err = err
+        self.quiet = quiet
+        self.at_line_start = True
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.depth: dict[str | None, int] = {None: 0}
+
+    def _line(self, text: str, parent: str | None) -> None:
+        if not self.at_line_start:
+            self.out.write("\n")
+            self.at_line_start = True
+        indent = "    " * (self.depth.get(parent, 0) + (1 if parent else 0))
+        self.out.write(f"{indent}{text}\n")
+        self.out.flush()
+
+    def handle(self, event: RunEvent) -> None:
+        if self.quiet:
+            if isinstance(event, Final):
+                self.out.write(event.content + ("\n" if not event.content.endswith("\n") else ""))
+            elif isinstance(event, Error):
+                self.err.write(f"error: {event.message}\n")
+            elif isinstance(event, Interrupt):
+                self._interrupt(event)
+            return
+        if isinstance(event, Start):
+            self.err.write(f"thread {event.thread_id}\n")
+            self.err.flush()
+        elif isinstance(event, TextDelta):
+            if event.parent_id:
+                return  # a subagent's text is summarised by its result
+            self.out.write(event.text)
+            self.out.flush()
+            self.at_line_start = event.text.endswith("\n")
+        elif isinstance(event, ToolCall):
+            self._line(f"▸ {event.name}({short_args(event.args)})", event.parent_id)
+        elif isinstance(event, ToolResult):
+            mark = "✗" if event.status == "error" else "✓"
+            self._line(f"  {mark} {summarize_result(event.content)}", event.parent_id)
+        elif isinstance(event, TodosUpdate):
+            marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+            for todo in event.todos:
+                self._line(
+                    f"  {marks.get(todo.get('status', ''), '[ ]')} {todo.get('content', '')}",
+                    event.parent_id,
+                )
+        elif isinstance(event, Usage):
+            self.tokens_in += event.input_tokens
+            self.tokens_out += event.output_tokens
+        elif isinstance(event, Final):
+            if not self.at_line_start:
+                self.out.write("\n")
+                self.at_line_start = True
+            if event.structured_response is not None:
+                self.out.write(
+                    json.dumps(event.structured_response, indent=2, ensure_ascii=False) + "\n"
+                )
+            self.err.write(
+                f"thread: {event.thread_id}  tokens: {self.tokens_in} in / {self.tokens_out} out\n"
+            )
+        elif isinstance(event, Interrupt):
+            self._interrupt(event)
+        elif isinstance(event, Error):
+            if not self.at_line_start:
+                self.out.write("\n")
+            self.err.write(f"error: {event.message}\n")
+
+    def _interrupt(self, event: Interrupt) -> None:
+        if not self.at_line_start:
+            self.out.write("\n")
+            self.at_line_start = True
+        self.err.write(f"Waiting for approval (thread {event.thread_id}):\n")
+        for action in event.actions:
+            self.err.write(f"  {action.name}({short_args(action.args)})")
+            self.err.write(f"  [{'/'.join(action.allowed_decisions)}]\n")
+            if action.description:
+                for line in action.description.splitlines():
+                    self.err.write(f"      {line}\n")
+        self.err.write(
+            f"Answer with: agentctl run SPEC --thread {event.thread_id} --approve "
+            "(or --reject [--reason TEXT], or --edit JSON)\n"
+        )

@@ -1,0 +1,118 @@
+"""`agentctl run`: run an agent on a thread, one-shot, and report what it does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command(short_help="Run an agent (one message, or resume a thread).")
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("message", required=False)
+@click.option(
+    "--thread", "thread_id", metavar="ID", help="Continue this thread (its history is kept)."
+)
+@click.option(
+    "--var",
+    "vars_",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a template variable (repeatable).",
+)
+@click.option(
+    "--model",
+    metavar="MODEL",
+    help="Run with this model instead of the spec's (e.g. openai:gpt-4.1, replay:x.yaml).",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="jsonl: one JSON event per line.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print only the final answer.")
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Record the model's replies to a cassette.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="Thread database (default $AGENTCTL_HOME/agentctl.db).",
+)
+@click.option("--approve", is_flag=True, help="Approve the tool calls the thread waits on.")
+@click.option("--reject", is_flag=True, help="Reject the tool calls the thread waits on.")
+@click.option("--reason", metavar="TEXT", help="With --reject: tell the agent why.")
+@click.option(
+    "--edit",
+    "edit_json",
+    metavar="JSON",
+    help="Run the waiting tool call with these arguments instead.",
+)
+@click.option(
+    "--auto-approve", is_flag=True, help="Approve every tool call that asks for approval."
+)
+def run(
+    spec: Path,
+    message: str | None,
+    thread_id: str | None,
+    vars_: tuple[str, ...],
+    model: str | None,
+    output: str,
+    quiet: bool,
+    record: Path | None,
+    db: Path | None,
+    approve: bool,
+    reject: bool,
+    reason: str | None,
+    edit_json: str | None,
+    auto_approve: bool,
+) -> int:
+    """Run the agent in SPEC with MESSAGE (`-` reads it from stdin).
+
+    Without --thread a new thread is made; its id is printed so you can continue it with
+    `--thread ID`. A run that stops for approval exits 0 after printing what waits; answer with
+    --approve, --reject [--reason TEXT] or --edit JSON on the same thread.
+
+    Exit codes: 0 done (or waiting for approval), 1 the run failed, 2 bad spec or usage,
+    130 interrupted.
+    """
+    from runner.cli.options import parse_vars
+    from runner.cli.session import decisions_from_flags, run_turns
+
+    answers = decisions_from_flags(
+        approve=approve, reject=reject, reason=reason, edit_json=edit_json
+    )
+    if answers is not None and thread_id is None:
+        raise click.UsageError(
+            "--approve, --reject and --edit answer a waiting thread: add --thread ID"
+        )
+    if message == "-":
+        message = sys.stdin.read()
+        if not message.strip():
+            raise click.UsageError("MESSAGE is `-` but stdin was empty")
+    if message is None and answers is None and thread_id is None:
+        raise click.UsageError(
+            "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a thread"
+        )
+    if message is not None and answers is not None:
+        raise click.UsageError("send a MESSAGE or answer approvals, not both in one run")
+    return run_turns(
+        spec,
+        message=message,
+        thread_id=thread_id,
+        variables=parse_vars(vars_),
+        model=model,
+        output=output,
+        quiet=quiet,
+        record=record,
+        db=db,
+        answers=answers,
+        auto_approve=auto_approve,
+    )

@@ -1,0 +1,156 @@
+"""What a run reports, as typed events: the one stream the CLI renders and scripts consume.
+
+Every event names the `agent` it came from: the main agent's name, or a subagent's. Events from a
+subagent also carry `parent_id`, the id of the `task` tool call that started it, so a renderer can
+nest a subagent's work under that call. `to_dict()` is the `--output jsonl` line; its keys are a
+promise to scripts: `type` and `agent` always, and per type the fields documented below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEvent:
+    type: ClassVar[str] = "event"
+    agent: str
+    parent_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if data.get("parent_id") is None:
+            data.pop("parent_id", None)
+        return {"type": self.type, **data}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Start(RunEvent):
+    """A turn began on `thread_id` (first event of every turn, so a script can resume a thread
+    even when the run never finishes)."""
+
+    type: ClassVar[str] = "start"
+    thread_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta(RunEvent):
+    """A piece of the model's text as it streams."""
+
+    type: ClassVar[str] = "text"
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall(RunEvent):
+    """The model asked for a tool call."""
+
+    type: ClassVar[str] = "tool_call"
+    name: str
+    args: dict[str, Any]
+    id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult(RunEvent):
+    """A tool call finished; `status` is "success" or "error"."""
+
+    type: ClassVar[str] = "tool_result"
+    name: str
+    id: str
+    content: str
+    status: str = "success"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TodosUpdate(RunEvent):
+    """The agent's todo list changed: items with `content` and `status`."""
+
+    type: ClassVar[str] = "todos"
+    todos: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Action:
+    """A tool call waiting for a human decision."""
+
+    name: str
+    args: dict[str, Any]
+    id: str | None = None
+    description: str | None = None
+    allowed_decisions: list[str] = field(default_factory=lambda: ["approve", "edit", "reject"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interrupt(RunEvent):
+    """The run paused for approval; answer with `agentctl run --thread ID --approve` (or
+    `--reject` / `--edit`), or `Session.resume(...)`."""
+
+    type: ClassVar[str] = "interrupt"
+    thread_id: str
+    actions: list[Action]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage(RunEvent):
+    """Tokens used by one model call."""
+
+    type: ClassVar[str] = "usage"
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Final(RunEvent):
+    """The run finished: the last answer, and the structured response when the spec asks for one."""
+
+    type: ClassVar[str] = "final"
+    thread_id: str
+    content: str
+    structured_response: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.structured_response is None:
+            data.pop("structured_response")
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class Error(RunEvent):
+    """The run failed; `kind` is the error class name, `message` says what to fix."""
+
+    type: ClassVar[str] = "error"
+    message: str
+    kind: str = "RunError"
+    thread_id: str | None = None
+
+
+EVENT_TYPES: tuple[type[RunEvent], ...] = (
+    Start,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    TodosUpdate,
+    Interrupt,
+    Usage,
+    Final,
+    Error,
+)
+
+__all__ = [
+    "EVENT_TYPES",
+    "Action",
+    "Error",
+    "Final",
+    "Interrupt",
+    "RunEvent",
+    "Start",
+    "TextDelta",
+    "TodosUpdate",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+]

@@ -1,0 +1,48 @@
+"""What `agentctl inspect` reports: a resolved agent described as plain data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from runner.build import _as_spec, middleware_chain
+from runner.middleware.prompt import preview_prompt
+from runner.resolve import Resolver
+
+
+def describe(
+    spec_or_path: Any,
+    *,
+    vars: Mapping[str, Any] | None = None,
+    model: str | None = None,
+    local_context: str | None = None,
+) -> dict[str, Any]:
+    """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
+    spec = _as_spec(spec_or_path, vars)
+    resolved = Resolver(model=model, with_models=False, local_context=local_context).resolve(spec)
+    chain = middleware_chain(resolved)
+    tools = list(resolved.tools) + [t for m in chain for t in (getattr(m, "tools", None) or ())]
+    tool_details = [
+        {"name": getattr(t, "name", str(t)), "description": getattr(t, "description", "")}
+        for t in tools
+    ]
+    backend = spec.backend.kind if spec.backend is not None else "state"
+    return {
+        "name": resolved.name,
+        "description": resolved.description,
+        "source": os.path.relpath(spec.source) if spec.source else None,
+        "model": {
+            "id": resolved.model.id,
+            "params": resolved.model.display_params(),
+            "fallbacks": resolved.model.fallback_ids,
+            "context_window": resolved.model.context_window,
+        },
+        "middleware": [m.name.removesuffix("Middleware") for m in chain],
+        "tools": [t["name"] for t in tool_details],
+        "tool_details": tool_details,
+        "subagents": [],
+        "backend": backend,
+        "approvals": sorted(k for k, v in resolved.interrupt_on.items() if v is not False),
+        "system_prompt": preview_prompt(resolved.prompt_sections),
+    }

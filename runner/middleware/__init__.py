@@ -1,0 +1,29 @@
+"""The harness: the middleware chain a deep agent runs with, one concern per module.
+
+The chain, in order (assembled in one place, `runner.build.middleware_chain`):
+
+| # | middleware            | why it sits there                                                    |
+|---|-----------------------|----------------------------------------------------------------------|
+| 0 | SystemPrompt          | only when a prompt section depends on the thread (memory, skills):   |
+|   |                       | static sections are joined once at build time, dynamic ones per call |
+| 1 | Todos                 | `write_todos`; first, as in the seeds                                |
+| 2 | Memory                | loads AGENTS.md files once per thread                                |
+| 3 | Skills                | lists SKILL.md front matter; bodies are read on demand               |
+| 4 | Filesystem            | file tools; evicts large results (outermost tool wrapper, so it sees |
+|   |                       | the final result after retries)                                      |
+| 5 | SubAgents             | the `task` tool                                                      |
+| - | spec `middleware:`    | user middleware, after the harness tools, before context management  |
+| 6 | Summarization         | compacts old messages near the context limit                         |
+| - | limits                | model-call and tool-call limits                                      |
+| - | fallback, retries     | fallback outside retry: retry the primary first, then fall back;     |
+|   |                       | both inside prompt assembly, outside caching                         |
+| 7 | PromptCaching         | Anthropic cache markers, decided on the model actually called        |
+| 8 | PatchToolCalls        | answers dangling tool calls before a run starts                      |
+| 9 | HumanInTheLoop        | last: it pauses on the tool calls the model finally asked for        |
+
+Prompt sections follow the order of seed 004 ("提示词组装流程"): the spec's prompt, the base
+prompt, todos, memory, skills, filesystem (and execute), subagents, user middleware, approvals,
+local context. Each middleware contributes its section through `runner.middleware.prompt`
+instead of appending in its own `wrap_model_call`: every wrap hook costs time on every model
+call, and most sections never change during a run.
+"""

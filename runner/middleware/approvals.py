@@ -1,0 +1,83 @@
+"""Approvals (`interrupt_on`): pause before chosen tool calls for a human to approve, edit or
+reject them. LangChain's `HumanInTheLoopMiddleware` does the pausing; this module turns the spec
+into its configuration, adds the `when:` argument patterns, and writes the prompt section that
+tells the model some calls wait for a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
+
+from runner.middleware.prompt import PromptSection
+from runner.spec import InterruptOn
+
+
+def _matcher(when: Mapping[str, str | list[str]]) -> Callable[[Any], bool]:
+    patterns = {arg: [p] if isinstance(p, str) else list(p) for arg, p in when.items()}
+
+    def matches(request: Any) -> bool:
+        args = request.tool_call.get("args") or {}
+        for arg, globs in patterns.items():
+            if arg not in args:
+                return False
+            value = args[arg] if isinstance(args[arg], str) else str(args[arg])
+            if not any(fnmatchcase(value, glob) for glob in globs):
+                return False
+        return True
+
+    return matches
+
+
+def hitl_config(
+    interrupt_on: Mapping[str, bool | InterruptOn],
+) -> dict[str, bool | InterruptOnConfig]:
+    """The spec's `interrupt_on` in HumanInTheLoopMiddleware's terms (False entries dropped)."""
+    config: dict[str, bool | InterruptOnConfig] = {}
+    for tool, setting in interrupt_on.items():
+        if setting is False:
+            continue
+        if setting is True:
+            config[tool] = True
+            continue
+        entry = InterruptOnConfig(allowed_decisions=list(setting.allowed_decisions))
+        if setting.description:
+            entry["description"] = setting.description
+        if setting.when:
+            entry["when"] = _matcher(setting.when)
+        config[tool] = entry
+    return config
+
+
+def approvals_middleware(
+    interrupt_on: Mapping[str, bool | InterruptOn],
+) -> HumanInTheLoopMiddleware | None:
+    config = hitl_config(interrupt_on)
+    return HumanInTheLoopMiddleware(interrupt_on=config) if config else None
+
+
+def approvals_section(interrupt_on: Mapping[str, bool | InterruptOn]) -> PromptSection | None:
+    lines = []
+    for tool, setting in interrupt_on.items():
+        if setting is False:
+            continue
+        condition = ""
+        if isinstance(setting, InterruptOn) and setting.when:
+            condition = " when " + " and ".join(
+                f"`{arg}` matches {pats if isinstance(pats, str) else ' or '.join(pats)}"
+                for arg, pats in setting.when.items()
+            )
+        lines.append(f"- `{tool}`{condition}")
+    if not lines:
+        return None
+    text = (
+        "## Approvals\n\n"
+        "A person reviews these tool calls before they run:\n"
+        + "\n".join(lines)
+        + "\n\nThey may approve a call, change its arguments, or reject it. When a call is "
+        "rejected you are told why: do not repeat it; change your approach or ask the user."
+    )
+    return PromptSection("approvals", text=text)

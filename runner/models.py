@@ -1,0 +1,264 @@
+"""Chat models from `provider:model` strings, and the `replay:` provider that plays cassettes.
+
+Providers go through LangChain's `init_chat_model`; a provider whose package is missing is a
+`ResolutionError` that says which extra to install. `replay:path/to/cassette.yaml` plays back
+recorded replies (see `runner.cassette`) with no network, streaming them in chunks when the
+caller streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict
+
+from runner.cassette import Cassette, CassetteReply, load_cassette
+from runner.errors import ResolutionError, RunError
+
+__all__ = [
+    "EXTRAS",
+    "ReplayChatModel",
+    "approx_tokens",
+    "init_model",
+    "provider_of",
+]
+
+# Providers with an agentctl extra; others name their LangChain package.
+EXTRAS = {"openai": "openai", "anthropic": "anthropic", "ollama": "ollama"}
+
+_CHUNK = re.compile(r"\S+\s*|\s+")
+
+
+def provider_of(model_id: str) -> str:
+    return model_id.partition(":")[0]
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens estimated at 4 characters each, the harness-wide rule."""
+    return (len(text) + 3) // 4
+
+
+def init_model(
+    model_id: str,
+    params: dict[str, Any] | None = None,
+    *,
+    agent: str,
+    is_main: bool,
+    cassettes: dict[Path, Cassette] | None = None,
+) -> BaseChatModel:
+    """The chat model for `provider:model`. `agent` names whose replies a replay model plays;
+    `cassettes` shares loaded cassettes (and their cursors) between the agents of one build."""
+    provider, _, name = model_id.partition(":")
+    if provider == "replay":
+        path = Path(name)
+        shared = cassettes if cassettes is not None else {}
+        cassette = shared.get(path)
+        if cassette is None:
+            cassette = shared[path] = load_cassette(path)
+        return ReplayChatModel(cassette=cassette, agent=agent, is_main=is_main)
+
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(name, model_provider=provider, **(params or {}))
+    except ImportError as exc:
+        extra = EXTRAS.get(provider)
+        if extra:
+            fix = f"pip install 'agentctl[{extra}]'"
+        else:
+            found = re.search(r"pip install (\S+)", str(exc))
+            fix = f"pip install {found.group(1).strip('`')}" if found else str(exc)
+        raise ResolutionError(
+            f"model {model_id!r} needs the {provider} integration, which is not installed: {fix}"
+        ) from None
+    except Exception as exc:  # a provider refusing its parameters or a missing API key
+        raise ResolutionError(f"cannot create model {model_id!r}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+class ReplayChatModel(BaseChatModel):
+    """Plays one agent's replies from a cassette (see `runner.cassette` for the rules)."""
+
+    cassette: Any
+    agent: str
+    is_main: bool = True
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @property
+    def _llm_type(self) -> str:
+        return "replay"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"cassette": str(self.cassette.path), "agent": self.agent}
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ReplayChatModel:
+        return self
+
+    # ----------------------------------------------------------------------- selection
+
+    def _next(self, messages: list[BaseMessage]) -> tuple[int, CassetteReply]:
+        cassette: Cassette = self.cassette
+        replies = cassette.replies_for(self.agent, is_main=self.is_main)
+        decided: int | None = None
+        ai_count = 0
+        for message in reversed(messages):
+            if message.type != "ai":
+                continue
+            meta = message.response_metadata or {}
+            if decided is None and meta.get("replay_agent") == self.agent:
+                decided = int(meta["replay_index"]) + 1
+            ai_count += 1
+        if decided is None and (self.is_main or ai_count):
+            decided = ai_count  # a history without tags: continue after its AI messages
+        index = cassette.claim(self.agent, decided)
+        if index >= len(replies):
+            from runner.loader import display_path
+
+            have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
+            raise RunError(
+                f"replay cassette {display_path(cassette.path)} has {have} for agent "
+                f"{self.agent!r}, and the run asked for reply {index + 1}; record more replies "
+                f"(agentctl run --record) or shorten the run"
+            )
+        return index, replies[index]
+
+    def _message(self, index: int, reply: CassetteReply, messages: list[BaseMessage]) -> AIMessage:
+        tool_calls = [
+            {"name": call.name, "args": call.args, "id": call.id or f"call_{uuid.uuid4().hex[:24]}"}
+            for call in reply.tool_calls
+        ]
+        if reply.usage is not None:
+            usage_in, usage_out = reply.usage.input_tokens, reply.usage.output_tokens
+        else:
+            usage_in = sum(approx_tokens(str(m.content)) for m in messages)
+            usage_out = approx_tokens(str(reply.content)) + sum(
+                approx_tokens(str(c["args"])) for c in tool_calls
+            )
+        content: Any = reply.content
+        return AIMessage(
+            content=content,
+            tool_calls=tool_calls,
+            response_metadata={
+                "model_provider": "replay",
+                "model_name": Path(self.cassette.path).name,
+                "replay_agent": self.agent,
+                "replay_index": index,
+            },
+            usage_metadata={
+                "input_tokens": usage_in,
+                "output_tokens": usage_out,
+                "total_tokens": usage_in + usage_out,
+            },
+        )
+
+    # ----------------------------------------------------------------------- generation
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        index, reply = self._next(messages)
+        if reply.delay:
+            time.sleep(reply.delay)
+        return ChatResult(
+            generations=[ChatGeneration(message=self._message(index, reply, messages))]
+        )
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        index, reply = self._next(messages)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        return ChatResult(
+            generations=[ChatGeneration(message=self._message(index, reply, messages))]
+        )
+
+    def _chunks(self, message: AIMessage) -> Iterator[AIMessageChunk]:
+        text = message.content if isinstance(message.content, str) else ""
+        pieces = _CHUNK.findall(text) if text else []
+        for piece in pieces:
+            yield AIMessageChunk(content=piece, id=message.id)
+        yield AIMessageChunk(
+            content="" if pieces else message.content,
+            id=message.id,
+            tool_call_chunks=[
+                {
+                    "name": c["name"],
+                    "args": _json(c["args"]),
+                    "id": c["id"],
+                    "index": i,
+                    "type": "tool_call_chunk",
+                }
+                for i, c in enumerate(message.tool_calls)
+            ],
+            response_metadata=message.response_metadata,
+            usage_metadata=message.usage_metadata,
+            chunk_position="last",
+        )
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        index, reply = self._next(messages)
+        if reply.delay:
+            time.sleep(reply.delay)
+        for chunk in self._chunks(self._message(index, reply, messages)):
+            if run_manager and isinstance(chunk.content, str) and chunk.content:
+                run_manager.on_llm_new_token(
+                    chunk.content, chunk=ChatGenerationChunk(message=chunk)
+                )
+            yield ChatGenerationChunk(message=chunk)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        index, reply = self._next(messages)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        for chunk in self._chunks(self._message(index, reply, messages)):
+            if run_manager and isinstance(chunk.content, str) and chunk.content:
+                await run_manager.on_llm_new_token(
+                    chunk.content, chunk=ChatGenerationChunk(message=chunk)
+                )
+            yield ChatGenerationChunk(message=chunk)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,699 @@
+"""Run agents on persistent threads and report what happens as `RunEvent`s.
+
+A `Home` is the SQLite database `$AGENTCTL_HOME/agentctl.db` (default home `~/.agentctl`): LangGraph
+checkpoints (every thread, resumable from another process, approvals pending included), the
+LangGraph store (`store` backends), and a small registry of threads for `agentctl threads`.
+
+A `Session` is one built agent in a home. `stream()` runs one turn on a thread (a new message, an
+answer to pending approvals, or the continuation of a run that was cut off) and yields events as
+they happen; `run()` collects them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from runner.errors import RunError, RunnerError
+from runner.events import (
+    Action,
+    Error,
+    Final,
+    Interrupt,
+    RunEvent,
+    Start,
+    TextDelta,
+    TodosUpdate,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph.state import CompiledStateGraph
+
+    from runner.resolve import ResolvedAgent
+    from runner.spec import AgentSpec
+
+__all__ = [
+    "Decision",
+    "Home",
+    "RunResult",
+    "Session",
+    "ThreadInfo",
+    "default_home",
+    "new_thread_id",
+]
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("AGENTCTL_HOME") or Path.home() / ".agentctl").expanduser()
+
+
+def new_thread_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    thread_id: str
+    agent: str
+    spec: str | None
+    created_at: str
+    updated_at: str
+    first_message: str
+
+
+class Home:
+    """The SQLite database holding checkpoints, the store and the thread registry."""
+
+    def __init__(self, db: str | os.PathLike[str] | None = None) -> None:
+        path = Path(db) if db is not None else default_home() / "agentctl.db"
+        self.path = path.expanduser()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, "
+                "agent TEXT, spec TEXT, created_at TEXT, updated_at TEXT, first_message TEXT)"
+            )
+            self.conn.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
+        self._lock = threading.Lock()
+        self._checkpointer: Any = None
+        self._store: Any = None
+
+    @property
+    def checkpointer(self) -> Any:
+        if self._checkpointer is None:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            self._checkpointer = SqliteSaver(self.conn)
+            self._checkpointer.setup()
+        return self._checkpointer
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            from langgraph.store.sqlite import SqliteStore
+
+            self._store = SqliteStore(self.conn)
+            self._store.setup()
+        return self._store
+
+    def register(self, thread_id: str, *, agent: str, spec: str | None, first_message: str) -> None:
+        now = _now()
+        with self._lock:
+            self.conn.execute(
+                "INSERT INTO agentctl_threads VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) "
+                "DO UPDATE SET updated_at = excluded.updated_at",
+                (thread_id, agent, spec, now, now, first_message[:500]),
+            )
+            self.conn.commit()
+
+    def touch(self, thread_id: str) -> None:
+        with self._lock:
+            self.conn.execute(
+                "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?",
+                (_now(), thread_id),
+            )
+            self.conn.commit()
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        row = self.conn.execute(
+            "SELECT * FROM agentctl_threads WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        return ThreadInfo(*row) if row else None
+
+    def threads(self, *, agent: str | None = None) -> list[ThreadInfo]:
+        query = "SELECT * FROM agentctl_threads"
+        args: tuple[Any, ...] = ()
+        if agent:
+            query += " WHERE agent = ?"
+            args = (agent,)
+        rows = self.conn.execute(query + " ORDER BY updated_at DESC", args).fetchall()
+        return [ThreadInfo(*row) for row in rows]
+
+    def delete(self, thread_id: str) -> bool:
+        found = self.thread(thread_id) is not None
+        self.checkpointer.delete_thread(thread_id)
+        with self._lock:
+            self.conn.execute("DELETE FROM agentctl_threads WHERE thread_id = ?", (thread_id,))
+            self.conn.commit()
+        return found
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A human's answer to one pending action: approve it, edit its arguments, or reject it."""
+
+    type: Literal["approve", "edit", "reject"]
+    args: dict[str, Any] | None = None
+    message: str | None = None
+
+    def as_langchain(self, action: Action) -> dict[str, Any]:
+        if self.type == "approve":
+            return {"type": "approve"}
+        if self.type == "edit":
+            return {"type": "edit", "edited_action": {"name": action.name, "args": self.args or {}}}
+        decision: dict[str, Any] = {"type": "reject"}
+        if self.message:
+            decision["message"] = self.message
+        return decision
+
+
+@dataclass
+class RunResult:
+    """What `Session.run` returns: every event, and the outcome."""
+
+    thread_id: str
+    events: list[RunEvent] = field(default_factory=list)
+
+    @property
+    def final(self) -> Final | None:
+        return next((e for e in reversed(self.events) if isinstance(e, Final)), None)
+
+    @property
+    def interrupt(self) -> Interrupt | None:
+        return next((e for e in reversed(self.events) if isinstance(e, Interrupt)), None)
+
+    @property
+    def error(self) -> Error | None:
+        return next((e for e in self.events if isinstance(e, Error)), None)
+
+    @property
+    def content(self) -> str | None:
+        return self.final.content if self.final else None
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part)
+            for part in content
+            if not isinstance(part, dict) or part.get("type") in (None, "text")
+        )
+    return str(content)
+
+
+class EventTranslator:
+    """Turns LangGraph stream chunks (`stream_mode=["messages", "updates", "custom"]`,
+    `subgraphs=True`) into RunEvents, naming the agent of each."""
+
+    def __init__(
+        self,
+        main_agent: str,
+        *,
+        seen_calls: set[str] | None = None,
+        seen_results: set[str] | None = None,
+    ) -> None:
+        self.main = main_agent
+        self.seen_calls: set[str] = set(seen_calls or ())
+        self.seen_results: set[str] = set(seen_results or ())
+        # namespace root ("tools:<task id>") -> (agent name, id of the `task` call that started it)
+        self.subagents: dict[str, tuple[str, str | None]] = {}
+        self.streamed_text: set[str] = set()
+
+    def _agent(
+        self, namespace: Sequence[str], meta: Mapping[str, Any] | None = None
+    ) -> tuple[str, str | None]:
+        if not namespace:
+            return self.main, None
+        known = self.subagents.get(namespace[0])
+        name = (meta or {}).get("lc_agent_name")
+        if known is not None:
+            return known
+        if isinstance(name, str):
+            self.subagents[namespace[0]] = (name, None)
+            return name, None
+        return self.main, None
+
+    def feed(self, namespace: Sequence[str], mode: str, data: Any) -> Iterator[RunEvent]:
+        if mode == "custom":
+            yield from self._custom(namespace, data)
+        elif mode == "messages":
+            yield from self._message_chunk(namespace, data)
+        elif mode == "updates":
+            yield from self._updates(namespace, data)
+
+    def _custom(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
+        if isinstance(data, dict) and data.get("agentctl") == "subagent_start":
+            ns = str(data.get("namespace") or "")
+            root = ns.split("|")[0] if ns else None
+            if root:
+                self.subagents[root] = (str(data.get("agent")), data.get("tool_call_id"))
+        return iter(())
+
+    def _message_chunk(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
+        message, meta = data
+        if meta.get("langgraph_node") != "model" or message.type not in ("ai", "AIMessageChunk"):
+            return
+        text = _text_of(message.content)
+        if text:
+            agent, parent = self._agent(namespace, meta)
+            if message.id:
+                self.streamed_text.add(message.id)
+            yield TextDelta(agent=agent, parent_id=parent, text=text)
+
+    def _updates(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
+        if not isinstance(data, dict):
+            return
+        agent, parent = self._agent(namespace)
+        for node, update in data.items():
+            if node == "__interrupt__":
+                continue
+            for part in update if isinstance(update, list) else [update]:
+                if isinstance(part, dict):
+                    yield from self._update(node, part, agent, parent)
+
+    def _update(
+        self, node: str, update: dict[str, Any], agent: str, parent: str | None
+    ) -> Iterator[RunEvent]:
+        messages = update.get("messages")
+        if isinstance(messages, list):
+            for message in messages:
+                kind = getattr(message, "type", None)
+                if kind == "ai" and node == "model":
+                    text = _text_of(message.content)
+                    if text and message.id not in self.streamed_text:
+                        yield TextDelta(agent=agent, parent_id=parent, text=text)
+                    for call in message.tool_calls:
+                        if call["id"] in self.seen_calls:
+                            continue
+                        self.seen_calls.add(call["id"])
+                        yield ToolCall(
+                            agent=agent,
+                            parent_id=parent,
+                            name=call["name"],
+                            args=dict(call["args"]),
+                            id=call["id"],
+                        )
+                    usage = getattr(message, "usage_metadata", None)
+                    if usage:
+                        yield Usage(
+                            agent=agent,
+                            parent_id=parent,
+                            input_tokens=int(usage.get("input_tokens", 0)),
+                            output_tokens=int(usage.get("output_tokens", 0)),
+                            total_tokens=int(usage.get("total_tokens", 0)),
+                        )
+                elif kind == "tool":
+                    call_id = message.tool_call_id
+                    if call_id in self.seen_results:
+                        continue
+                    self.seen_results.add(call_id)
+                    yield ToolResult(
+                        agent=agent,
+                        parent_id=parent,
+                        name=message.name or "",
+                        id=call_id,
+                        content=_text_of(message.content),
+                        status=getattr(message, "status", "success") or "success",
+                    )
+        todos = update.get("todos")
+        if isinstance(todos, list):
+            yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
+
+
+def pending_actions(state: Any) -> list[tuple[str, list[Action]]]:
+    """(interrupt id, actions) for each approval the thread waits on."""
+    found: list[tuple[str, list[Action]]] = []
+    for interrupt in getattr(state, "interrupts", ()) or ():
+        value = interrupt.value
+        actions: list[Action] = []
+        if isinstance(value, dict) and "action_requests" in value:
+            configs = {c.get("action_name"): c for c in value.get("review_configs", [])}
+            for request in value["action_requests"]:
+                config = configs.get(request.get("name"), {})
+                actions.append(
+                    Action(
+                        name=request.get("name", ""),
+                        args=dict(request.get("args") or {}),
+                        description=request.get("description"),
+                        allowed_decisions=list(
+                            config.get("allowed_decisions", ["approve", "edit", "reject"])
+                        ),
+                    )
+                )
+        else:
+            actions.append(
+                Action(name="interrupt", args={"value": value}, allowed_decisions=["approve"])
+            )
+        found.append((interrupt.id, actions))
+    return found
+
+
+# --------------------------------------------------------------------------- recording
+
+
+class _Recorder:
+    """A callback handler that writes each model reply to a cassette as it arrives."""
+
+    def __init__(self, path: Path, *, main_agent: str, append: bool) -> None:
+        from langchain_core.callbacks import BaseCallbackHandler
+
+        self.path = path
+        self.main = main_agent
+        self.lock = threading.Lock()
+        self.agents: dict[str, list[dict[str, Any]]] = {}
+        if append and path.exists():
+            from runner.cassette import load_cassette
+
+            existing = load_cassette(path)
+            for name, replies in existing.agents.items():
+                self.agents[name] = [r.model_dump(exclude_defaults=True) for r in replies]
+            if existing.main:
+                self.agents.setdefault(main_agent, []).extend(
+                    r.model_dump(exclude_defaults=True) for r in existing.main
+                )
+        self.starts: dict[Any, str] = {}
+        recorder = self
+
+        class Handler(BaseCallbackHandler):
+            def on_chat_model_start(
+                self,
+                serialized: Any,
+                messages: Any,
+                *,
+                run_id: Any,
+                metadata: dict[str, Any] | None = None,
+                **kwargs: Any,
+            ) -> None:
+                meta = metadata or {}
+                if meta.get("langgraph_node") == "model":
+                    recorder.starts[run_id] = str(meta.get("lc_agent_name") or recorder.main)
+
+            def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+                agent = recorder.starts.pop(run_id, None)
+                if agent is None:
+                    return
+                message = response.generations[0][0].message
+                recorder.add(agent, message)
+
+        self.handler = Handler()
+
+    def add(self, agent: str, message: Any) -> None:
+        reply: dict[str, Any] = {"content": message.content}
+        if message.tool_calls:
+            reply["tool_calls"] = [
+                {"name": c["name"], "args": c["args"], "id": c["id"]} for c in message.tool_calls
+            ]
+        usage = getattr(message, "usage_metadata", None)
+        if usage:
+            reply["usage"] = {
+                "input_tokens": usage.get("input_tokens", 0),
+                "output_tokens": usage.get("output_tokens", 0),
+            }
+        with self.lock:
+            self.agents.setdefault(agent, []).append(reply)
+            self._write()
+
+    def _write(self) -> None:
+        import yaml
+
+        document = {"version": 1, "agents": self.agents}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(
+            yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8"
+        )
+        tmp.replace(self.path)
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class Session:
+    """One built agent bound to a home (SQLite checkpoints, store, thread registry)."""
+
+    def __init__(
+        self,
+        spec_or_path: AgentSpec | str | os.PathLike[str],
+        *,
+        model: str | BaseChatModel | None = None,
+        vars: Mapping[str, Any] | None = None,
+        db: str | os.PathLike[str] | None = None,
+        home: Home | None = None,
+        record: str | os.PathLike[str] | None = None,
+        local_context: str | None = None,
+    ) -> None:
+        from runner.build import _as_spec, build_graph
+        from runner.resolve import Resolver
+
+        self.spec = _as_spec(spec_or_path, vars)
+        self.home = home or Home(db)
+        self.resolved: ResolvedAgent = Resolver(model=model, local_context=local_context).resolve(
+            self.spec
+        )
+        self.graph: CompiledStateGraph = build_graph(
+            self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
+        )
+        self.name = self.resolved.name
+        self.record_path = Path(record) if record else None
+
+    # ----------------------------------------------------------------------- threads
+
+    def _config(self, thread_id: str, callbacks: list[Any]) -> RunnableConfig:
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread_id},
+            "recursion_limit": self.resolved.recursion_limit,
+            "metadata": {"agentctl_agent": self.name},
+        }
+        if callbacks:
+            config["callbacks"] = callbacks
+        return config
+
+    def state(self, thread_id: str) -> Any:
+        return self.graph.get_state({"configurable": {"thread_id": thread_id}})
+
+    def pending(self, thread_id: str) -> list[tuple[str, list[Action]]]:
+        """The approvals a thread waits for, grouped by interrupt."""
+        return pending_actions(self.state(thread_id))
+
+    def values(self, thread_id: str) -> dict[str, Any]:
+        return dict(self.state(thread_id).values or {})
+
+    # ----------------------------------------------------------------------- running
+
+    def _input(
+        self,
+        thread_id: str,
+        message: str | None,
+        decisions: Sequence[Decision] | None,
+    ) -> Any:
+        from langchain_core.messages import HumanMessage
+        from langgraph.types import Command
+
+        state = self.state(thread_id)
+        pending = pending_actions(state)
+        if decisions is not None:
+            if not pending:
+                raise RunError(f"thread {thread_id} has no approval waiting; nothing to answer")
+            total = sum(len(actions) for _, actions in pending)
+            if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
+                decisions = list(decisions) * total
+            if len(decisions) != total:
+                raise RunError(
+                    f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
+                    f"not {len(decisions)}"
+                )
+            answers: dict[str, Any] = {}
+            position = 0
+            for interrupt_id, actions in pending:
+                chosen = []
+                for action in actions:
+                    decision = decisions[position]
+                    position += 1
+                    if decision.type not in action.allowed_decisions:
+                        raise RunError(
+                            f"{action.name}: '{decision.type}' is not allowed here; allowed: "
+                            f"{', '.join(action.allowed_decisions)}"
+                        )
+                    chosen.append(decision.as_langchain(action))
+                answers[interrupt_id] = {"decisions": chosen}
+            return Command(resume=answers)
+        if message is not None:
+            return {"messages": [HumanMessage(content=message)]}
+        if pending:
+            names = ", ".join(a.name for _, actions in pending for a in actions)
+            raise RunError(
+                f"thread {thread_id} waits for approval of {names}; approve, edit or reject it"
+            )
+        if state.next or state.tasks:
+            # A run that was cut off: its last checkpoint still has tasks (some may have saved
+            # their writes already, which is why `next` alone can be empty); None continues it.
+            return None
+        raise RunError(f"thread {thread_id} has nothing to continue; send a message")
+
+    def stream(
+        self,
+        message: str | None = None,
+        *,
+        thread_id: str | None = None,
+        decisions: Sequence[Decision] | None = None,
+    ) -> Iterator[RunEvent]:
+        """Run one turn and yield its events: `Start` first, and last `Final`, `Interrupt` or
+        `Error`.
+
+        Give a `message` to send, `decisions` to answer pending approvals, or neither to continue
+        a run that was cut off. Failures become an `Error` event (never an exception), except
+        `KeyboardInterrupt`.
+        """
+        from langgraph.errors import GraphRecursionError
+
+        new_thread = thread_id is None
+        thread_id = thread_id or new_thread_id()
+        if (
+            not new_thread
+            and self.home.thread(thread_id) is None
+            and not self.state(thread_id).values
+        ):
+            yield Error(
+                agent=self.name,
+                message=f"no thread {thread_id!r} in {self.home.path}",
+                kind="RunError",
+                thread_id=thread_id,
+            )
+            return
+        try:
+            graph_input = self._input(thread_id, message, decisions)
+        except RunnerError as exc:
+            yield Error(
+                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
+            )
+            return
+        if message is not None:
+            self.home.register(
+                thread_id, agent=self.name, spec=self.spec.source, first_message=message
+            )
+        yield Start(agent=self.name, thread_id=thread_id)
+        callbacks = []
+        if self.record_path is not None:
+            recorder = _Recorder(self.record_path, main_agent=self.name, append=not new_thread)
+            callbacks.append(recorder.handler)
+        existing = self.values(thread_id).get("messages", []) if not new_thread else []
+        translator = EventTranslator(
+            self.name,
+            seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
+            seen_results={m.tool_call_id for m in existing if m.type == "tool"},
+        )
+        config = self._config(thread_id, callbacks)
+        try:
+            # durability="sync": each checkpoint is committed before the next step starts, so a
+            # killed process loses at most the step it was in.
+            modes: Any = ["messages", "updates", "custom"]
+            for namespace, mode, data in self.graph.stream(
+                graph_input,
+                config,
+                stream_mode=modes,
+                subgraphs=True,
+                durability="sync",
+            ):
+                yield from translator.feed(namespace, mode, data)
+        except GraphRecursionError:
+            yield Error(
+                agent=self.name,
+                kind="RecursionLimit",
+                thread_id=thread_id,
+                message=(
+                    f"the agent took more than {self.resolved.recursion_limit} steps in one run; "
+                    "raise `limits.recursion` in the spec if it needs more"
+                ),
+            )
+            return
+        except RunnerError as exc:
+            yield Error(
+                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
+            )
+            return
+        except Exception as exc:
+            yield Error(
+                agent=self.name,
+                message=describe_failure(exc),
+                kind=type(exc).__name__,
+                thread_id=thread_id,
+            )
+            return
+        finally:
+            self.home.touch(thread_id)
+        yield self._outcome(thread_id)
+
+    def _outcome(self, thread_id: str) -> RunEvent:
+        state = self.state(thread_id)
+        pending = pending_actions(state)
+        if pending:
+            return Interrupt(
+                agent=self.name,
+                thread_id=thread_id,
+                actions=[action for _, actions in pending for action in actions],
+            )
+        values = state.values or {}
+        messages = values.get("messages", [])
+        last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
+        structured = values.get("structured_response")
+        if structured is not None and hasattr(structured, "model_dump"):
+            structured = structured.model_dump()
+        return Final(
+            agent=self.name,
+            thread_id=thread_id,
+            content=_text_of(last_ai.content) if last_ai is not None else "",
+            structured_response=structured,
+        )
+
+    def run(
+        self,
+        message: str | None = None,
+        *,
+        thread_id: str | None = None,
+        decisions: Sequence[Decision] | None = None,
+    ) -> RunResult:
+        events = list(self.stream(message, thread_id=thread_id, decisions=decisions))
+        last = events[-1] if events else None
+        tid = getattr(last, "thread_id", None) or thread_id or ""
+        return RunResult(thread_id=tid, events=events)
+
+    def close(self) -> None:
+        self.home.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for an exception that ended a run."""
+    name = type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    if "limit" in name.lower():
+        return f"{text} (raise the limit under `limits:` in the spec if the agent needs more)"
+    return f"{name}: {text}"
+
+
+def to_json_line(event: RunEvent) -> str:
+    return json.dumps(event.to_dict(), ensure_ascii=False, default=str)
