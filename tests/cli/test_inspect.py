@@ -1,0 +1,32 @@
+"""`agentctl inspect`: text, --json and --prompt, with no API key needed."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import AGENTS, run_cli
+
+
+def test_json_has_the_promised_keys() -> None:
+    done = run_cli("inspect", str(AGENTS / "writer.yaml"), "--json", env={"OPENAI_API_KEY": ""})
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert {"name", "model", "middleware", "tools", "subagents", "backend", "system_prompt"} <= set(
+        info
+    )
+    assert info["name"] == "writer" and info["model"]["id"] == "openai:gpt-4.1-mini"
+    assert info["middleware"][0] == "Todos" and "write_todos" in info["tools"]
+
+
+def test_prompt_shows_the_assembled_system_prompt() -> None:
+    done = run_cli("inspect", str(AGENTS / "writer.yaml"), "--prompt", "--var", "tone=dry")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("You are an editor.")
+    assert "Tone: dry." in done.stdout and "## `write_todos`" in done.stdout
+
+
+def test_text_view() -> None:
+    done = run_cli("inspect", str(AGENTS / "writer.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("agent       writer")
+    assert "middleware  Todos → PatchToolCalls" in done.stdout
