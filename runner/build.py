@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["build_agent", "build_graph", "middleware_chain"]
 
+# Parallel tool calls (several `task` calls in one message) run at once up to this many; the
+# default pool of min(32, cpus + 4) threads would run them in waves on a small machine.
+MAX_CONCURRENCY = 64
+
 
 def _limits(agent: ResolvedAgent) -> list[Middleware]:
     from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
@@ -98,15 +102,35 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
     return [m for m in chain if m is not None]
 
 
+def subagent_middleware(
+    agent: ResolvedAgent, *, store: Any = None, compile: bool = True
+) -> Middleware | None:
+    """The `task` middleware for the agent's subagents, compiling each (unless only describing)."""
+    if not agent.subagents:
+        return None
+    from runner.middleware.subagents import Subagent, SubAgentMiddleware
+
+    subagents = []
+    for sub in agent.subagents:
+        graph = sub.runnable
+        if compile and sub.agent is not None:
+            # No checkpointer of its own: a subagent uses its parent's, so its approvals pause
+            # and resume with the parent's thread.
+            graph = build_graph(sub.agent, checkpointer=None, store=store)
+        subagents.append(Subagent(sub.name, sub.description, graph, sub.kind))
+    return SubAgentMiddleware(subagents)
+
+
 def build_graph(
     agent: ResolvedAgent,
     *,
     checkpointer: Any = None,
     store: Any = None,
 ) -> CompiledStateGraph:
-    """Compile one resolved agent."""
+    """Compile one resolved agent (and its subagents)."""
     from langchain.agents import create_agent
 
+    agent.harness["subagents"] = subagent_middleware(agent, store=store)
     middleware = middleware_chain(agent)
     names = [m.name for m in middleware]
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -134,7 +158,7 @@ def build_graph(
             checkpointer=checkpointer,
             store=store,
             name=agent.name,
-        ).with_config(recursion_limit=agent.recursion_limit)
+        ).with_config(recursion_limit=agent.recursion_limit, max_concurrency=MAX_CONCURRENCY)
     except (ValueError, TypeError) as exc:
         raise BuildError(f"cannot assemble agent {agent.name!r}: {exc}") from None
 

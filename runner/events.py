@@ -80,6 +80,8 @@ class Action:
     id: str | None = None
     description: str | None = None
     allowed_decisions: list[str] = field(default_factory=lambda: ["approve", "edit", "reject"])
+    agent: str | None = None
+    """The agent that wants to make the call (a subagent's name, or the main agent's)."""
 
 
 @dataclass(frozen=True, kw_only=True)

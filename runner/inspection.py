@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from runner.build import _as_spec, middleware_chain
+from runner.build import _as_spec, middleware_chain, subagent_middleware
 from runner.middleware.prompt import preview_prompt
 from runner.resolve import Resolver
 
@@ -21,6 +21,7 @@ def describe(
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
     spec = _as_spec(spec_or_path, vars)
     resolved = Resolver(model=model, with_models=False, local_context=local_context).resolve(spec)
+    resolved.harness["subagents"] = subagent_middleware(resolved, compile=False)
     chain = middleware_chain(resolved)
     tools = list(resolved.tools) + [t for m in chain for t in (getattr(m, "tools", None) or ())]
     tool_details = [
@@ -41,7 +42,19 @@ def describe(
         "middleware": [m.name.removesuffix("Middleware") for m in chain],
         "tools": [t["name"] for t in tool_details],
         "tool_details": tool_details,
-        "subagents": [],
+        "subagents": [
+            {
+                "name": sub.name,
+                "description": sub.description,
+                "kind": sub.kind,
+                "model": sub.agent.model.id if sub.agent else None,
+                "tools": [t.name for t in sub.agent.tools] if sub.agent else [],
+                "approvals": sorted(k for k, v in sub.agent.interrupt_on.items() if v)
+                if sub.agent
+                else [],
+            }
+            for sub in resolved.subagents
+        ],
         "backend": backend,
         "approvals": sorted(k for k, v in resolved.interrupt_on.items() if v is not False),
         "system_prompt": preview_prompt(resolved.prompt_sections),

@@ -10,6 +10,7 @@ without them so it works with no API key set.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
 
     from runner.cassette import Cassette
 
-__all__ = ["ResolvedAgent", "ResolvedModel", "Resolver", "resolve"]
+__all__ = ["ResolvedAgent", "ResolvedModel", "ResolvedSubagent", "Resolver", "resolve"]
 
 DEFAULT_RECURSION_LIMIT = 1000
-SECRET_PARAMS = ("api_key", "key", "token", "secret", "password")
+_SECRET_PARAM = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
 
 
 @dataclass
@@ -49,10 +50,7 @@ class ResolvedModel:
 
     def display_params(self) -> dict[str, Any]:
         """`params` with secrets masked, for display."""
-        return {
-            k: "***" if any(s in k.lower() for s in SECRET_PARAMS) else v
-            for k, v in self.params.items()
-        }
+        return {k: "***" if _SECRET_PARAM.search(k) else v for k, v in self.params.items()}
 
     @property
     def provider(self) -> str:
@@ -62,6 +60,17 @@ class ResolvedModel:
         if self.chat_model is None:
             raise BuildError(f"model {self.id!r} was resolved without creating it")
         return self.chat_model
+
+
+@dataclass
+class ResolvedSubagent:
+    """A subagent of a resolved agent: resolved from a spec (`agent`) or imported (`runnable`)."""
+
+    name: str
+    description: str
+    kind: str  # inline | ref | import | general-purpose
+    agent: ResolvedAgent | None = None
+    runnable: Any = None
 
 
 @dataclass
@@ -82,6 +91,7 @@ class ResolvedAgent:
     is_main: bool = True
     harness: dict[str, Middleware | None] = field(default_factory=dict)
     """The harness middleware by role (`todos`, `patch_tool_calls`, ...), ordered by build.py."""
+    subagents: list[ResolvedSubagent] = field(default_factory=list)
 
     @property
     def system_prompt_sections(self) -> list[PromptSection]:
@@ -129,23 +139,14 @@ class Resolver:
             raise ResolutionError.at(locator(at, message))
         if spec_model is None:
             assert inherited is not None
-            resolved = ResolvedModel(
-                id=inherited.id,
-                params=inherited.params,
-                fallback_ids=inherited.fallback_ids,
-                context_window=inherited.context_window,
-            )
-            fallback_specs: list[tuple[str, dict[str, Any]]] = list(
-                zip(inherited.fallback_ids, [{}] * len(inherited.fallback_ids), strict=True)
-            )
-        else:
-            resolved = ResolvedModel(
-                id=spec_model.id,
-                params=dict(spec_model.params),
-                fallback_ids=[f.id for f in spec_model.fallbacks],
-                context_window=spec_model.context_window,
-            )
-            fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
+            return self._inherit(inherited, agent=agent, locate=lambda m: locator(at, m))
+        resolved = ResolvedModel(
+            id=spec_model.id,
+            params=dict(spec_model.params),
+            fallback_ids=[f.id for f in spec_model.fallbacks],
+            context_window=spec_model.context_window,
+        )
+        fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
         resolved = self._instantiate(
             resolved, agent=agent, is_main=is_main, locate=lambda m: locator(at, m)
         )
@@ -160,6 +161,32 @@ class Resolver:
                     self._init(fallback_id, params, agent=agent, is_main=is_main, locate=locate)
                 )
         return resolved
+
+    def _inherit(
+        self, parent: ResolvedModel, *, agent: str, locate: Callable[[str], Problem]
+    ) -> ResolvedModel:
+        """A subagent's copy of its parent's model: the same chat model objects (clients are
+        shared), except replay models, which play each agent's own replies."""
+        inherited = ResolvedModel(
+            id=parent.id,
+            params=parent.params,
+            fallback_ids=parent.fallback_ids,
+            context_window=parent.context_window,
+            chat_model=parent.chat_model,
+            fallbacks=list(parent.fallbacks),
+        )
+        if not self.with_models:
+            return inherited
+        if parent.provider == "replay":
+            inherited.chat_model = self._init(
+                parent.id, {}, agent=agent, is_main=False, locate=locate
+            )
+        for index, fallback_id in enumerate(parent.fallback_ids):
+            if fallback_id.startswith("replay:"):
+                inherited.fallbacks[index] = self._init(
+                    fallback_id, {}, agent=agent, is_main=False, locate=locate
+                )
+        return inherited
 
     def _from_override(self, override: Any, *, agent: str, is_main: bool) -> ResolvedModel:
         if isinstance(override, str):
@@ -279,49 +306,197 @@ class Resolver:
             result.append(made)
         return result
 
-    # ----------------------------------------------------------------------- the agent
+    # ----------------------------------------------------------------------- agents
 
     def resolve(self, spec: AgentSpec) -> ResolvedAgent:
+        """The main agent of `spec`, with its subagents."""
+        return self._agent(
+            spec,
+            name=spec.name,
+            description=spec.description,
+            where=(),
+            locator=spec.problem,
+            parent=None,
+            source=spec.source,
+        )
+
+    def _agent(
+        self,
+        core: AgentCore,
+        *,
+        name: str,
+        description: str | None,
+        where: KeyPath,
+        locator: Locator,
+        parent: ResolvedAgent | None,
+        source: str | None,
+        default_prompt: str | None = None,
+    ) -> ResolvedAgent:
+        """Resolve an agent (main, ref'd file, or inline subagent). A subagent inherits the
+        parent's model, tools and approvals unless it sets them; memory is never inherited."""
         from runner.middleware.approvals import approvals_middleware, approvals_section
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
         from runner.middleware.todos import TodosMiddleware
 
-        def locator(path: KeyPath, message: str) -> Problem:
-            return spec.problem(path, message)
-
+        is_main = parent is None
+        fields = core.model_fields_set
         model = self.model_for(
-            spec.model, agent=spec.name, is_main=True, at=("model",), locator=locator
+            core.model,
+            agent=name,
+            is_main=is_main,
+            at=(*where, "model"),
+            locator=locator,
+            inherited=parent.model if parent else None,
         )
-        todos = TodosMiddleware() if spec.todos else None
+        tools = (
+            self.tools_for(core, where, locator)
+            if parent is None or "tools" in fields
+            else list(parent.tools)
+        )
+        interrupt_on = (
+            dict(core.interrupt_on)
+            if parent is None or "interrupt_on" in fields
+            else dict(parent.interrupt_on)
+        )
+        todos = TodosMiddleware() if core.todos else None
         sections: list[PromptSection] = []
-        if isinstance(spec.prompt, str) and spec.prompt.strip():
-            sections.append(PromptSection("prompt", text=spec.prompt))
+        prompt = (
+            core.prompt if isinstance(core.prompt, str) and core.prompt.strip() else default_prompt
+        )
+        if prompt:
+            sections.append(PromptSection("prompt", text=prompt))
         sections.append(PromptSection("base", text=BASE_PROMPT))
         if todos is not None:
             sections.append(todos.prompt_section())
-        if approvals := approvals_section(spec.interrupt_on):
-            sections.append(approvals)
-        if self.local_context:
-            sections.append(PromptSection("local_context", text=self.local_context))
-
-        return ResolvedAgent(
-            name=spec.name,
-            description=spec.description,
-            spec=spec,
-            source=spec.source,
+        agent = ResolvedAgent(
+            name=name,
+            description=description,
+            spec=core,
+            source=source,
             model=model,
-            tools=self.tools_for(spec, (), locator),
+            tools=tools,
             prompt_sections=sections,
-            interrupt_on=dict(spec.interrupt_on),
-            user_middleware=self.user_middleware_for(spec, (), locator),
-            response_format=spec.response_format,
-            recursion_limit=spec.limits.recursion or DEFAULT_RECURSION_LIMIT,
+            interrupt_on=interrupt_on,
+            user_middleware=self.user_middleware_for(core, where, locator),
+            response_format=core.response_format,
+            recursion_limit=core.limits.recursion or DEFAULT_RECURSION_LIMIT,
+            is_main=is_main,
             harness={
                 "todos": todos,
                 "patch_tool_calls": PatchToolCallsMiddleware(),
-                "approvals": approvals_middleware(spec.interrupt_on),
+                "approvals": approvals_middleware(interrupt_on),
             },
         )
+        if isinstance(core, AgentSpec):
+            agent.subagents = self._subagents(core, agent, where, locator)
+            if agent.subagents:
+                from runner.middleware.subagents import TASK_SECTION
+
+                sections.append(PromptSection("subagents", text=TASK_SECTION))
+        if approvals := approvals_section(interrupt_on):
+            sections.append(approvals)
+        if is_main and self.local_context:
+            sections.append(PromptSection("local_context", text=self.local_context))
+        return agent
+
+    def _subagents(
+        self, spec: AgentSpec, parent: ResolvedAgent, where: KeyPath, locator: Locator
+    ) -> list[ResolvedSubagent]:
+        from runner.middleware.subagents import (
+            DEFAULT_SUBAGENT_PROMPT,
+            GENERAL_PURPOSE_DESCRIPTION,
+        )
+        from runner.spec import ImportSubagent, InlineSubagent, RefSubagent
+        from runner.spec.checks import GENERAL_PURPOSE
+
+        found: list[ResolvedSubagent] = []
+        for index, entry in enumerate(spec.subagents):
+            at: KeyPath = (*where, "subagents", index)
+            if isinstance(entry, InlineSubagent):
+                agent = self._agent(
+                    entry,
+                    name=entry.name,
+                    description=entry.description,
+                    where=at,
+                    locator=locator,
+                    parent=parent,
+                    source=parent.source,
+                    default_prompt=DEFAULT_SUBAGENT_PROMPT,
+                )
+                found.append(ResolvedSubagent(entry.name, entry.description, "inline", agent=agent))
+            elif isinstance(entry, RefSubagent):
+                ref = entry.spec
+                name = entry.name or ref.name
+                description = entry.description or ref.description or ""
+                agent = self._agent(
+                    ref,
+                    name=name,
+                    description=description,
+                    where=(),
+                    locator=ref.problem,
+                    parent=parent,
+                    source=ref.source,
+                    default_prompt=DEFAULT_SUBAGENT_PROMPT,
+                )
+                found.append(ResolvedSubagent(name, description, "ref", agent=agent))
+            elif isinstance(entry, ImportSubagent):
+                runnable = self._import_runnable(entry, at, locator)
+                found.append(
+                    ResolvedSubagent(entry.name, entry.description, "import", runnable=runnable)
+                )
+        gp = spec.general_purpose_agent
+        if gp.enabled:
+            # The main agent's tools and approvals (unset keys inherit), a default prompt.
+            gp_core = InlineSubagent(
+                name=GENERAL_PURPOSE,
+                description=gp.description or GENERAL_PURPOSE_DESCRIPTION,
+                prompt=gp.prompt or DEFAULT_SUBAGENT_PROMPT,
+                todos=spec.todos,
+            )
+            if gp.model is not None:
+                gp_core.model = gp.model
+            agent = self._agent(
+                gp_core,
+                name=GENERAL_PURPOSE,
+                description=gp_core.description,
+                where=(*where, "general_purpose_agent"),
+                locator=locator,
+                parent=parent,
+                source=parent.source,
+            )
+            found.append(
+                ResolvedSubagent(
+                    GENERAL_PURPOSE, gp_core.description, "general-purpose", agent=agent
+                )
+            )
+        return found
+
+    def _import_runnable(self, entry: Any, at: KeyPath, locator: Locator) -> Any:
+        from runner.tools.imports import import_object
+
+        def locate(message: str) -> Problem:
+            return locator((*at, "import"), message)
+
+        obj = import_object(entry.import_, locate)
+        if entry.args is not None:
+            if not callable(obj):
+                raise ResolutionError.at(
+                    locate(f"`args:` given, but {entry.import_} is not callable")
+                )
+            try:
+                obj = obj(**entry.args)
+            except Exception as exc:
+                raise ResolutionError.at(
+                    locate(f"{entry.import_}(...) raised {type(exc).__name__}: {exc}")
+                ) from None
+        if not (hasattr(obj, "invoke") and hasattr(obj, "ainvoke")):
+            raise ResolutionError.at(
+                locate(
+                    f"{entry.import_} is {type(obj).__name__}, not a runnable: expected a compiled "
+                    "LangGraph graph (or a factory returning one, with `args:`)"
+                )
+            )
+        return obj
 
 
 def resolve(

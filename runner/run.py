@@ -237,6 +237,8 @@ class EventTranslator:
         self.seen_results: set[str] = set(seen_results or ())
         # namespace root ("tools:<task id>") -> (agent name, id of the `task` call that started it)
         self.subagents: dict[str, tuple[str, str | None]] = {}
+        # interrupt id -> the agent whose approval it asks for
+        self.interrupt_agents: dict[str, str] = {}
         self.streamed_text: set[str] = set()
 
     def _agent(
@@ -286,6 +288,8 @@ class EventTranslator:
         agent, parent = self._agent(namespace)
         for node, update in data.items():
             if node == "__interrupt__":
+                for interrupt in update or ():
+                    self.interrupt_agents.setdefault(getattr(interrupt, "id", ""), agent)
                 continue
             for part in update if isinstance(update, list) else [update]:
                 if isinstance(part, dict):
@@ -340,11 +344,15 @@ class EventTranslator:
             yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
 
 
-def pending_actions(state: Any) -> list[tuple[str, list[Action]]]:
-    """(interrupt id, actions) for each approval the thread waits on."""
+def pending_actions(
+    state: Any, agents: Mapping[str, str] | None = None
+) -> list[tuple[str, list[Action]]]:
+    """(interrupt id, actions) for each approval the thread waits on; `agents` names the agent
+    behind each interrupt id when the stream showed it."""
     found: list[tuple[str, list[Action]]] = []
     for interrupt in getattr(state, "interrupts", ()) or ():
         value = interrupt.value
+        agent = (agents or {}).get(interrupt.id)
         actions: list[Action] = []
         if isinstance(value, dict) and "action_requests" in value:
             configs = {c.get("action_name"): c for c in value.get("review_configs", [])}
@@ -358,11 +366,17 @@ def pending_actions(state: Any) -> list[tuple[str, list[Action]]]:
                         allowed_decisions=list(
                             config.get("allowed_decisions", ["approve", "edit", "reject"])
                         ),
+                        agent=agent,
                     )
                 )
         else:
             actions.append(
-                Action(name="interrupt", args={"value": value}, allowed_decisions=["approve"])
+                Action(
+                    name="interrupt",
+                    args={"value": value},
+                    allowed_decisions=["approve"],
+                    agent=agent,
+                )
             )
         found.append((interrupt.id, actions))
     return found
@@ -640,11 +654,11 @@ class Session:
             return
         finally:
             self.home.touch(thread_id)
-        yield self._outcome(thread_id)
+        yield self._outcome(thread_id, translator.interrupt_agents)
 
-    def _outcome(self, thread_id: str) -> RunEvent:
+    def _outcome(self, thread_id: str, agents: Mapping[str, str]) -> RunEvent:
         state = self.state(thread_id)
-        pending = pending_actions(state)
+        pending = pending_actions(state, agents)
         if pending:
             return Interrupt(
                 agent=self.name,

@@ -14,6 +14,7 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnCon
 
 from runner.middleware.prompt import PromptSection
 from runner.spec import InterruptOn
+from runner.spec.agent import DECISIONS
 
 
 def _matcher(when: Mapping[str, str | list[str]]) -> Callable[[Any], bool]:
@@ -40,8 +41,8 @@ def hitl_config(
     for tool, setting in interrupt_on.items():
         if setting is False:
             continue
-        if setting is True:
-            config[tool] = True
+        if setting is True:  # `true` means the three decisions the spec documents
+            config[tool] = InterruptOnConfig(allowed_decisions=list(DECISIONS))
             continue
         entry = InterruptOnConfig(allowed_decisions=list(setting.allowed_decisions))
         if setting.description:
