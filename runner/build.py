@@ -80,6 +80,7 @@ def _model_resilience(agent: ResolvedAgent) -> list[Middleware]:
 
 def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
     """The harness in order (see `runner.middleware` for why each sits where it does)."""
+    from runner.middleware.caching import prompt_caching_middleware
     from runner.middleware.prompt import SystemPromptMiddleware
 
     h = agent.harness
@@ -95,7 +96,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("summarization"),
         *_limits(agent),
         *_model_resilience(agent),
-        h.get("prompt_caching"),
+        prompt_caching_middleware(agent),
         h.get("patch_tool_calls"),
         h.get("approvals"),
     ]

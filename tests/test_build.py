@@ -220,3 +220,46 @@ class TestImportTools:
         text = str(caught.value)
         assert text.startswith("agent.yaml:4:") and ": tools[0].import: " in text
         assert message in text
+
+
+def test_prompt_caching_only_for_anthropic_models(tmp_path: Path) -> None:
+    def chain(data: dict[str, Any]) -> list[str]:
+        path = spec_file(tmp_path, data)
+        return [
+            m.name
+            for m in middleware_chain(Resolver(with_models=False).resolve(runner.load_spec(path)))
+        ]
+
+    assert "AnthropicPromptCachingMiddleware" in chain({"model": "anthropic:claude-sonnet-4-5"})
+    assert "AnthropicPromptCachingMiddleware" in chain(
+        {"model": {"id": "openai:gpt-4.1", "fallbacks": ["anthropic:claude-haiku-4-5"]}}
+    )
+    assert "AnthropicPromptCachingMiddleware" not in chain({"model": "openai:gpt-4.1"})
+    assert "AnthropicPromptCachingMiddleware" not in chain(
+        {"model": "anthropic:claude-sonnet-4-5", "prompt_caching": False}
+    )
+
+
+def test_prompt_caching_marks_anthropic_requests(tmp_path: Path) -> None:
+    from langchain_anthropic import ChatAnthropic
+
+    captured: list[dict[str, Any]] = []
+
+    class Capturing(ChatAnthropic):
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> Any:
+            from langchain_core.messages import AIMessage
+            from langchain_core.outputs import ChatGeneration, ChatResult
+
+            captured.append(kwargs)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="cached"))])
+
+    path = spec_file(tmp_path, {"prompt_caching": {"ttl": "1h"}})
+    model = Capturing(model="claude-sonnet-4-5", api_key="sk-test")  # type: ignore[call-arg]
+    agent = runner.build_agent(path, model=model)
+    assert (
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})["messages"][-1].text
+        == "cached"
+    )
+    assert captured[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}

@@ -1,0 +1,40 @@
+"""Anthropic prompt caching: cache markers on the long, stable prefix of every request.
+
+It only helps Anthropic models, so the middleware joins the chain only when the agent's model or
+one of its fallbacks is Anthropic's (it sits inside the fallback middleware and ignores the
+requests that go to another provider). For every other agent it is left out entirely, which
+keeps a wrap hook off each model call. `langchain-anthropic` is an optional extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.resolve import ResolvedAgent
+
+ANTHROPIC_PROVIDERS = ("anthropic", "anthropic_bedrock", "google_anthropic_vertex")
+
+
+def uses_anthropic(agent: ResolvedAgent) -> bool:
+    """Whether the agent's model or a fallback is Anthropic's (by provider, or by class for a
+    model object passed in)."""
+    providers = [agent.model.provider] + [f.partition(":")[0] for f in agent.model.fallback_ids]
+    if any(p in ANTHROPIC_PROVIDERS for p in providers):
+        return True
+    models = [agent.model.chat_model, *agent.model.fallbacks]
+    try:
+        from langchain_anthropic import ChatAnthropic
+    except ImportError:
+        return False
+    return any(isinstance(m, ChatAnthropic) for m in models)
+
+
+def prompt_caching_middleware(agent: ResolvedAgent) -> Any:
+    settings = agent.spec.prompt_caching
+    if not settings.enabled or not uses_anthropic(agent):
+        return None
+    try:
+        from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
+    except ImportError:
+        return None  # the Anthropic model itself needs the package; its error says so
+    return AnthropicPromptCachingMiddleware(ttl=settings.ttl, unsupported_model_behavior="ignore")
