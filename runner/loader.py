@@ -76,6 +76,8 @@ class _Loader:
         self.env = env
         self.problems: list[Problem] = []
         self.loaded: dict[Path, AgentSpec | None] = {}
+        # (file, key path) of values whose ${VAR} failed: later checks there would only repeat it.
+        self.unreadable: set[tuple[str, str]] = set()
 
     # ----------------------------------------------------------------------- files
 
@@ -97,6 +99,7 @@ class _Loader:
             return None
         doc = read_yaml(text, shown, self.env)
         self.problems.extend(doc.problems)
+        self.unreadable.update((shown, format_path(p)) for p in doc.failed_paths)
         if doc.problems and doc.value is None:
             return None
         if not isinstance(doc.value, dict):
@@ -129,6 +132,7 @@ class _Loader:
         self, path: Path, doc: Document, stack: tuple[Path, ...]
     ) -> tuple[dict[str, Any], Pos]:
         """The document merged onto its `include:` files (each merged onto its own first)."""
+        path = path.resolve()
         value, pos = doc.value, doc.pos
         includes = value.get("include")
         if includes is None:
@@ -141,7 +145,7 @@ class _Loader:
         for index, name in enumerate(includes):
             where = smap.problem(("include", index), "")
             target = (path.parent / Path(name).expanduser()).resolve()
-            if target in stack or target == path.resolve():
+            if target in stack or target == path:
                 chain = " -> ".join(display_path(p) for p in (*stack, path, target))
                 self.problems.append(_with(where, f"includes form a cycle: {chain}"))
                 continue
@@ -170,7 +174,11 @@ class _Loader:
         try:
             spec = AgentSpec.model_validate(value)
         except ValidationError as exc:
-            self.problems.extend(problems_from_validation(exc, value, smap, AgentSpec))
+            self.problems.extend(
+                p
+                for p in problems_from_validation(exc, value, smap, AgentSpec)
+                if (p.file, p.path) not in self.unreadable
+            )
             self.loaded[key] = None
             self._check_raw(value, smap, (*stack, key))
             return None
@@ -301,6 +309,8 @@ class _Loader:
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]
     ) -> str | None:
         """The rendered prompt (inline, or `{file: ...}`); None after recording a problem."""
+        if (smap.file_of(prompt_at), format_path(prompt_at)) in self.unreadable:
+            return None
         if isinstance(prompt, PromptFile):
             prompt = {"file": prompt.file}
         if isinstance(prompt, dict) and isinstance(prompt.get("file"), str):
