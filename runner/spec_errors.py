@@ -12,12 +12,18 @@ import difflib
 import re
 import types
 import typing
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, Tag, ValidationError
 
 from runner.errors import Problem
-from runner.spec.base import IMPORT_REF_PATTERN, NAME_PATTERN, NAME_RULE, describe
+from runner.spec.base import (
+    IMPORT_REF_PATTERN,
+    JSON_SCHEMA_ERROR,
+    NAME_PATTERN,
+    NAME_RULE,
+    describe,
+)
 from runner.yamlsource import KeyPath, SourceMap
 
 # Keys people bring from other tools, and the key that means the same here.
@@ -158,6 +164,7 @@ class _Located(typing.NamedTuple):
     at_key: bool
     is_type_error: bool
     expected: str
+    unknown_key_hint: str | None = None  # for an unknown key: the allowed key it resembles
 
 
 def _walk(loc: tuple[Any, ...], data: Any, root: type[BaseModel]) -> tuple[KeyPath, Any, Any, bool]:
@@ -175,43 +182,116 @@ def _walk(loc: tuple[Any, ...], data: Any, root: type[BaseModel]) -> tuple[KeyPa
         if in_mapping or in_list:
             cur = cur[part]
             path.append(part)
-        elif tp_next is not None and _unwrap(tp) is not None and not _is_union(_unwrap(tp)):
-            # A key the data lacks (a missing required key): name it, point at its parent.
+        elif (
+            isinstance(cur, dict)
+            and tp_next is not None
+            and _unwrap(tp) is not None
+            and not _is_union(_unwrap(tp))
+        ):
+            # A key the mapping lacks (a missing required key): name it, point at its parent.
+            # (A scalar in a short form, like `backend: filesystem`, has no keys to name.)
             path.append(part)
             cur = None
         tp = tp_next if tp_next is not None else tp
     return tuple(path), cur, tp, at_key
 
 
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _literal_choices(tp: Any, ctx: dict[str, Any]) -> list[Any]:
+    base = _unwrap(tp)
+    if get_origin(base) is Literal:
+        return list(get_args(base))
+    return re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+
+
+def _unknown_key(key: str, owner_tp: Any) -> tuple[str, str | None]:
+    """The message for an unknown `key` in a mapping of type `owner_tp`, and its hint."""
+    models = _models_in(owner_tp)
+    choices = sorted(allowed_keys(models[0])) if len(models) == 1 else []
+    hint = did_you_mean(key, choices) if choices else None
+    if hint:
+        return f"unknown key; did you mean {hint!r}?", hint
+    if not choices:
+        return "unknown key", None
+    message = f"unknown key; expected one of: {', '.join(choices)}"
+    if "params" in choices:
+        message += f"; settings of the model such as {key!r} go under `params:`"
+    return message, None
+
+
+def _resembling(data: Any, key: str, owner_tp: Any) -> str | None:
+    """A key of the mapping `data` that is not allowed there and looks like `key` (a typo of a
+    required key reads better as "did you mean" than as a missing key)."""
+    if not isinstance(data, dict):
+        return None
+    models = _models_in(owner_tp)
+    allowed = set(allowed_keys(models[0])) if len(models) == 1 else set()
+    for written in data:
+        unknown = isinstance(written, str) and written not in allowed
+        if unknown and did_you_mean(written, [key]) == key:
+            return str(written)
+    return None
+
+
+def _list_hint(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; start each item with '- '"
+    if isinstance(value, str) and "\n" not in value and len(value) <= 40:
+        return f"; for a single item write [{value}]"
+    return ""
+
+
 def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
     kind = error["type"]
     loc = tuple(error["loc"])
     ctx = error.get("ctx") or {}
-    path, _, _, at_key = _walk(loc, data, root)
-    found = describe(error.get("input"))
+    path, _, tp, at_key = _walk(loc, data, root)
+    value = error.get("input")
+    found = describe(value)
 
     if kind == "extra_forbidden":
         owner_path, _, owner_tp, _ = _walk(loc[:-1], data, root)
-        models = _models_in(owner_tp)
         key = str(loc[-1])
-        choices = sorted(allowed_keys(models[0])) if len(models) == 1 else []
-        hint = did_you_mean(key, choices) if choices else None
-        if hint:
-            message = f"unknown key; did you mean {hint!r}?"
-        elif choices:
-            message = f"unknown key; expected one of: {', '.join(choices)}"
+        message, hint = _unknown_key(key, owner_tp)
+        return _Located((*owner_path, key), message, True, False, "", hint)
+    if kind in ("missing", "union_tag_not_found"):
+        if kind == "missing":
+            owner_loc, key = loc[:-1], str(loc[-1])
         else:
-            message = "unknown key"
-        return _Located((*owner_path, key), message, True, False, "")
-    if kind == "missing":
-        return _Located(path, "missing required key", False, False, "")
+            owner_loc, key = loc, str(ctx.get("discriminator", "")).strip("'")
+        owner_path, owner, owner_tp, _ = _walk(owner_loc, data, root)
+        written = _resembling(owner, key, owner_tp)
+        if written is not None:
+            message = f"unknown key; did you mean {key!r}?"
+            return _Located((*owner_path, written), message, True, False, "", key)
+        if isinstance(owner, dict) or owner is None:
+            return _Located((*owner_path, key), "missing required key", False, False, "")
+        # A short form such as `backend: filesystem` that needs more keys than the short form has.
+        kinds = _kind_literal(_unwrap(owner_tp))
+        if kinds and isinstance(owner, str):
+            message = f"the {owner!r} backend needs `{key}`; write {{kind: {owner}, {key}: ...}}"
+        else:
+            message = f"needs `{key}`; write a mapping with `{key}:`"
+        return _Located(owner_path, message, False, False, "")
+    if kind == "list_type":
+        message = f"expected a list, found {found}{_list_hint(value)}"
+        return _Located(path, message, at_key, True, "a list")
     if kind in _EXPECTED:
         expected = _EXPECTED[kind]
         return _Located(path, f"expected {expected}, found {found}", at_key, True, expected)
     if kind == "literal_error":
-        choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
-        message = f"expected one of {_quoted(choices)}, found {found}"
-        if isinstance(error.get("input"), str) and (hint := did_you_mean(error["input"], choices)):
+        choices = _literal_choices(tp, ctx)
+        if len(choices) == 1:
+            message = f"expected {choices[0]!r}, found {found}"
+        else:
+            message = f"expected one of {', '.join(repr(c) for c in choices)}, found {found}"
+        texts = [c for c in choices if isinstance(c, str)]
+        if isinstance(value, str) and (hint := did_you_mean(value, texts)):
             message += f"; did you mean {hint!r}?"
         return _Located(path, message, at_key, False, "")
     if kind == "union_tag_invalid":
@@ -224,9 +304,6 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
         return _Located(
             (*path, discriminator) if discriminator else path, message, False, False, ""
         )
-    if kind == "union_tag_not_found":
-        discriminator = ctx.get("discriminator", "").strip("'")
-        return _Located((*path, discriminator), "missing required key", False, False, "")
     if kind == "string_pattern_mismatch":
         rule = _PATTERNS.get(ctx.get("pattern", ""), f"text matching {ctx.get('pattern')}")
         return _Located(path, f"expected {rule}, found {found}", at_key, False, "")
@@ -235,7 +312,7 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
             return _Located(path, "must not be empty", at_key, False, "")
         return _Located(path, f"must be at least {ctx['min_length']} characters", at_key, False, "")
     if kind == "string_too_long":
-        length = len(error["input"]) if isinstance(error.get("input"), str) else "more"
+        length = len(value) if isinstance(value, str) else "more"
         message = f"must be at most {ctx['max_length']} characters, found {length}"
         return _Located(path, message, at_key, False, "")
     if kind == "too_short":
@@ -250,10 +327,13 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
     }
     if kind in comparisons:
         words, key = comparisons[kind]
-        return _Located(path, f"must be {words} {ctx[key]}, found {found}", at_key, False, "")
+        message = f"must be {words} {_number(ctx[key])}, found {found}"
+        return _Located(path, message, at_key, False, "")
     if kind == "value_error":
         message = str(error["msg"]).removeprefix("Value error, ")
         return _Located(path, message, at_key, False, "")
+    if kind == JSON_SCHEMA_ERROR:
+        return _Located((*path, *ctx.get("at", ())), str(error["msg"]), False, False, "")
     message = str(error["msg"])
     return _Located(path, message[:1].lower() + message[1:], at_key, False, "")
 
@@ -264,23 +344,37 @@ def problems_from_validation(
     """Every error of `exc` as a located problem, union noise folded away."""
     located = [_translate(error, data, root) for error in exc.errors()]
 
-    # A union tried several members; when one member got further (a deeper or non-type error at
-    # the same place), the members that failed on the type alone are noise.
+    # A union tried several members; when one member got further (an error deeper inside the
+    # value, or a non-type error at the same place), the members that failed on the type alone
+    # are noise.
     def has_better(item: _Located) -> bool:
         return any(
             other is not item
-            and not other.is_type_error
             and other.path[: len(item.path)] == item.path
+            and (len(other.path) > len(item.path) or not other.is_type_error)
             for other in located
         )
 
-    kept = [item for item in located if not (item.is_type_error and has_better(item))]
+    # A misspelled required key is one mistake: report the unknown key, not also the missing one.
+    misspelled = {
+        (*item.path[:-1], item.unknown_key_hint) for item in located if item.unknown_key_hint
+    }
+    kept = [
+        item
+        for item in located
+        if not (item.is_type_error and has_better(item))
+        and not (item.message == "missing required key" and item.path in misspelled)
+    ]
     # Type errors at one place from several union members read as one: "expected A or B".
     type_errors: dict[KeyPath, _Located] = {}
-    others: list[_Located] = []
+    others: dict[tuple[KeyPath, str], _Located] = {}
     for item in kept:
         if not item.is_type_error:
-            others.append(item)
+            # One message per unknown key, the one with a "did you mean" when there is one.
+            unknown = item.message.startswith("unknown key")
+            slot = (item.path, "unknown key" if unknown else item.message)
+            if slot not in others or (unknown and not others[slot].unknown_key_hint):
+                others[slot] = item
         elif item.path not in type_errors:
             type_errors[item.path] = item
         elif item.expected not in type_errors[item.path].expected:
@@ -293,9 +387,15 @@ def problems_from_validation(
             )
     problems = {
         smap.problem(item.path, item.message, at_key=item.at_key)
-        for item in [*others, *type_errors.values()]
+        for item in [*others.values(), *type_errors.values()]
     }
     return sorted(problems)
 
 
-__all__ = ["KEY_SYNONYMS", "allowed_keys", "did_you_mean", "problems_from_validation"]
+__all__ = [
+    "JSON_SCHEMA_ERROR",
+    "KEY_SYNONYMS",
+    "allowed_keys",
+    "did_you_mean",
+    "problems_from_validation",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from runner.spec.base import SpecModel, describe, shorthand
 
@@ -109,8 +109,24 @@ FallbackModelInput = Annotated[
 ]
 
 
+def _split_provider(value: Any) -> Any:
+    """`{provider: openai, name: gpt-4.1}` (how other tools write it) is one mistake, not three."""
+    if isinstance(value, dict) and "id" not in value and "provider" in value:
+        name = next((value[k] for k in ("name", "model") if k in value), "MODEL")
+        raise ValueError(
+            f"write the provider and the model together as `id: {value['provider']}:{name}`, "
+            "not as separate keys"
+        )
+    return value
+
+
 class ModelSpec(SpecModel):
     """A chat model: `provider:model`, its parameters, fallbacks and context window."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_key(cls, value: Any) -> Any:
+        return _split_provider(value)
 
     id: str
     """`provider:model`, e.g. `openai:gpt-4.1`, `ollama:llama3.1`, or `replay:cassette.yaml`
