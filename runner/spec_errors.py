@@ -61,7 +61,7 @@ _EXPECTED = {
 
 _PATTERNS = {
     NAME_PATTERN: NAME_RULE,
-    IMPORT_REF_PATTERN: "'package.module:name' or 'path/to/file.py:name'",
+    IMPORT_REF_PATTERN: "an import reference 'package.module:name' or 'path/to/file.py:name'",
     r"^[A-Za-z0-9_-]{1,64}$": "letters, digits, '_' and '-' (at most 64)",
 }
 
@@ -221,6 +221,8 @@ def _unknown_key(key: str, owner_tp: Any) -> tuple[str, str | None]:
     message = f"unknown key; expected one of: {', '.join(choices)}"
     if "params" in choices:
         message += f"; settings of the model such as {key!r} go under `params:`"
+    elif "ref" in choices:
+        message += "; set the rest in the ref'd file"
     return message, None
 
 
@@ -238,12 +240,14 @@ def _resembling(data: Any, key: str, owner_tp: Any) -> str | None:
     return None
 
 
-def _list_hint(value: Any) -> str:
+def _list_hint(value: Any, path: KeyPath) -> str:
     if isinstance(value, dict):
         return "; start each item with '- '"
-    if isinstance(value, str) and "\n" not in value and len(value) <= 40:
-        return f"; for a single item write [{value}]"
-    return ""
+    if not isinstance(value, str) or "\n" in value or len(value) > 40:
+        return ""
+    if path and path[-1] == "args" and " " in value.strip():
+        return f"; write each argument as an item: [{', '.join(value.split())}]"
+    return f"; for a single item write [{value}]" if " " not in value.strip() else ""
 
 
 def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
@@ -279,7 +283,7 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
             message = f"needs `{key}`; write a mapping with `{key}:`"
         return _Located(owner_path, message, False, False, "")
     if kind == "list_type":
-        message = f"expected a list, found {found}{_list_hint(value)}"
+        message = f"expected a list, found {found}{_list_hint(value, path)}"
         return _Located(path, message, at_key, True, "a list")
     if kind in _EXPECTED:
         expected = _EXPECTED[kind]
@@ -301,9 +305,10 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
         message = f"expected one of {_quoted(choices)}, found {describe(tag)}"
         if hint := did_you_mean(tag, choices):
             message += f"; did you mean {hint!r}?"
-        return _Located(
-            (*path, discriminator) if discriminator else path, message, False, False, ""
-        )
+        # `backend: memory` (a short form) has no `kind` key to point at: point at the value.
+        _, here, _, _ = _walk(loc, data, root)
+        at = (*path, discriminator) if discriminator and isinstance(here, dict) else path
+        return _Located(at, message, False, False, "")
     if kind == "string_pattern_mismatch":
         rule = _PATTERNS.get(ctx.get("pattern", ""), f"text matching {ctx.get('pattern')}")
         return _Located(path, f"expected {rule}, found {found}", at_key, False, "")

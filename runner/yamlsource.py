@@ -401,8 +401,8 @@ def syntax_problem(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
         else:
             found = problem.split("but got ", 1)[-1]
             message = (
-                f"expected ',' or '{close}', found {found} (in the '{start}' opened at line "
-                f"{at(opened)[0]})"
+                f"the '{start}' opened at line {at(opened)[0]} is not closed: expected ',' or "
+                f"'{close}', found {found}"
             )
     elif problem.startswith("found undefined alias"):
         name = problem.split("'")[1] if "'" in problem else "?"

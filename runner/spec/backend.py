@@ -76,7 +76,9 @@ _kind_shorthand = shorthand("kind", str, "a backend kind or a mapping with `kind
 
 
 def _route_prefix(prefix: str) -> str:
-    if not (prefix.startswith("/") and prefix.endswith("/")) or prefix == "/":
+    if prefix == "/":
+        raise ValueError("route prefix '/' would take every path; that is what `default` is for")
+    if not (prefix.startswith("/") and prefix.endswith("/")):
         raise ValueError(f"route prefix {prefix!r} must start and end with '/', like '/memories/'")
     if ".." in prefix.split("/"):
         raise ValueError(f"route prefix {prefix!r} must not contain '..'")
