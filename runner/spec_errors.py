@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, Tag, ValidationError
 
 from runner.errors import Problem
+from runner.spec.agent import FILESYSTEM_TOOLS
 from runner.spec.base import (
     IMPORT_REF_PATTERN,
     JSON_SCHEMA_ERROR,
@@ -41,7 +42,28 @@ KEY_SYNONYMS = {
     "memories": "memory",
     "variables": "vars",
     "type": "kind",
+    "path": "root_dir",
+    "root": "root_dir",
+    "dir": "root_dir",
+    "directory": "root_dir",
+    "mcp_servers": "tools",
+    "mcpServers": "tools",
+    "handoffs": "subagents",
+    "llm": "model",
+    "backstory": "prompt",
+    "goal": "description",
 }
+
+# Unknown keys that deserve more than a "did you mean": where the thing they mean is written.
+_KEY_HINTS = {
+    "mcp_servers": "MCP servers are tools here: `tools: [{mcp: {name: docs, command: ...}}]`",
+    "mcpServers": "MCP servers are tools here: `tools: [{mcp: {name: docs, command: ...}}]`",
+}
+
+# Settings of a chat model, often written next to `model:` instead of in its `params:`.
+_MODEL_SETTINGS = frozenset(
+    {"temperature", "max_tokens", "top_p", "top_k", "api_key", "base_url", "timeout", "seed"}
+)
 
 _EXPECTED = {
     "string_type": "text",
@@ -66,10 +88,16 @@ _PATTERNS = {
 }
 
 
+_BUILT_IN_TOOLS = frozenset(FILESYSTEM_TOOLS)
+
+
 def did_you_mean(word: str, choices: typing.Iterable[str]) -> str | None:
     choices = list(choices)
     if word in KEY_SYNONYMS and KEY_SYNONYMS[word] in choices:
         return KEY_SYNONYMS[word]
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", word).lower()  # interruptOn -> interrupt_on
+    if snake != word and snake in choices:
+        return snake
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     if close:
         return close[0]
@@ -213,6 +241,11 @@ def _unknown_key(key: str, owner_tp: Any) -> tuple[str, str | None]:
     """The message for an unknown `key` in a mapping of type `owner_tp`, and its hint."""
     models = _models_in(owner_tp)
     choices = sorted(allowed_keys(models[0])) if len(models) == 1 else []
+    if key in _KEY_HINTS and "tools" in choices:
+        return f"unknown key; {_KEY_HINTS[key]}", None
+    if key in _MODEL_SETTINGS and "model" in choices:
+        where = f"`model: {{id: ..., params: {{{key}: ...}}}}`"
+        return f"unknown key; settings of the model go under it: {where}", None
     hint = did_you_mean(key, choices) if choices else None
     if hint:
         return f"unknown key; did you mean {hint!r}?", hint
@@ -274,7 +307,10 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
             message = f"unknown key; did you mean {key!r}?"
             return _Located((*owner_path, written), message, True, False, "", key)
         if isinstance(owner, dict) or owner is None:
-            return _Located((*owner_path, key), "missing required key", False, False, "")
+            message = "missing required key"
+            if key == "description" and "subagents" in owner_path:
+                message += "; the main agent reads it to decide when to use this subagent"
+            return _Located((*owner_path, key), message, False, False, "")
         # A short form such as `backend: filesystem` that needs more keys than the short form has.
         kinds = _kind_literal(_unwrap(owner_tp))
         if kinds and isinstance(owner, str):
@@ -311,7 +347,14 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
         return _Located(at, message, False, False, "")
     if kind == "string_pattern_mismatch":
         rule = _PATTERNS.get(ctx.get("pattern", ""), f"text matching {ctx.get('pattern')}")
-        return _Located(path, f"expected {rule}, found {found}", at_key, False, "")
+        message = f"expected {rule}, found {found}"
+        if ctx.get("pattern") == IMPORT_REF_PATTERN and value in _BUILT_IN_TOOLS:
+            message = (
+                f"{value!r} is built in, not imported: the file tools are always there "
+                "(`filesystem.tools` chooses which); `tools:` lists import references like "
+                "'package.module:name' or 'path/to/file.py:name'"
+            )
+        return _Located(path, message, at_key, False, "")
     if kind == "string_too_short":
         if ctx.get("min_length") == 1:
             return _Located(path, "must not be empty", at_key, False, "")
@@ -368,7 +411,7 @@ def problems_from_validation(
         item
         for item in located
         if not (item.is_type_error and has_better(item))
-        and not (item.message == "missing required key" and item.path in misspelled)
+        and not (item.message.startswith("missing required key") and item.path in misspelled)
     ]
     # Type errors at one place from several union members read as one: "expected A or B".
     type_errors: dict[KeyPath, _Located] = {}

@@ -293,16 +293,17 @@ class _Builder:
         keep the source text, so the rest of the spec is still checked."""
         loc = _loc(self.file, node)
         source = self.text[node.start_mark.index : node.end_mark.index]
-        shown = source if len(source) <= 40 and "\n" not in source else "{{ ... }}"
-        self.problems.append(
-            loc.problem(
-                format_path(path),
-                f"text starting with '{{{{' must be quoted, as in \"{shown}\", or written as a "
-                "`|` block; unquoted, YAML reads '{' as the start of a mapping",
-            )
-        )
+        self.problems.append(loc.problem(format_path(path), _unquoted_template_message(source)))
         self.failed_paths.add(path)
         return source, Pos(loc)
+
+
+def _unquoted_template_message(source: str) -> str:
+    shown = source if len(source) <= 40 and "\n" not in source else "{{ ... }}"
+    return (
+        f"a value starting with '{{{{' must be quoted, as in \"{shown}\", or written as a `|` "
+        "block: unquoted, YAML reads '{' as the start of a mapping"
+    )
 
 
 def _is_unquoted_template(node: yaml.MappingNode) -> bool:
@@ -366,10 +367,9 @@ def syntax_problem(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
     where = at(mark)
     message: str
     if "{{" in line_text and ("'<scalar>'" in problem or "mapping values" in problem):
-        message = (
-            "text containing '{{ ... }}' must be quoted, or written as a `|` block, "
-            "because YAML reads '{' as the start of a mapping"
-        )
+        brace = line_text.index("{{")
+        where = (where[0], brace + 1)
+        message = _unquoted_template_message(line_text[brace:].rstrip())
     elif "quoted scalar" in context and "end of stream" in problem and opened:
         quote = text.splitlines()[opened.line][opened.column : opened.column + 1] or '"'
         where, message = at(opened), f"this quoted text has no closing {quote}"

@@ -7,6 +7,7 @@ without `tools:` inherits the main agent's tools, one with `tools: []` has none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -41,6 +42,9 @@ FilesystemToolName = Literal[
 ]
 Decision = Literal["approve", "edit", "reject"]
 DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
+
+
+_PROMPT_FILE_NAME = re.compile(r"[^\s{}]+\.(md|txt|j2|jinja|jinja2|prompt)")
 
 
 class PromptFile(SpecModel):
@@ -260,6 +264,16 @@ class AgentCore(SpecModel):
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
     middleware: list[MiddlewareRef] = Field(default_factory=list)
     """Extra LangChain middleware by import reference."""
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_a_file_name(cls, prompt: str | PromptFile | None) -> str | PromptFile | None:
+        if isinstance(prompt, str) and _PROMPT_FILE_NAME.fullmatch(prompt.strip()):
+            raise ValueError(
+                f"this is the prompt's text, and it looks like a file name; to read the file "
+                f"write `prompt: {{file: {prompt.strip()}}}`"
+            )
+        return prompt
 
     @field_validator("response_format")
     @classmethod

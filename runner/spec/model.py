@@ -76,6 +76,9 @@ def _check_model_id(value: str) -> str:
     if not sep or not provider or not name:
         hint = guess_provider(value)
         fix = f"; did you mean '{hint}:{value}'?" if hint else ""
+        slash_provider, slash, slash_name = value.partition("/")
+        if slash and slash_provider in KNOWN_PROVIDERS and slash_name:
+            fix = f"; did you mean '{slash_provider}:{slash_name}'?"
         raise ValueError(
             f"expected 'provider:model', e.g. 'openai:gpt-4.1' or 'replay:cassette.yaml', "
             f"found {describe(value)}{fix}"
