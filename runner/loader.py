@@ -10,6 +10,7 @@ cassettes named here.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,25 @@ def load_spec(
     loader = _Loader(dict(vars or {}), os.environ if env is None else env)
     spec = loader.load(Path(path), stack=())
     if loader.problems or spec is None:
-        problems = sorted(set(loader.problems))
+        problems = sorted({_one_line(p) for p in loader.problems})
         raise SpecError(problems or [Problem(display_path(Path(path)), 0, 0, "", "could not load")])
     return spec
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(problem: Problem) -> Problem:
+    """A problem prints as one line whatever text it quotes: control characters are escaped."""
+    if not (_CONTROL.search(problem.message) or _CONTROL.search(problem.path)):
+        return problem
+
+    def escape(text: str) -> str:
+        return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+    return Problem(
+        problem.file, problem.line, problem.col, escape(problem.path), escape(problem.message)
+    )
 
 
 class _Loader:

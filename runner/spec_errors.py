@@ -276,7 +276,7 @@ def _resembling(data: Any, key: str, owner_tp: Any) -> str | None:
 def _list_hint(value: Any, path: KeyPath) -> str:
     if isinstance(value, dict):
         return "; start each item with '- '"
-    if not isinstance(value, str) or "\n" in value or len(value) > 40:
+    if not isinstance(value, str) or not value.isprintable() or len(value) > 40:
         return ""
     if path and path[-1] == "args" and " " in value.strip():
         return f"; write each argument as an item: [{', '.join(value.split())}]"

@@ -262,8 +262,16 @@ class _Builder:
             return value
         try:
             return self._constructor.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            self.problems.append(_loc(self.file, node).problem(format_path(path), str(exc)))
+        except Exception as exc:
+            # An explicit tag the value does not fit (`!!int x`), or a tag PyYAML's safe
+            # constructor does not know (`!Ref x`): any failure here is the author's to fix.
+            tag = node.tag.removeprefix("tag:yaml.org,2002:")
+            if "could not determine a constructor" in str(getattr(exc, "problem", "")):
+                message = f"unknown YAML tag {node.tag!r}; agent files use plain values, remove it"
+            else:
+                message = f"{node.value!r} is not a valid !!{tag} value"
+            self.problems.append(_loc(self.file, node).problem(format_path(path), message))
+            self.failed_paths.add(path)
             return node.value
 
     def _block_indent(self, node: yaml.ScalarNode) -> int:
@@ -324,7 +332,8 @@ class Document:
     pos: Pos
     problems: list[Problem]
     failed_paths: set[KeyPath] = field(default_factory=set)
-    """Values whose `${VAR}` interpolation failed: validation errors there would only repeat it."""
+    """Values that could not be read (a failed `${VAR}`, a bad tag): validation errors there
+    would only repeat the problem."""
 
 
 def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Document:
