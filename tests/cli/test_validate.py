@@ -206,3 +206,15 @@ def test_validate_and_schema_import_neither_langchain_nor_langgraph() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[-1] == "heavy modules: []"
     assert result.stdout.startswith("ok: agents/")
+
+
+def test_the_readme_example_is_what_validate_prints(tmp_path: Path) -> None:
+    """The README's "Agent files" section shows a spec and its output: they must not drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Agent files\n", 1)[1].split("\n## ", 1)[0]
+    spec = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    console = section.split("$ agentctl validate helper.yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "helper.yaml").write_text(spec, encoding="utf-8")
+    result = run_cli("validate", "helper.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == console
