@@ -19,6 +19,7 @@ from pydantic import BaseModel, Tag, ValidationError
 from runner.errors import Problem
 from runner.spec.agent import FILESYSTEM_TOOLS
 from runner.spec.base import (
+    ENTRY_ERROR,
     IMPORT_REF_PATTERN,
     JSON_SCHEMA_ERROR,
     NAME_PATTERN,
@@ -380,10 +381,42 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
     if kind == "value_error":
         message = str(error["msg"]).removeprefix("Value error, ")
         return _Located(path, message, at_key, False, "")
+    if kind == ENTRY_ERROR:
+        message = str(error["msg"])
+        return _Located(
+            path,
+            message if isinstance(value, dict) else f"{message}, found {found}",
+            at_key,
+            False,
+            "",
+        )
     if kind == JSON_SCHEMA_ERROR:
         return _Located((*path, *ctx.get("at", ())), str(error["msg"]), False, False, "")
     message = str(error["msg"])
     return _Located(path, message[:1].lower() + message[1:], at_key, False, "")
+
+
+def _fold_missing_into_unknown(items: list[_Located]) -> list[_Located]:
+    """`prompt: {text: hi}` is one mistake: a key written instead of the required one. When a
+    mapping has an unknown key and misses exactly one required key, say both in one line."""
+    missing: dict[KeyPath, list[_Located]] = {}
+    for item in items:
+        if item.message.startswith("missing required key") and item.path:
+            missing.setdefault(item.path[:-1], []).append(item)
+    folded: set[int] = set()
+    result = []
+    for item in items:
+        owner = item.path[:-1]
+        if (
+            item.message.startswith("unknown key")
+            and len(missing.get(owner, [])) == 1
+            and id(missing[owner][0]) not in folded
+        ):
+            gone = missing[owner][0]
+            folded.add(id(gone))
+            item = item._replace(message=f"{item.message}; `{gone.path[-1]}` is missing")
+        result.append(item)
+    return [item for item in result if id(item) not in folded]
 
 
 def problems_from_validation(
@@ -413,6 +446,7 @@ def problems_from_validation(
         if not (item.is_type_error and has_better(item))
         and not (item.message.startswith("missing required key") and item.path in misspelled)
     ]
+    kept = _fold_missing_into_unknown(kept)
     # Type errors at one place from several union members read as one: "expected A or B".
     type_errors: dict[KeyPath, _Located] = {}
     others: dict[tuple[KeyPath, str], _Located] = {}

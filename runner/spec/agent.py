@@ -25,6 +25,7 @@ from pydantic import (
 from runner.errors import Problem
 from runner.spec.backend import BackendInput
 from runner.spec.base import (
+    ENTRY_ERROR,
     ImportRef,
     Name,
     SourcePathInput,
@@ -374,7 +375,14 @@ SubagentEntry = Annotated[
     Annotated[InlineSubagent, Tag("inline subagent")]
     | Annotated[RefSubagent, Tag("ref subagent")]
     | Annotated[ImportSubagent, Tag("import subagent")],
-    Discriminator(_subagent_kind),
+    Discriminator(
+        _subagent_kind,
+        custom_error_type=ENTRY_ERROR,
+        custom_error_message=(
+            "expected a subagent: a mapping with `name:` and `description:`, or with `ref:` "
+            "(another agent file) or `import:` (a prebuilt graph)"
+        ),
+    ),
 ]
 
 

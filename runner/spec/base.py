@@ -28,6 +28,10 @@ ImportRef = Annotated[
 ]
 """`package.module:attribute`, or `path/to/file.py:attribute` relative to the spec file."""
 
+ENTRY_ERROR = "entry_kind"
+"""Error type of a list entry whose kind (inline, ref, import, mcp) cannot be told; the message
+says what an entry looks like, the loader adds what was found."""
+
 JSON_SCHEMA_ERROR = "json_schema"
 """Error type of a problem inside a JSON Schema value; its context `at` is the key path in it."""
 
