@@ -4,20 +4,13 @@ code. Each subprocess costs ~0.3 s, so one call checks many files where it can."
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 from tests.conftest import AGENTS, ROOT, run_cli
+from tests.spec.files import write_files as write
 from tests.spec.test_corpus import BROKEN, CORPUS, CORPUS_ENV, expected_problems
 
 EXAMPLES = sorted(p.name for p in AGENTS.glob("*.yaml"))
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
 
 
 def test_valid_examples_print_ok_and_exit_0() -> None:

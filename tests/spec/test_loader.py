@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -18,15 +17,7 @@ from runner.spec import (
     McpTool,
     RefSubagent,
 )
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    """Write `files` (relative name -> text, dedented) under `root`; return the first one."""
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return root / next(iter(files))
+from tests.spec.files import write_files as write
 
 
 def problems(path: Path, **kwargs: object) -> list[str]:

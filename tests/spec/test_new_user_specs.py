@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import textwrap
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 
 from runner.cli import main
 from tests.conftest import AGENTS, run_cli
+from tests.spec.files import write_files
 
 # --------------------------------------------------------------------------- first attempts
 
@@ -203,8 +203,7 @@ FIRST_ATTEMPTS: dict[str, tuple[str, list[str]]] = {
 
 
 def test_first_attempts_get_helpful_located_messages(tmp_path: Path) -> None:
-    for name, (text, _) in FIRST_ATTEMPTS.items():
-        (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    write_files(tmp_path, {f"{name}.yaml": text for name, (text, _) in FIRST_ATTEMPTS.items()})
     result = run_cli("validate", ".", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == ""
