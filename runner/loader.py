@@ -93,7 +93,8 @@ class _Loader:
         self.env = env
         self.problems: list[Problem] = []
         self.loaded: dict[Path, AgentSpec | None] = {}
-        # (file, key path) of values whose ${VAR} failed: later checks there would only repeat it.
+        # (file, key path) of values that could not be read (a failed ${VAR}, a bad tag, an
+        # unquoted '{{'): later checks there would only repeat the problem.
         self.unreadable: set[tuple[str, str]] = set()
 
     # ----------------------------------------------------------------------- files

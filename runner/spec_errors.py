@@ -288,7 +288,7 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
     kind = error["type"]
     loc = tuple(error["loc"])
     ctx = error.get("ctx") or {}
-    path, _, tp, at_key = _walk(loc, data, root)
+    path, here, tp, at_key = _walk(loc, data, root)
     value = error.get("input")
     found = describe(value)
 
@@ -343,7 +343,6 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
         if hint := did_you_mean(tag, choices):
             message += f"; did you mean {hint!r}?"
         # `backend: memory` (a short form) has no `kind` key to point at: point at the value.
-        _, here, _, _ = _walk(loc, data, root)
         at = (*path, discriminator) if discriminator and isinstance(here, dict) else path
         return _Located(at, message, False, False, "")
     if kind == "string_pattern_mismatch":
@@ -383,13 +382,9 @@ def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
         return _Located(path, message, at_key, False, "")
     if kind == ENTRY_ERROR:
         message = str(error["msg"])
-        return _Located(
-            path,
-            message if isinstance(value, dict) else f"{message}, found {found}",
-            at_key,
-            False,
-            "",
-        )
+        if not isinstance(value, dict):
+            message += f", found {found}"
+        return _Located(path, message, at_key, False, "")
     if kind == JSON_SCHEMA_ERROR:
         return _Located((*path, *ctx.get("at", ())), str(error["msg"]), False, False, "")
     message = str(error["msg"])
@@ -474,10 +469,4 @@ def problems_from_validation(
     return sorted(problems)
 
 
-__all__ = [
-    "JSON_SCHEMA_ERROR",
-    "KEY_SYNONYMS",
-    "allowed_keys",
-    "did_you_mean",
-    "problems_from_validation",
-]
+__all__ = ["KEY_SYNONYMS", "allowed_keys", "did_you_mean", "problems_from_validation"]

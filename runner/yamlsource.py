@@ -332,8 +332,8 @@ class Document:
     pos: Pos
     problems: list[Problem]
     failed_paths: set[KeyPath] = field(default_factory=set)
-    """Values that could not be read (a failed `${VAR}`, a bad tag): validation errors there
-    would only repeat the problem."""
+    """Values that could not be read (a failed `${VAR}`, a bad tag, an unquoted `{{`):
+    validation errors there would only repeat the problem."""
 
 
 def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Document:
