@@ -10,6 +10,7 @@ cassettes named here.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,25 @@ def load_spec(
     loader = _Loader(dict(vars or {}), os.environ if env is None else env)
     spec = loader.load(Path(path), stack=())
     if loader.problems or spec is None:
-        problems = sorted(set(loader.problems))
+        problems = sorted({_one_line(p) for p in loader.problems})
         raise SpecError(problems or [Problem(display_path(Path(path)), 0, 0, "", "could not load")])
     return spec
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(problem: Problem) -> Problem:
+    """A problem prints as one line whatever text it quotes: control characters are escaped."""
+    if not (_CONTROL.search(problem.message) or _CONTROL.search(problem.path)):
+        return problem
+
+    def escape(text: str) -> str:
+        return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+    return Problem(
+        problem.file, problem.line, problem.col, escape(problem.path), escape(problem.message)
+    )
 
 
 class _Loader:
@@ -76,6 +93,9 @@ class _Loader:
         self.env = env
         self.problems: list[Problem] = []
         self.loaded: dict[Path, AgentSpec | None] = {}
+        # (file, key path) of values that could not be read (a failed ${VAR}, a bad tag, an
+        # unquoted '{{'): later checks there would only repeat the problem.
+        self.unreadable: set[tuple[str, str]] = set()
 
     # ----------------------------------------------------------------------- files
 
@@ -97,6 +117,7 @@ class _Loader:
             return None
         doc = read_yaml(text, shown, self.env)
         self.problems.extend(doc.problems)
+        self.unreadable.update((shown, format_path(p)) for p in doc.failed_paths)
         if doc.problems and doc.value is None:
             return None
         if not isinstance(doc.value, dict):
@@ -129,6 +150,7 @@ class _Loader:
         self, path: Path, doc: Document, stack: tuple[Path, ...]
     ) -> tuple[dict[str, Any], Pos]:
         """The document merged onto its `include:` files (each merged onto its own first)."""
+        path = path.resolve()
         value, pos = doc.value, doc.pos
         includes = value.get("include")
         if includes is None:
@@ -141,7 +163,7 @@ class _Loader:
         for index, name in enumerate(includes):
             where = smap.problem(("include", index), "")
             target = (path.parent / Path(name).expanduser()).resolve()
-            if target in stack or target == path.resolve():
+            if target in stack or target == path:
                 chain = " -> ".join(display_path(p) for p in (*stack, path, target))
                 self.problems.append(_with(where, f"includes form a cycle: {chain}"))
                 continue
@@ -170,7 +192,11 @@ class _Loader:
         try:
             spec = AgentSpec.model_validate(value)
         except ValidationError as exc:
-            self.problems.extend(problems_from_validation(exc, value, smap, AgentSpec))
+            self.problems.extend(
+                p
+                for p in problems_from_validation(exc, value, smap, AgentSpec)
+                if (p.file, p.path) not in self.unreadable
+            )
             self.loaded[key] = None
             self._check_raw(value, smap, (*stack, key))
             return None
@@ -301,6 +327,8 @@ class _Loader:
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]
     ) -> str | None:
         """The rendered prompt (inline, or `{file: ...}`); None after recording a problem."""
+        if (smap.file_of(prompt_at), format_path(prompt_at)) in self.unreadable:
+            return None
         if isinstance(prompt, PromptFile):
             prompt = {"file": prompt.file}
         if isinstance(prompt, dict) and isinstance(prompt.get("file"), str):

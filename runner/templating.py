@@ -27,13 +27,21 @@ class TemplateProblem(Exception):
         return self.message
 
 
-def _line_in(tb: TracebackType | None, name: str) -> int:
+def _where(tb: TracebackType | None, name: str, search_dir: Path | None) -> tuple[str | None, int]:
+    """The innermost template frame of a traceback: (file, line), the file None for `name`.
+
+    A template `{% include %}`d from `search_dir` is reported in its own file."""
+    folder = str(search_dir) if search_dir else None
+    file: str | None = None
     line = 0
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == name:
-            line = tb.tb_lineno
+        filename = tb.tb_frame.f_code.co_filename
+        if filename == name:
+            file, line = None, tb.tb_lineno
+        elif folder and filename.startswith(folder) and not filename.endswith(".py"):
+            file, line = filename, tb.tb_lineno
         tb = tb.tb_next
-    return line
+    return file, line
 
 
 def _undefined_message(raw: str, variables: dict[str, Any]) -> str:
@@ -84,19 +92,27 @@ def render(
         ) from None
     try:
         return template.render(vars=variables)
+    except jinja2.TemplateSyntaxError as exc:  # in an included template
+        raise TemplateProblem(
+            f"template syntax error: {exc.message}", exc.lineno or 0, exc.filename
+        ) from None
     except jinja2.UndefinedError as exc:
-        line = _line_in(exc.__traceback__, name)
-        raise TemplateProblem(_undefined_message(str(exc.message), variables), line) from None
+        file, line = _where(exc.__traceback__, name, search_dir)
+        message = _undefined_message(str(exc.message), variables)
+        raise TemplateProblem(message, line, file) from None
     except jinja2.TemplateNotFound as exc:
-        line = _line_in(exc.__traceback__, name)
-        raise TemplateProblem(f"included template not found: {exc.name}", line) from None
+        file, line = _where(exc.__traceback__, name, search_dir)
+        message = f"included template not found: {exc.name}"
+        if search_dir is not None:
+            message += " (a path relative to the prompt file's folder)"
+        raise TemplateProblem(message, line, file) from None
     except jinja2.TemplateError as exc:
-        line = _line_in(exc.__traceback__, name)
-        raise TemplateProblem(f"template error: {exc}", line) from None
+        file, line = _where(exc.__traceback__, name, search_dir)
+        raise TemplateProblem(f"template error: {exc}", line, file) from None
     except Exception as exc:  # a filter or expression failed: still the template author's to fix
-        line = _line_in(exc.__traceback__, name)
+        file, line = _where(exc.__traceback__, name, search_dir)
         if loader is None and "no loader" in str(exc):
             message = "`{% include %}` and `{% import %}` need the prompt in a file ({file: ...})"
         else:
             message = f"template error: {type(exc).__name__}: {exc}"
-        raise TemplateProblem(message, line) from None
+        raise TemplateProblem(message, line, file) from None

@@ -42,6 +42,7 @@ class Pos:
     key_locs: dict[str, Loc] = field(default_factory=dict)
     children: dict[str | int, Pos] = field(default_factory=dict)
     block: bool = False  # a `|` or `>` scalar: its text starts on the line after `loc`
+    text_col: int = 1  # for a block scalar, the column where its lines start (its indentation)
 
 
 def format_path(path: KeyPath) -> str:
@@ -97,7 +98,9 @@ class SourceMap:
         loc = node.loc
         if depth != len(path):
             return loc
-        offset = line_in_text if node.block else max(line_in_text - 1, 0)
+        if node.block:
+            return Loc(loc.file, loc.line + line_in_text, node.text_col)
+        offset = max(line_in_text - 1, 0)
         return Loc(loc.file, loc.line + offset, 1 if offset else loc.col)
 
     def problem(self, path: KeyPath, message: str, *, at_key: bool = False) -> Problem:
@@ -170,14 +173,18 @@ def _loc(file: str, node: yaml.Node) -> Loc:
 
 
 class _Builder:
-    def __init__(self, file: str, env: Mapping[str, str]) -> None:
+    def __init__(self, file: str, env: Mapping[str, str], text: str) -> None:
         self.file = file
         self.env = env
+        self.text = text
         self.problems: list[Problem] = []
+        self.failed_paths: set[KeyPath] = set()
         self._constructor = yaml.constructor.SafeConstructor()
 
     def build(self, node: yaml.Node, path: KeyPath) -> tuple[Any, Pos]:
         if isinstance(node, yaml.MappingNode):
+            if _is_unquoted_template(node):
+                return self._unquoted_template(node, path)
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             values, pos = [], Pos(_loc(self.file, node))
@@ -187,8 +194,10 @@ class _Builder:
                 pos.children[index] = child
             return values, pos
         assert isinstance(node, yaml.ScalarNode)
-        block = node.style in ("|", ">")
-        return self._scalar(node, path), Pos(_loc(self.file, node), block=block)
+        pos = Pos(_loc(self.file, node))
+        if node.style in ("|", ">"):
+            pos.block, pos.text_col = True, self._block_indent(node) + 1
+        return self._scalar(node, path), pos
 
     def _pairs(self, node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
         """Key/value pairs with YAML merge keys (`<<: *base`) expanded, own keys last."""
@@ -246,26 +255,72 @@ class _Builder:
             value = interpolate(text, self.env, found)
             for offset, message in found:
                 self.problems.append(
-                    self._at_offset(node, text, offset, format_path(path), message)
+                    self._at_offset(node, text, offset).problem(format_path(path), message)
                 )
+            if found:
+                self.failed_paths.add(path)
             return value
         try:
             return self._constructor.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            self.problems.append(_loc(self.file, node).problem(format_path(path), str(exc)))
+        except Exception as exc:
+            # An explicit tag the value does not fit (`!!int x`), or a tag PyYAML's safe
+            # constructor does not know (`!Ref x`): any failure here is the author's to fix.
+            tag = node.tag.removeprefix("tag:yaml.org,2002:")
+            if "could not determine a constructor" in str(getattr(exc, "problem", "")):
+                message = f"unknown YAML tag {node.tag!r}; agent files use plain values, remove it"
+            else:
+                message = f"{node.value!r} is not a valid !!{tag} value"
+            self.problems.append(_loc(self.file, node).problem(format_path(path), message))
+            self.failed_paths.add(path)
             return node.value
 
-    def _at_offset(
-        self, node: yaml.ScalarNode, text: str, offset: int, path: str, message: str
-    ) -> Problem:
+    def _block_indent(self, node: yaml.ScalarNode) -> int:
+        source = self.text[node.start_mark.index : node.end_mark.index]
+        for line in source.splitlines()[1:]:
+            if line.strip():
+                return len(line) - len(line.lstrip(" "))
+        return 0
+
+    def _at_offset(self, node: yaml.ScalarNode, text: str, offset: int) -> Loc:
+        """Where the `${` at `offset` in the scalar's value is written in the file.
+
+        The value and its source differ (quotes, folding, indentation), but `${...}` references
+        are copied verbatim, so the n-th reference in the value is the n-th in the source."""
+        ordinal = sum(1 for m in _VAR.finditer(text, 0, offset) if m.group(0) != "$${")
+        source = self.text[node.start_mark.index : node.end_mark.index]
+        refs = [m for m in _VAR.finditer(source) if m.group(0) != "$${"]
+        if ordinal >= len(refs):
+            return _loc(self.file, node)
+        index = node.start_mark.index + refs[ordinal].start()
+        line = self.text.count("\n", 0, index) + 1
+        col = index - (self.text.rfind("\n", 0, index) + 1) + 1
+        return Loc(self.file, line, col)
+
+    def _unquoted_template(self, node: yaml.MappingNode, path: KeyPath) -> tuple[str, Pos]:
+        """`prompt: {{ vars.x }}` is a YAML mapping inside a mapping, not text: report it once and
+        keep the source text, so the rest of the spec is still checked."""
         loc = _loc(self.file, node)
-        # Point into the string when its text maps 1:1 onto the file (plain or quoted, one line).
-        if "\n" not in text and node.style in (None, "'", '"'):
-            loc = Loc(loc.file, loc.line, loc.col + offset + (1 if node.style else 0))
-        elif node.style in ("|", ">"):
-            line = text.count("\n", 0, offset)
-            loc = Loc(loc.file, loc.line + 1 + line, 1)
-        return loc.problem(path, message)
+        source = self.text[node.start_mark.index : node.end_mark.index]
+        self.problems.append(loc.problem(format_path(path), _unquoted_template_message(source)))
+        self.failed_paths.add(path)
+        return source, Pos(loc)
+
+
+def _unquoted_template_message(source: str) -> str:
+    shown = source if len(source) <= 40 and "\n" not in source else "{{ ... }}"
+    return (
+        f"a value starting with '{{{{' must be quoted, as in \"{shown}\", or written as a `|` "
+        "block: unquoted, YAML reads '{' as the start of a mapping"
+    )
+
+
+def _is_unquoted_template(node: yaml.MappingNode) -> bool:
+    return (
+        node.flow_style is True
+        and len(node.value) >= 1
+        and isinstance(node.value[0][0], yaml.MappingNode)
+        and node.value[0][0].flow_style is True
+    )
 
 
 @dataclass
@@ -276,6 +331,9 @@ class Document:
     value: Any
     pos: Pos
     problems: list[Problem]
+    failed_paths: set[KeyPath] = field(default_factory=set)
+    """Values that could not be read (a failed `${VAR}`, a bad tag, an unquoted `{{`):
+    validation errors there would only repeat the problem."""
 
 
 def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Document:
@@ -284,30 +342,85 @@ def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Doc
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        what = exc.problem or "invalid YAML"
-        if exc.context:
-            what = (
-                f"{exc.context}, {what}"
-                if "while" not in exc.context
-                else f"{what} ({exc.context})"
-            )
-        return Document(
-            file,
-            None,
-            Pos(Loc(file, 1, 1)),
-            [Problem(file, line, col, "", f"YAML syntax error: {what}")],
-        )
+        return Document(file, None, Pos(Loc(file, 1, 1)), [syntax_problem(exc, text, file)])
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        message = f"YAML syntax error: character {exc.character!r} is not allowed in a YAML file"
+        return Document(file, None, Pos(Loc(file, 1, 1)), [Problem(file, line, col, "", message)])
     except yaml.YAMLError as exc:
         return Document(
             file, None, Pos(Loc(file, 1, 1)), [Problem(file, 0, 0, "", f"YAML error: {exc}")]
         )
     if node is None:
         return Document(file, None, Pos(Loc(file, 1, 1)), [])
-    builder = _Builder(file, env)
+    builder = _Builder(file, env, text)
     value, pos = builder.build(node, ())
-    return Document(file, value, pos, builder.problems)
+    return Document(file, value, pos, builder.problems, builder.failed_paths)
+
+
+_INDENTATION = ("'<block mapping start>'", "'<block sequence start>'", "'?'")
+
+
+def syntax_problem(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
+    """One YAML syntax error as a located problem, in words a YAML author knows, placed where
+    the mistake is (an unclosed quote at its opening quote, not at the end of the file)."""
+    problem, context = exc.problem or "", exc.context or ""
+    mark = exc.problem_mark or exc.context_mark
+    opened = exc.context_mark
+    line_text = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+
+    def at(m: yaml.Mark | None) -> tuple[int, int]:
+        return (m.line + 1, m.column + 1) if m else (0, 0)
+
+    where = at(mark)
+    message: str
+    if "{{" in line_text and ("'<scalar>'" in problem or "mapping values" in problem):
+        brace = line_text.index("{{")
+        where = (where[0], brace + 1)
+        message = _unquoted_template_message(line_text[brace:].rstrip())
+    elif "quoted scalar" in context and "end of stream" in problem and opened:
+        quote = text.splitlines()[opened.line][opened.column : opened.column + 1] or '"'
+        where, message = at(opened), f"this quoted text has no closing {quote}"
+    elif "cannot start any token" in problem and "'\\t'" in problem:
+        message = "a tab character; YAML indents with spaces only"
+    elif "cannot start any token" in problem:
+        char = problem.split("'")[1] if "'" in problem else "this character"
+        message = f"a value cannot start with '{char}'; put the value in quotes"
+    elif problem == "but found another document":
+        message = "a second YAML document ('---'); an agent file holds exactly one"
+    elif problem == "mapping values are not allowed here":
+        message = (
+            "unexpected ':'; is this line indented more than it should be? "
+            "(a value that contains ': ' must be quoted)"
+        )
+    elif problem == "could not find expected ':'" and opened:
+        where, message = at(opened), "expected 'key: value', found a line without ':'"
+    elif problem.startswith("expected <block end>") and problem.endswith(_INDENTATION):
+        message = "bad indentation: this line does not line up with the lines above it"
+    elif problem == "expected <block end>, but found '-'":
+        message = "a list item ('- ') where a key was expected; check the indentation"
+    elif problem == "expected <block end>, but found '<scalar>'":
+        message = "unexpected text after a value; to write a longer value, quote all of it"
+    elif "flow sequence" in context or "flow mapping" in context:
+        close = "]" if "sequence" in context else "}"
+        start = "[" if close == "]" else "{"
+        if "<stream end>" in problem and opened:
+            where, message = at(opened), f"this '{start}' is never closed with '{close}'"
+        else:
+            found = problem.split("but got ", 1)[-1]
+            message = (
+                f"the '{start}' opened at line {at(opened)[0]} is not closed: expected ',' or "
+                f"'{close}', found {found}"
+            )
+    elif problem.startswith("found undefined alias"):
+        name = problem.split("'")[1] if "'" in problem else "?"
+        message = f"'*{name}' refers to an anchor '&{name}' that is not defined before it"
+    else:
+        message = problem or "invalid YAML"
+        if context:
+            message = f"{message} ({context})" if "while" in context else f"{context}, {message}"
+    return Problem(file, where[0], where[1], "", f"YAML syntax error: {message}")
 
 
 # --------------------------------------------------------------------------- merging

@@ -29,7 +29,7 @@ def validate(targets: tuple[str, ...], vars_: tuple[str, ...], as_json: bool) ->
     failed = checked = 0
     for path, problem in find_specs(targets):
         problems = [problem] if problem else validate_file(path, vars=variables)
-        checked += problem is None
+        checked += 1
         if problems:
             failed += 1
             for p in problems:

@@ -7,10 +7,12 @@ without `tools:` inherits the main agent's tools, one with `tools: []` has none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Discriminator,
     Field,
@@ -22,7 +24,16 @@ from pydantic import (
 
 from runner.errors import Problem
 from runner.spec.backend import BackendInput
-from runner.spec.base import ImportRef, Name, SourcePathInput, SpecModel, shorthand
+from runner.spec.base import (
+    ENTRY_ERROR,
+    ImportRef,
+    Name,
+    SourcePathInput,
+    SpecModel,
+    describe,
+    json_schema_error,
+    shorthand,
+)
 from runner.spec.model import ModelInput
 from runner.spec.tools import MiddlewareRef, ToolEntry
 
@@ -32,6 +43,9 @@ FilesystemToolName = Literal[
 ]
 Decision = Literal["approve", "edit", "reject"]
 DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
+
+
+_PROMPT_FILE_NAME = re.compile(r"[^\s{}]+\.(md|txt|j2|jinja|jinja2|prompt)")
 
 
 class PromptFile(SpecModel):
@@ -66,7 +80,16 @@ class InterruptOn(SpecModel):
         return decisions
 
 
-InterruptOnMap = dict[str, bool | InterruptOn]
+def _interrupt_on_mapping(value: Any) -> Any:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value) and value:
+        raise ValueError(
+            f"expected a mapping of tool name to `true` or {{allowed_decisions: ...}}, found a "
+            f"list; write `{value[0]}: true`, one line per tool"
+        )
+    return value
+
+
+InterruptOnMap = Annotated[dict[str, bool | InterruptOn], BeforeValidator(_interrupt_on_mapping)]
 
 
 class Threshold(SpecModel):
@@ -78,6 +101,16 @@ class Threshold(SpecModel):
     """Tokens (estimated at 4 characters per token)."""
     messages: int | None = Field(default=None, gt=0)
     """Number of messages."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mapping(cls, value: Any) -> Any:
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            raise ValueError(
+                "expected a mapping: {fraction: 0.85}, {tokens: 100000} or {messages: 20}, "
+                f"found {describe(value)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Threshold:
@@ -156,7 +189,7 @@ class LimitsSpec(SpecModel):
     @classmethod
     def _positive(cls, value: int | dict[str, int] | None) -> int | dict[str, int] | None:
         if isinstance(value, int) and value <= 0:
-            raise ValueError("must be greater than 0")
+            raise ValueError(f"must be greater than 0, found the number {value}")
         return value
 
 
@@ -233,6 +266,16 @@ class AgentCore(SpecModel):
     middleware: list[MiddlewareRef] = Field(default_factory=list)
     """Extra LangChain middleware by import reference."""
 
+    @field_validator("prompt")
+    @classmethod
+    def _not_a_file_name(cls, prompt: str | PromptFile | None) -> str | PromptFile | None:
+        if isinstance(prompt, str) and _PROMPT_FILE_NAME.fullmatch(prompt.strip()):
+            raise ValueError(
+                f"this is the prompt's text, and it looks like a file name; to read the file "
+                f"write `prompt: {{file: {prompt.strip()}}}`"
+            )
+        return prompt
+
     @field_validator("response_format")
     @classmethod
     def _json_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -243,13 +286,29 @@ class AgentCore(SpecModel):
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path)
-            raise ValueError(
-                f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")
-            ) from None
+            at = tuple(exc.path)
+            message = f"not a valid JSON Schema: {exc.message}"
+            if at and at[-1] == "type" and isinstance(exc.instance, str):
+                message = _json_type_message(exc.instance)
+            raise json_schema_error(message, at) from None
         if schema.get("type") != "object":
-            raise ValueError("must be an object schema (`type: object` with `properties`)")
+            raise json_schema_error(
+                f"the answer's schema must be `type: object` (with `properties`), found "
+                f"{describe(schema.get('type'))}",
+                ("type",) if "type" in schema else (),
+            )
         return schema
+
+
+_JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+
+
+def _json_type_message(found: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(found, _JSON_TYPES, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"expected a JSON Schema type ({', '.join(_JSON_TYPES)}), found {found!r}{hint}"
 
 
 class InlineSubagent(AgentCore):
@@ -316,7 +375,14 @@ SubagentEntry = Annotated[
     Annotated[InlineSubagent, Tag("inline subagent")]
     | Annotated[RefSubagent, Tag("ref subagent")]
     | Annotated[ImportSubagent, Tag("import subagent")],
-    Discriminator(_subagent_kind),
+    Discriminator(
+        _subagent_kind,
+        custom_error_type=ENTRY_ERROR,
+        custom_error_message=(
+            "expected a subagent: a mapping with `name:` and `description:`, or with `ref:` "
+            "(another agent file) or `import:` (a prebuilt graph)"
+        ),
+    ),
 ]
 
 
@@ -332,6 +398,18 @@ class GeneralPurposeAgentSpec(SpecModel):
     """Its model (default: the main agent's)."""
 
 
+def _identifier(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(
+            f"a variable name is letters, digits and '_' (not starting with a digit), found "
+            f"{name!r}; templates use it as {{{{ vars.NAME }}}}"
+        )
+    return name
+
+
+VarName = Annotated[str, AfterValidator(_identifier)]
+
+
 class AgentSpec(AgentCore):
     """An agent: one YAML file."""
 
@@ -341,7 +419,7 @@ class AgentSpec(AgentCore):
     """The agent's name (lowercase letters, digits, '-', '_')."""
     description: str | None = None
     """What the agent does; required when another agent uses this file as a subagent."""
-    vars: dict[str, Any] = Field(default_factory=dict)
+    vars: dict[VarName, Any] = Field(default_factory=dict)
     """Template variables for prompts (`{{ vars.topic }}`); `agentctl run --var topic=x`
     overrides them."""
     include: list[str] = Field(default_factory=list)
@@ -370,14 +448,6 @@ class AgentSpec(AgentCore):
             return self._locator(path, message)
         dotted = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
-
-    @field_validator("vars")
-    @classmethod
-    def _identifiers(cls, value: dict[str, Any]) -> dict[str, Any]:
-        bad = [k for k in value if not k.isidentifier()]
-        if bad:
-            raise ValueError(f"variable names must be identifiers (letters, digits, _): {bad}")
-        return value
 
 
 SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent

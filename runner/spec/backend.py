@@ -8,9 +8,9 @@ tool; `composite` routes path prefixes to other backends. The short form `backen
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from runner.spec.base import SpecModel, shorthand
 
@@ -75,6 +75,19 @@ LeafBackendSpec = Annotated[
 _kind_shorthand = shorthand("kind", str, "a backend kind or a mapping with `kind`")
 
 
+def _route_prefix(prefix: str) -> str:
+    if prefix == "/":
+        raise ValueError("route prefix '/' would take every path; that is what `default` is for")
+    if not (prefix.startswith("/") and prefix.endswith("/")):
+        raise ValueError(f"route prefix {prefix!r} must start and end with '/', like '/memories/'")
+    if ".." in prefix.split("/"):
+        raise ValueError(f"route prefix {prefix!r} must not contain '..'")
+    return prefix
+
+
+RoutePrefix = Annotated[str, AfterValidator(_route_prefix)]
+
+
 class CompositeBackendSpec(SpecModel):
     """A default backend plus routes: a path under a route's prefix goes to that route's backend
     (the longest matching prefix wins). `execute` always runs on the default backend."""
@@ -89,7 +102,7 @@ class CompositeBackendSpec(SpecModel):
     ]
     """The backend for every path no route matches."""
     routes: dict[
-        str,
+        RoutePrefix,
         Annotated[
             LeafBackendSpec,
             BeforeValidator(
@@ -99,18 +112,6 @@ class CompositeBackendSpec(SpecModel):
         ],
     ] = Field(default_factory=dict)
     """Path prefix (like `/memories/`) to backend."""
-
-    @field_validator("routes")
-    @classmethod
-    def _prefixes(cls, routes: dict[str, Any]) -> dict[str, Any]:
-        for prefix in routes:
-            if not (prefix.startswith("/") and prefix.endswith("/")) or prefix == "/":
-                raise ValueError(
-                    f"route prefix {prefix!r} must start and end with '/', like '/memories/'"
-                )
-            if ".." in prefix.split("/"):
-                raise ValueError(f"route prefix {prefix!r} must not contain '..'")
-        return routes
 
 
 BackendSpec = Annotated[

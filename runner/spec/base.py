@@ -10,6 +10,7 @@ import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_RULE = "lowercase letters, digits, '-' and '_', starting with a letter or digit"
@@ -26,6 +27,19 @@ ImportRef = Annotated[
     ),
 ]
 """`package.module:attribute`, or `path/to/file.py:attribute` relative to the spec file."""
+
+ENTRY_ERROR = "entry_kind"
+"""Error type of a list entry whose kind (inline, ref, import, mcp) cannot be told; the message
+says what an entry looks like, the loader adds what was found."""
+
+JSON_SCHEMA_ERROR = "json_schema"
+"""Error type of a problem inside a JSON Schema value; its context `at` is the key path in it."""
+
+
+def json_schema_error(message: str, at: tuple[str | int, ...] = ()) -> PydanticCustomError:
+    """A validation error located at key path `at` inside the JSON Schema being validated."""
+    return PydanticCustomError(JSON_SCHEMA_ERROR, "{message}", {"message": message, "at": at})
+
 
 _IMPORT_FILE = re.compile(r"\.py$")
 

@@ -49,6 +49,14 @@ def check_subagent_names(
                     "this one or set `general_purpose_agent: false`",
                 )
             )
+        elif name in seen and from_ref:
+            problems.append(
+                (
+                    where,
+                    f"the ref'd file's name {name!r} is already used by subagents[{seen[name]}]; "
+                    "set another `name:` next to `ref:`",
+                )
+            )
         elif name in seen:
             problems.append(
                 (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from runner.spec.base import SpecModel, describe, shorthand
 
@@ -76,6 +76,9 @@ def _check_model_id(value: str) -> str:
     if not sep or not provider or not name:
         hint = guess_provider(value)
         fix = f"; did you mean '{hint}:{value}'?" if hint else ""
+        slash_provider, slash, slash_name = value.partition("/")
+        if slash and slash_provider in KNOWN_PROVIDERS and slash_name:
+            fix = f"; did you mean '{slash_provider}:{slash_name}'?"
         raise ValueError(
             f"expected 'provider:model', e.g. 'openai:gpt-4.1' or 'replay:cassette.yaml', "
             f"found {describe(value)}{fix}"
@@ -109,8 +112,24 @@ FallbackModelInput = Annotated[
 ]
 
 
+def _split_provider(value: Any) -> Any:
+    """`{provider: openai, name: gpt-4.1}` (how other tools write it) is one mistake, not three."""
+    if isinstance(value, dict) and "id" not in value and "provider" in value:
+        name = next((value[k] for k in ("name", "model") if k in value), "MODEL")
+        raise ValueError(
+            f"write the provider and the model together as `id: {value['provider']}:{name}`, "
+            "not as separate keys"
+        )
+    return value
+
+
 class ModelSpec(SpecModel):
     """A chat model: `provider:model`, its parameters, fallbacks and context window."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_key(cls, value: Any) -> Any:
+        return _split_provider(value)
 
     id: str
     """`provider:model`, e.g. `openai:gpt-4.1`, `ollama:llama3.1`, or `replay:cassette.yaml`

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
-from runner.spec.base import ImportRef, Name, SpecModel, shorthand
+from runner.spec.base import ENTRY_ERROR, ImportRef, Name, SpecModel, shorthand
 
 
 class ImportTool(SpecModel):
@@ -114,7 +114,7 @@ ToolEntry = Annotated[
     Annotated[ImportTool, Tag("import tool")] | Annotated[McpTool, Tag("mcp tool")],
     Discriminator(
         _tool_kind,
-        custom_error_type="tool_entry",
+        custom_error_type=ENTRY_ERROR,
         custom_error_message="a tool entry needs `import:` or `mcp:`",
     ),
     BeforeValidator(_tool_shorthand, json_schema_input_type=str | ImportTool | McpTool),

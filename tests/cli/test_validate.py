@@ -1,0 +1,213 @@
+"""`agentctl validate`, run as a user runs it: in a subprocess, reading stdout, stderr and the exit
+code. Each subprocess costs ~0.3 s, so one call checks many files where it can."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import AGENTS, ROOT, run_cli
+from tests.spec.files import write_files as write
+from tests.spec.test_corpus import BROKEN, CORPUS, CORPUS_ENV, expected_problems
+
+EXAMPLES = sorted(p.name for p in AGENTS.glob("*.yaml"))
+
+
+def test_valid_examples_print_ok_and_exit_0() -> None:
+    result = run_cli("validate", "agents/")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"ok: agents/{name}" for name in EXAMPLES]
+    assert result.stderr == ""
+
+
+def test_the_whole_corpus_through_the_cli() -> None:
+    """Every corpus file at once: its exact lines on stderr, a summary, exit 2, no traceback."""
+    result = run_cli("validate", ".", cwd=BROKEN, env=CORPUS_ENV)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    expected = [line for path in CORPUS for line in expected_problems(path)]
+    expected.append(f"{len(CORPUS)} of {len(CORPUS)} files have problems")
+    assert result.stderr.splitlines() == expected
+    for text in (result.stdout, result.stderr):
+        assert "Traceback" not in text
+        assert "internal error" not in text
+
+
+def test_ok_lines_go_to_stdout_and_problems_to_stderr(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "good.yaml": "name: good\n",
+            "bad.yaml": "name: bad\nmodle: openai:gpt-4.1\n",
+        },
+    )
+    result = run_cli("validate", "good.yaml", "bad.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == "ok: good.yaml\n"
+    assert result.stderr == (
+        "bad.yaml:2:1: modle: unknown key; did you mean 'model'?\n1 of 2 files have problems\n"
+    )
+
+
+def test_directory_rule_skips_cassettes_fragments_hidden_and_subfolders(tmp_path: Path) -> None:
+    broken = "name: [not, valid]\n"
+    write(
+        tmp_path,
+        {
+            "agent.yaml": "name: agent\n",
+            "other.yml": "name: other\n",
+            "run.cassette.yaml": broken,
+            "run.cassette.yml": broken,
+            "_base.yaml": broken,
+            ".hidden.yaml": broken,
+            "notes.txt": broken,
+            "README.md": broken,
+            "sub/nested.yaml": broken,
+        },
+    )
+    result = run_cli("validate", ".", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "ok: agent.yaml\nok: other.yml\n"
+    # A file named on the command line is always checked, whatever its name.
+    result = run_cli("validate", "_base.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == "_base.yaml:1:7: name: expected text, found a list\n"
+
+
+def test_missing_paths_empty_folders_and_unreadable_files(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    result = run_cli("validate", "nowhere.yaml", "empty", "latin1.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "nowhere.yaml: no such file or directory",
+        "empty: no agent files (*.yaml) here",
+        "latin1.yaml: not UTF-8 text (invalid continuation byte at byte 9)",
+        "3 of 3 files have problems",
+    ]
+
+
+def test_json_prints_one_object_per_problem_on_stdout(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "good.yaml": "name: good\n",
+            "bad.yaml": "name: Bad\nmodel: gpt-4.1\n",
+        },
+    )
+    result = run_cli("validate", "--json", "good.yaml", "bad.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == ""
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {
+            "file": "bad.yaml",
+            "line": 1,
+            "col": 7,
+            "path": "name",
+            "message": "expected lowercase letters, digits, '-' and '_', starting with a letter "
+            "or digit, found text 'Bad'",
+        },
+        {
+            "file": "bad.yaml",
+            "line": 2,
+            "col": 8,
+            "path": "model",
+            "message": "expected 'provider:model', e.g. 'openai:gpt-4.1' or "
+            "'replay:cassette.yaml', found text 'gpt-4.1'; did you mean 'openai:gpt-4.1'?",
+        },
+    ]
+
+
+def test_json_on_valid_files_prints_nothing_and_exits_0() -> None:
+    result = run_cli("validate", "--json", "agents/")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_var_defines_and_overrides_template_variables(tmp_path: Path) -> None:
+    write(tmp_path, {"a.yaml": "name: a\nprompt: Hi {{ vars.who }}, {{ vars.n + 1 }}\n"})
+    result = run_cli("validate", "a.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "a.yaml:2:9: prompt: undefined template variable 'vars.who'; the spec defines no `vars`\n"
+    )
+    # VALUE is read as YAML: `n=2` is a number, so `vars.n + 1` works.
+    result = run_cli("validate", "--var", "who=you", "--var", "n=2", "a.yaml", cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "ok: a.yaml\n", "")
+
+
+def test_a_malformed_var_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("validate", "--var", "no-equals-sign", "agents/")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Invalid value for --var: expected KEY=VALUE with KEY an identifier, "
+        "found 'no-equals-sign'"
+    )
+
+
+def test_validate_needs_a_target() -> None:
+    result = run_cli("validate")
+    assert result.returncode == 2
+    assert "Missing argument 'TARGETS...'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_on_every_command_and_version() -> None:
+    top = run_cli("--help")
+    assert top.returncode == 0
+    assert "validate  Check agent files and report every problem." in top.stdout
+    assert "schema    Print, write or check the agent JSON Schema." in top.stdout
+    validate = run_cli("validate", "--help")
+    assert validate.returncode == 0
+    assert "Usage: agentctl validate [OPTIONS] TARGETS..." in validate.stdout
+    assert "--json" in validate.stdout and "--var KEY=VALUE" in validate.stdout
+    assert "*.cassette.yaml" in validate.stdout
+    schema = run_cli("schema", "--help")
+    assert schema.returncode == 0
+    assert "Usage: agentctl schema [OPTIONS]" in schema.stdout
+    assert "--check" in schema.stdout and "-o, --output FILE" in schema.stdout
+    version = run_cli("--version")
+    assert (version.returncode, version.stdout) == (0, "agentctl, version 0.1.0\n")
+
+
+_IMPORTS_PROBE = """
+import sys
+from runner.cli import main
+
+for argv in (["validate", "agents/"], ["schema"]):
+    try:
+        main(argv)
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("langchain", "langgraph"))
+print("heavy modules:", heavy, file=sys.stderr)
+"""
+
+
+def test_validate_and_schema_import_neither_langchain_nor_langgraph() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_PROBE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "heavy modules: []"
+    assert result.stdout.startswith("ok: agents/")
+
+
+def test_the_readme_example_is_what_validate_prints(tmp_path: Path) -> None:
+    """The README's "Agent files" section shows a spec and its output: they must not drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Agent files\n", 1)[1].split("\n## ", 1)[0]
+    spec = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    console = section.split("$ agentctl validate helper.yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "helper.yaml").write_text(spec, encoding="utf-8")
+    result = run_cli("validate", "helper.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == console
