@@ -118,7 +118,7 @@ class FilesystemBackend(SyncBackend):
             raise BackendError("File not found: {0}", agent) from None
         except OSError as exc:
             raise _os_error(exc, verb, agent) from None
-        with os.fdopen(fd, "rb") as file:
+        try:
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise BackendError("{0} is a directory, not a file; use ls to list it", agent)
@@ -130,6 +130,10 @@ class FilesystemBackend(SyncBackend):
                     f"{_megabytes(self.max_file_size)} limit for reading files",
                     agent,
                 )
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as file:
             data = file.read()
         if b"\0" in data:
             raise BackendError(
