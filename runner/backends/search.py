@@ -10,8 +10,9 @@ this on thousands of files):
 - symbolic links are never followed while walking (no escape from the root, no loops, no file seen
   twice); `ls` and `read` still follow a link whose target stays inside the root;
 - only regular files; files larger than the size limit are skipped;
-- a file containing a NUL byte is binary and yields no matches at all (ripgrep reports where it saw
-  the NUL, and its matches from such a file are dropped);
+- a file containing a NUL byte is binary and yields no matches at all (ripgrep, told not to use
+  memory maps so it checks the whole file, flags the file when it meets the NUL after printing
+  matches, and those matches are dropped);
 - lines are split on `\\n`, matched as bytes against the UTF-8 pattern, and decoded as UTF-8 with
   replacement characters; results are sorted by path, then line.
 
@@ -21,8 +22,6 @@ virtualenv's `bin/`), then on `PATH`.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import re
 import shutil
@@ -134,25 +133,30 @@ def _python_tree(
     return hits
 
 
-def _json_text(field: dict[str, str]) -> bytes:
-    if "text" in field:
-        return field["text"].encode("utf-8")
-    return base64.b64decode(field["bytes"])
-
-
 def _ripgrep(
     rg: str, cwd: str, target: str, pattern: str, max_size: int | None, glob_hint: str | None
 ) -> list[Hit] | None:
-    """Hits from ripgrep, or None when it could not run (the caller then uses Python)."""
+    """Hits from ripgrep, or None when it could not run (the caller then uses Python).
+
+    The plain output is read rather than `--json`, whose per-match details make it many times
+    larger on dense lines. With `--null` a hit is `path NUL line:text`; ripgrep writes a file's
+    output in one piece, and when it meets a NUL byte after printing matches it follows them with
+    a notice line (`path: ...`, without NUL) for that file: those matches are dropped.
+    """
     command = [
         rg,
-        "--json",
         "--no-config",
         "--fixed-strings",
         "--hidden",
         "--no-ignore",
         "--no-messages",
         "--encoding=none",
+        "--no-mmap",  # with a memory map, ripgrep looks for NUL bytes only near the start
+        "--null",
+        "--with-filename",
+        "--line-number",
+        "--no-heading",
+        "--color=never",
         "--glob=!{" + ",".join(sorted(VCS_DIRS)) + "}/",
     ]
     if max_size is not None:
@@ -169,20 +173,18 @@ def _ripgrep(
     if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
         return None
     hits: list[Hit] = []
-    pending: dict[str, list[Hit]] = {}
-    for raw in done.stdout.splitlines():
-        message = json.loads(raw)
-        kind, data = message["type"], message.get("data", {})
-        if kind not in ("match", "end"):
+    file_start, file_path = 0, b""
+    for raw in done.stdout.split(b"\n")[:-1]:
+        path, nul, rest = raw.partition(b"\0")
+        if not nul:  # a notice about the file just printed: it is binary
+            if file_path and raw.startswith(file_path + b": "):
+                del hits[file_start:]
             continue
-        path = os.fsdecode(_json_text(data["path"])).removeprefix("./")
-        if kind == "match":
-            line = _decode_line(_json_text(data["lines"]))
-            pending.setdefault(path, []).append((path, data["line_number"], line))
-        else:
-            file_hits = pending.pop(path, [])
-            if data.get("binary_offset") is None:
-                hits.extend(file_hits)
+        if path != file_path:
+            file_start, file_path = len(hits), path
+        number, _, text = rest.partition(b":")
+        relative = os.fsdecode(path).removeprefix("./")
+        hits.append((relative, int(number), _decode_line(text)))
     return hits
 
 
