@@ -188,7 +188,7 @@ def example(make: Any, links: list[tuple[str, str]], ops: list[tuple[str, str]])
 
 
 SETTINGS = settings(
-    max_examples=500,
+    max_examples=400,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
@@ -206,7 +206,7 @@ def test_filesystem_never_touches_outside(
     example(make, links, ops)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=120)
 @given(links=LINKS, ops=st.lists(st.tuples(OPERATION, PATH), min_size=1, max_size=8))
 def test_filesystem_with_ripgrep_never_leaks_outside(
     links: list[tuple[str, str]], ops: list[tuple[str, str]]

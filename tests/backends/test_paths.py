@@ -115,7 +115,7 @@ _SEGMENTS = st.sampled_from(
 _RAW_PATHS = st.lists(_SEGMENTS, max_size=6).map("/".join) | st.text(max_size=12)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=2000, deadline=None)
 @given(raw=_RAW_PATHS)
 def test_validated_paths_are_normal_and_safe(raw: str) -> None:
     try:
