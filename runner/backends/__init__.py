@@ -21,6 +21,7 @@ composite.py    a default backend plus prefix routes
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -149,8 +150,13 @@ class _DirectoryNode(_Node):
             LocalShellBackend if isinstance(spec, LocalShellBackendSpec) else FilesystemBackend
         )
         self._backend: FilesystemBackend | None = None
+        self._lock = threading.Lock()
 
     def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        with self._lock:
+            return self._make()
+
+    def _make(self) -> FilesystemBackend:
         if self._backend is None:
             spec, size = self.spec, int(self.spec.max_file_size_mb * MEGABYTE)
             if isinstance(spec, LocalShellBackendSpec):
@@ -240,13 +246,20 @@ class BackendProvider:
         node = self._node.default if isinstance(self._node, _CompositeNode) else self._node
         return issubclass(node.backend_type, SandboxBackend)
 
+    def _leaves(self) -> list[_Node]:
+        if isinstance(self._node, _CompositeNode):
+            return [self._node.default, *self._node.routes.values()]
+        return [self._node]
+
     @property
     def uses_state(self) -> bool:
         """Whether files live in graph state, so the agent's state needs `FilesState`."""
-        nodes = [self._node]
-        if isinstance(self._node, _CompositeNode):
-            nodes = [self._node.default, *self._node.routes.values()]
-        return any(isinstance(node, _StateNode) for node in nodes)
+        return any(isinstance(node, _StateNode) for node in self._leaves())
+
+    @property
+    def uses_store(self) -> bool:
+        """Whether some files live in the LangGraph store, so the graph needs a store."""
+        return any(isinstance(node, _StoreNode) for node in self._leaves())
 
     def describe(self) -> str:
         """A short description for `agentctl inspect` (composite: one line per route)."""

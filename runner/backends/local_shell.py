@@ -26,7 +26,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
-from typing import IO
+from typing import IO, Any
 
 from runner.backends.filesystem import DEFAULT_MAX_FILE_SIZE, FilesystemBackend
 from runner.backends.protocol import BackendError, ExecuteResult
@@ -128,6 +128,18 @@ class LocalShellBackend(FilesystemBackend):
         """The environment commands run with (computed per command from the runner's)."""
         return command_environment(self.env, inherit=self.inherit_env)
 
+    def _process_options(self) -> dict[str, Any]:
+        """How every command starts: in the root, clean environment, its own session (so its
+        process group can be killed), stdin closed, stderr merged into stdout."""
+        return {
+            "cwd": self.root,
+            "env": self.environment(),
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.STDOUT,
+            "start_new_session": True,
+        }
+
     def _limit(self, timeout: float | None) -> float:
         if timeout is None:
             return self.timeout
@@ -138,15 +150,7 @@ class LocalShellBackend(FilesystemBackend):
     def execute(self, command: str, timeout: float | None = None) -> ExecuteResult:
         limit = self._limit(timeout)
         output = _Output(self.max_output_bytes)
-        process = subprocess.Popen(
-            [SHELL, "-c", command],
-            cwd=self.root,
-            env=self.environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = subprocess.Popen([SHELL, "-c", command], **self._process_options())
         deadline = time.monotonic() + limit
         finished = False
         try:
@@ -186,15 +190,7 @@ class LocalShellBackend(FilesystemBackend):
         limit = self._limit(timeout)
         output = _Output(self.max_output_bytes)
         process = await asyncio.create_subprocess_exec(
-            SHELL,
-            "-c",
-            command,
-            cwd=self.root,
-            env=self.environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            SHELL, "-c", command, **self._process_options()
         )
 
         async def pump() -> None:

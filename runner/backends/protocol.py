@@ -45,15 +45,19 @@ def quote_path(path: str) -> str:
 class BackendError(Exception):
     """A refusal the agent should read: `str()` is one complete sentence, never starting "Error".
 
-    The message is a `str.format` template whose `{0}`, `{1}`... are the agent paths it names,
-    so a composite backend can report the paths the agent used (with the route prefix restored)
-    instead of the stripped ones its inner backend saw: see `rerooted`.
+    When the message names agent paths, it is a `str.format` template whose `{0}`, `{1}`... are
+    those `paths`, so a composite backend can report the paths the agent used (with the route
+    prefix restored) instead of the stripped ones its inner backend saw: see `rerooted`. Without
+    paths the message is used as it is, braces and all.
     """
 
     def __init__(self, template: str, *paths: str) -> None:
         self.template = template
         self.paths = paths
-        super().__init__(template.format(*(quote_path(path) for path in paths)))
+        super().__init__(template.format(*map(quote_path, paths)) if paths else template)
+
+    def __reduce__(self) -> tuple[type[Self], tuple[str, ...]]:
+        return type(self), (self.template, *self.paths)
 
     def rerooted(self, prefix: str) -> Self:
         """The same error with every absolute path it names moved under `prefix` (`/memories`)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -107,6 +109,14 @@ def test_rerooted_errors_move_only_absolute_paths() -> None:
         "Path traversal is not allowed: '../x'"
     )
     assert type(PathError("x").rerooted("/m")) is PathError
+
+
+def test_errors_without_paths_keep_their_text_and_survive_pickling() -> None:
+    assert str(BackendError("pattern {a,b} is odd")) == "pattern {a,b} is odd"
+    error = BackendError("File not found: {0}", "/x{y}")
+    assert str(error) == "File not found: '/x{y}'"
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.paths) == (BackendError, str(error), ("/x{y}",))
 
 
 _SEGMENTS = st.sampled_from(

@@ -72,7 +72,7 @@ def test_relative_root_dir_is_taken_from_the_current_directory(
 
 def test_store_needs_the_runs_store() -> None:
     provider = provider_from_spec(StoreBackendSpec(kind="store", namespace=["team", "memories"]))
-    assert (provider.can_execute, provider.uses_state) == (False, False)
+    assert (provider.can_execute, provider.uses_state, provider.uses_store) == (False, False, True)
     assert provider.describe() == (
         "store (namespace ['team', 'memories'] in the LangGraph store; outlives threads)"
     )
@@ -127,7 +127,7 @@ def test_composite_routes_and_static_facts(tmp_path: Path) -> None:
         }
     )
     provider = provider_from_spec(spec)
-    assert (provider.can_execute, provider.uses_state) == (True, True)
+    assert (provider.can_execute, provider.uses_state, provider.uses_store) == (True, True, True)
     assert provider.describe().splitlines() == [
         "composite (the longest matching prefix wins)",
         f"  /           -> local_shell at {tmp_path / 'ws'} (`/` is the root; reads up to 10 MB); "
@@ -170,7 +170,7 @@ def test_composite_without_state_or_store_is_made_once(tmp_path: Path) -> None:
     )
     provider = provider_from_spec(static)
     assert provider.get(None, None) is provider.get(None, None)
-    assert not provider.uses_state
+    assert not provider.uses_state and not provider.uses_store
 
 
 def test_from_a_yaml_file_root_dir_is_relative_to_the_spec(tmp_path: Path) -> None:
