@@ -203,10 +203,10 @@ class CompositeBackend:
         base: str,
         owner_call: _Call,
         route_call: Callable[[str], _Call | None],
-        keep: Callable[[str, str], bool],
+        keep: Callable[[str], bool],
     ) -> _Plan[list[Any]]:
-        """The owner of `base` plus every route mounted below it; `keep(route, outer_path)`
-        filters what a route returned for its whole tree."""
+        """The owner of `base` plus every route mounted below it; `keep(outer_path)` filters
+        what a route returned for its whole tree."""
         calls = [owner_call]
         for route in self._routes_below(base):
             call = route_call(route)
@@ -222,9 +222,7 @@ class CompositeBackend:
                     raise outcome
                 for item in [] if isinstance(outcome, BackendError) else outcome:
                     outer = replace(item, path=join_path(call.prefix, item.path))
-                    if self._owner(outer.path) == call.prefix and (
-                        index == 0 or keep(call.prefix, outer.path)
-                    ):
+                    if self._owner(outer.path) == call.prefix and (index == 0 or keep(outer.path)):
                         found.append(outer)
             return found
 
@@ -244,7 +242,7 @@ class CompositeBackend:
             base,
             _Call(prefix, backend, "glob", (relative_pattern, inner)),
             route_call,
-            lambda _route, outer: matcher.matches(relative_to(outer, base)),
+            lambda outer: matcher.matches(relative_to(outer, base)),
         )
 
         def combine_within(outcomes: list[Outcome]) -> list[FileInfo]:
@@ -266,7 +264,7 @@ class CompositeBackend:
             base,
             _Call(prefix, backend, "grep", (pattern, inner, glob)),
             lambda route: _Call(route, self.routes[route], "grep", (pattern, "/", route_glob)),
-            lambda _route, outer: accept(relative_to(outer, base)),
+            lambda outer: accept(relative_to(outer, base)),
         )
 
         def combine_sorted(outcomes: list[Outcome]) -> list[GrepMatch]:

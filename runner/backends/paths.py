@@ -8,9 +8,10 @@ directory adds its own symlink check on top (see `filesystem.py`); the rules her
 
 Glob patterns follow the same syntax everywhere so `glob` means one thing on every backend:
 `*` and `?` stay within one path segment (and match leading dots), `**` as a whole segment matches
-any number of directories, `[abc]` / `[!abc]` are character classes, `{a,b}` alternatives, and a
-backslash escapes the next character. A relative pattern is matched against the path relative to
-the base directory; an absolute one against the whole path.
+any number of directories (at the end, everything below: `a/**` is what is inside `a`), `[abc]`
+and `[!abc]` are character classes, `{a,b}` alternatives, and a backslash escapes the next
+character. A relative pattern is matched against the path relative to the base directory; an
+absolute one against the whole path.
 """
 
 from __future__ import annotations
@@ -192,53 +193,65 @@ def file_filter(glob: str | None) -> Callable[[str], bool]:
     return lambda relative: matcher.matches(relative.rsplit("/", 1)[-1])
 
 
+# Every `*` (within a segment) and `**` (across segments) but the last is matched by an atomic
+# lazy group: taking the earliest place where the next fixed-length piece matches never loses a
+# match, and it keeps patterns like `*a*a*a*a*b` linear instead of exponential in the name length.
+
+
 def _translate(segments: list[str]) -> str:
-    parts: list[str] = []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
+    groups: list[list[str]] = [[]]
+    for segment in segments:
         if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
+            groups.append([])
         else:
-            parts.append(_translate_segment(segment) + ("" if last else "/"))
-    return "".join(parts)
+            groups[-1].append(_translate_segment(segment))
+    if len(groups) == 1:
+        return "/".join(groups[0])
+    first, *middle, last = ("/".join(group) for group in groups)
+    out = first + "/" if first else ""
+    out += "".join(f"(?>(?:[^/]+/)*?{piece}/)" for piece in middle)
+    return out + (f"(?:[^/]+/)*{last}" if last else ".*")
 
 
 def _translate_segment(segment: str) -> str:
-    out: list[str] = []
+    pieces: list[list[str]] = [[]]
     index = 0
     while index < len(segment):
         char = segment[index]
         index += 1
         if char == "*":
-            while index < len(segment) and segment[index] == "*":
-                index += 1
-            out.append("[^/]*")
+            if pieces[-1] or len(pieces) == 1:
+                pieces.append([])
         elif char == "?":
-            out.append("[^/]")
+            pieces[-1].append("[^/]")
         elif char == "\\" and index < len(segment):
-            out.append(re.escape(segment[index]))
+            pieces[-1].append(re.escape(segment[index]))
             index += 1
-        elif char == "[":
-            end = index
-            if end < len(segment) and segment[end] in "!^":
-                end += 1
-            if end < len(segment) and segment[end] == "]":
-                end += 1
-            while end < len(segment) and segment[end] != "]":
-                end += 1
-            if end >= len(segment):
-                out.append(re.escape(char))
-                continue
+        elif char == "[" and (end := _class_end(segment, index)) is not None:
             body = segment[index:end]
             index = end + 1
             negate = body[:1] in ("!", "^")
             if negate:
                 body = body[1:]
             body = "".join(c if c == "-" else re.escape(c) for c in body)
-            out.append(f"[^/{body}]" if negate else f"[{body}]")
+            pieces[-1].append(f"[^/{body}]" if negate else f"[{body}]")
         else:
-            out.append(re.escape(char))
-    return "".join(out)
+            pieces[-1].append(re.escape(char))
+    if len(pieces) == 1:
+        return "".join(pieces[0])
+    first, *middle, last = ("".join(piece) for piece in pieces)
+    return first + "".join(f"(?>[^/]*?{piece})" for piece in middle) + "[^/]*" + last
+
+
+def _class_end(segment: str, start: int) -> int | None:
+    """The index of the `]` closing a class opened just before `start`, or None (a literal `[`)."""
+    end = start
+    if end < len(segment) and segment[end] in "!^":
+        end += 1
+    if end < len(segment) and segment[end] == "]":
+        end += 1
+    end = segment.find("]", end)
+    return None if end == -1 else end
 
 
 def _expand_braces(pattern: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from runner.backends import BackendError, PathError, validate_path
@@ -176,6 +176,68 @@ def test_validated_paths_are_normal_and_safe(raw: str) -> None:
 )
 def test_glob_syntax(pattern: str, path: str, matches: bool) -> None:
     assert compile_glob(pattern).matches(path) is matches
+
+
+def _reference_segment(tokens: tuple[str, ...], name: str) -> bool:
+    """Naive glob matching of one segment, by recursion: the meaning the regexes must have."""
+    if not tokens:
+        return not name
+    token, rest = tokens[0], tokens[1:]
+    if token == "*":
+        return any(_reference_segment(rest, name[cut:]) for cut in range(len(name) + 1))
+    if not name:
+        return False
+    if token == "?":
+        ok = True
+    elif token.startswith("[!"):
+        ok = name[0] not in token[2:-1]
+    elif token.startswith("["):
+        ok = name[0] in token[1:-1]
+    else:
+        ok = name[0] == token
+    return ok and _reference_segment(rest, name[1:])
+
+
+def _reference(pattern: list[list[str]], path: list[str]) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == ["**"]:  # any number of segments; at least one at the end (`a/**` is not `a`)
+        return any(_reference(rest, path[cut:]) for cut in range(0 if rest else 1, len(path) + 1))
+    return bool(path) and _reference_segment(tuple(head), path[0]) and _reference(rest, path[1:])
+
+
+_GLOB_TOKENS = st.sampled_from(["a", "*", "a", "*", "b", "?", "[ab]", "[!a]"])
+_GLOB_SEGMENTS = (
+    st.lists(_GLOB_TOKENS, min_size=1, max_size=5)
+    | st.just(["**"])
+    | st.sampled_from([["a"], ["*"], ["a", "*"]])
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@example(pattern=[["*", "a", "*", "a"]], path=["aba"])  # a middle `*` must take the FIRST `a`
+@example(pattern=[["**"], ["a"], ["**"], ["a"], ["b"]], path=["a", "a", "b"])  # and for `**`
+@given(
+    pattern=st.lists(_GLOB_SEGMENTS, min_size=1, max_size=5),
+    path=st.lists(st.text("ab", min_size=1, max_size=4), min_size=1, max_size=6),
+)
+def test_globs_mean_what_naive_matching_means(pattern: list[list[str]], path: list[str]) -> None:
+    collapsed: list[list[str]] = []
+    for segment in pattern:
+        # `**` and `*` `*` within a segment are one `*`; consecutive `**` segments are one.
+        stars_merged = [t for i, t in enumerate(segment) if not (t == "*" == segment[i - 1] and i)]
+        if not (segment == ["**"] and collapsed and collapsed[-1] == ["**"]):
+            collapsed.append(stars_merged)
+    text = "/".join("".join(segment) for segment in collapsed)
+    expected = _reference(collapsed, path)
+    assert compile_glob(text).matches("/".join(path)) is expected, text
+
+
+def test_pathological_globs_stay_fast() -> None:
+    """Without atomic groups these take exponential time; here they finish at once."""
+    assert not compile_glob("*a*a*a*a*a*a*a*a*a*a*b").matches("a" * 300)
+    assert not compile_glob("**/a/**/a/**/a/**/a/**/a/**/b").matches("/".join(["a"] * 300))
 
 
 def test_glob_pruning_facts() -> None:
