@@ -124,17 +124,18 @@ class FilesystemBackend(SyncBackend):
                 raise BackendError("{0} is a directory, not a file; use ls to list it", agent)
             if not stat.S_ISREG(info.st_mode):
                 raise BackendError("{0} is not a regular file", agent)
-            if info.st_size > self.max_file_size:
-                raise BackendError(
-                    f"{{0}} is {_megabytes(info.st_size)}, over the "
-                    f"{_megabytes(self.max_file_size)} limit for reading files",
-                    agent,
-                )
-        except BaseException:
+            data = b""
+            if info.st_size <= self.max_file_size:
+                with os.fdopen(os.dup(fd), "rb") as file:
+                    data = file.read(self.max_file_size + 1)  # it may have grown since fstat
+        finally:
             os.close(fd)
-            raise
-        with os.fdopen(fd, "rb") as file:
-            data = file.read()
+        if max(info.st_size, len(data)) > self.max_file_size:
+            raise BackendError(
+                f"{{0}} is {_megabytes(max(info.st_size, len(data)))}, over the "
+                f"{_megabytes(self.max_file_size)} limit for reading files",
+                agent,
+            )
         if b"\0" in data:
             raise BackendError(
                 "{0} is a binary file (it contains NUL bytes) and cannot be read as text", agent
