@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from runner.backends.protocol import BackendError, PathError
 
@@ -272,36 +273,27 @@ def _expand_braces(pattern: str) -> list[str]:
                 "use fewer brace groups",
                 pattern,
             )
-    return results
+    return list(dict.fromkeys(results))
 
 
 def _first_brace_group(pattern: str) -> tuple[int, int, list[str]] | None:
-    """The first `{...}` holding a top-level comma: (start, end after `}`, options)."""
+    """The first `{...}` to close that holds a comma at its own level: (start, end after `}`,
+    options). Braces without a comma, and unbalanced ones, are literal."""
+    open_groups: list[tuple[int, list[int]]] = []  # where each open `{` is, and its commas
     index = 0
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
-            index += 2
-            continue
-        if char == "{":
-            depth, cursor, options, option_start = 0, index, [], index + 1
-            while cursor < len(pattern):
-                c = pattern[cursor]
-                if c == "\\":
-                    cursor += 2
-                    continue
-                if c == "{":
-                    depth += 1
-                elif c == "}":
-                    depth -= 1
-                    if depth == 0:
-                        options.append(pattern[option_start:cursor])
-                        if len(options) > 1:
-                            return index, cursor + 1, options
-                        break
-                elif c == "," and depth == 1:
-                    options.append(pattern[option_start:cursor])
-                    option_start = cursor + 1
-                cursor += 1
+            index += 1
+        elif char == "{":
+            open_groups.append((index, []))
+        elif char == "," and open_groups:
+            open_groups[-1][1].append(index)
+        elif char == "}" and open_groups:
+            start, commas = open_groups.pop()
+            if commas:
+                bounds = [start, *commas, index]
+                options = [pattern[a + 1 : b] for a, b in pairwise(bounds)]
+                return start, index + 1, options
         index += 1
     return None
