@@ -1,0 +1,291 @@
+"""Where an agent's files live: the backends behind the file tools, and how a spec picks one.
+
+A YAML `backend:` becomes a `BackendProvider` once, when the agent is resolved
+(`provider_from_spec`). The file tools then ask it for the backend of each tool call
+(`provider.get(state, store)`): the state backend is made from the state that call sees, the store
+backend from the run's store, and directory backends are made once and reused. What the rest of
+agentctl needs to know before any run (can the agent execute commands? does it need the `files`
+state key?) is answered by the provider from the spec's types alone.
+
+```
+protocol.py     Backend / SandboxBackend, results, BackendError, can_execute
+paths.py        validate_path (the one path gate), glob patterns
+state.py        files in graph state (+ FilesState, merge_files)
+filesystem.py   a real directory, confined to root_dir in virtual mode
+local_shell.py  filesystem + execute (timeout, output cap, clean environment)
+store.py        a LangGraph BaseStore namespace
+composite.py    a default backend plus prefix routes
+```
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from runner.backends.composite import CompositeBackend
+from runner.backends.filesystem import MEGABYTE, FilesystemBackend
+from runner.backends.local_shell import ENV_ALLOWLIST, LocalShellBackend
+from runner.backends.paths import validate_path
+from runner.backends.protocol import (
+    Backend,
+    BackendError,
+    EditResult,
+    ExecuteResult,
+    FileData,
+    FileInfo,
+    GrepMatch,
+    PathError,
+    ReadResult,
+    SandboxBackend,
+    WriteResult,
+    can_execute,
+)
+from runner.backends.state import FilesState, PrefixedFiles, StateBackend, merge_files
+from runner.backends.store import StoreBackend
+from runner.errors import BuildError
+from runner.spec.backend import (
+    CompositeBackendSpec,
+    FilesystemBackendSpec,
+    LocalShellBackendSpec,
+    StateBackendSpec,
+    StoreBackendSpec,
+)
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
+
+    from runner.spec.backend import BackendSpec
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "BackendProvider",
+    "CompositeBackend",
+    "EditResult",
+    "ExecuteResult",
+    "FileData",
+    "FileInfo",
+    "FilesState",
+    "FilesystemBackend",
+    "GrepMatch",
+    "LocalShellBackend",
+    "PathError",
+    "ReadResult",
+    "SandboxBackend",
+    "StateBackend",
+    "StoreBackend",
+    "WriteResult",
+    "can_execute",
+    "merge_files",
+    "provider_from_spec",
+    "validate_path",
+]
+
+
+class _Node:
+    """One backend of the spec: how to make it for a tool call, and what is known in advance."""
+
+    backend_type: type[Any]
+    dynamic = False
+    """True when the backend depends on the call's state or store (so it is made per call)."""
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+class _StateNode(_Node):
+    backend_type = StateBackend
+    dynamic = True
+
+    def __init__(self, prefix: str = "/") -> None:
+        self.prefix = prefix
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        files = (state or {}).get("files") or {}
+        return StateBackend(files if self.prefix == "/" else PrefixedFiles(files, self.prefix))
+
+    def describe(self) -> str:
+        return "state (files in the thread's graph state)"
+
+
+class _StoreNode(_Node):
+    backend_type = StoreBackend
+    dynamic = True
+
+    def __init__(self, spec: StoreBackendSpec) -> None:
+        for label in spec.namespace:
+            if not label or "." in label:
+                raise BuildError(
+                    f"backend namespace label {label!r} is not usable by a LangGraph store: "
+                    "labels must be non-empty and must not contain '.'"
+                )
+        self.namespace = tuple(spec.namespace)
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        if store is None:
+            raise RuntimeError(
+                f"the store backend (namespace {list(self.namespace)}) needs a LangGraph store, "
+                "but this run has none: compile the graph with `store=` (for example an "
+                "InMemoryStore)"
+            )
+        return StoreBackend(store, self.namespace)
+
+    def describe(self) -> str:
+        return f"store (namespace {list(self.namespace)} in the LangGraph store; outlives threads)"
+
+
+class _DirectoryNode(_Node):
+    """filesystem and local_shell: made once, on first use (so `inspect` creates no directory)."""
+
+    def __init__(self, spec: FilesystemBackendSpec | LocalShellBackendSpec) -> None:
+        self.spec = spec
+        self.root = os.path.abspath(os.path.expanduser(spec.root_dir))
+        self.backend_type = (
+            LocalShellBackend if isinstance(spec, LocalShellBackendSpec) else FilesystemBackend
+        )
+        self._backend: FilesystemBackend | None = None
+        self._lock = threading.Lock()
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        with self._lock:
+            return self._make()
+
+    def _make(self) -> FilesystemBackend:
+        if self._backend is None:
+            spec, size = self.spec, int(self.spec.max_file_size_mb * MEGABYTE)
+            if isinstance(spec, LocalShellBackendSpec):
+                self._backend = LocalShellBackend(
+                    self.root,
+                    virtual_mode=spec.virtual_mode,
+                    max_file_size_bytes=size,
+                    timeout=spec.timeout,
+                    max_output_bytes=spec.max_output_bytes,
+                    env=spec.env,
+                    inherit_env=spec.inherit_env,
+                )
+            else:
+                self._backend = FilesystemBackend(
+                    self.root, virtual_mode=spec.virtual_mode, max_file_size_bytes=size
+                )
+        return self._backend
+
+    def describe(self) -> str:
+        spec = self.spec
+        paths = "`/` is the root" if spec.virtual_mode else "host paths, NOT confined"
+        text = f"{spec.kind} at {self.root} ({paths}; reads up to {spec.max_file_size_mb:g} MB)"
+        if isinstance(spec, LocalShellBackendSpec):
+            if spec.inherit_env:
+                env = "the runner's whole environment"
+            else:
+                env = "only " + ", ".join(ENV_ALLOWLIST)
+            if spec.env:
+                env += " + " + ", ".join(sorted(spec.env))
+            text += (
+                f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s, output cap "
+                f"{spec.max_output_bytes:,} bytes, environment: {env}"
+            )
+        return text
+
+
+class _CompositeNode(_Node):
+    backend_type = CompositeBackend
+
+    def __init__(self, default: _Node, routes: dict[str, _Node]) -> None:
+        self.default = default
+        self.routes = routes
+        self.dynamic = default.dynamic or any(node.dynamic for node in routes.values())
+        self._backend: CompositeBackend | None = None
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        if self._backend is not None:
+            return self._backend
+        backend = CompositeBackend(
+            self.default.make(state, store),
+            {prefix: node.make(state, store) for prefix, node in self.routes.items()},
+        )
+        if not self.dynamic:
+            self._backend = backend
+        return backend
+
+    def describe(self) -> str:
+        rows = [("/", self.default), *((p + "/", node) for p, node in self.routes.items())]
+        width = max(len(prefix) for prefix, _ in rows)
+        lines = [f"  {prefix:<{width}}  -> {node.describe()}" for prefix, node in rows]
+        return "composite (the longest matching prefix wins)\n" + "\n".join(lines)
+
+
+def _leaf(spec: Any, prefix: str = "/") -> _Node:
+    if isinstance(spec, StateBackendSpec):
+        return _StateNode(prefix)
+    if isinstance(spec, StoreBackendSpec):
+        return _StoreNode(spec)
+    if isinstance(spec, FilesystemBackendSpec | LocalShellBackendSpec):
+        return _DirectoryNode(spec)
+    raise TypeError(f"not a backend spec: {spec!r}")
+
+
+class BackendProvider:
+    """The backend of one agent, ready to hand out per tool call (see the module docstring)."""
+
+    def __init__(self, node: _Node) -> None:
+        self._node = node
+
+    def get(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        """The backend for one tool call, given the state it sees and the run's store."""
+        return self._node.make(state, store)
+
+    @property
+    def can_execute(self) -> bool:
+        """Whether the agent gets `execute`: decided by the backend types (composite: default)."""
+        node = self._node.default if isinstance(self._node, _CompositeNode) else self._node
+        return issubclass(node.backend_type, SandboxBackend)
+
+    def _leaves(self) -> list[_Node]:
+        if isinstance(self._node, _CompositeNode):
+            return [self._node.default, *self._node.routes.values()]
+        return [self._node]
+
+    @property
+    def uses_state(self) -> bool:
+        """Whether files live in graph state, so the agent's state needs `FilesState`."""
+        return any(isinstance(node, _StateNode) for node in self._leaves())
+
+    @property
+    def uses_store(self) -> bool:
+        """Whether some files live in the LangGraph store, so the graph needs a store."""
+        return any(isinstance(node, _StoreNode) for node in self._leaves())
+
+    def describe(self) -> str:
+        """A short description for `agentctl inspect` (composite: one line per route)."""
+        return self._node.describe()
+
+    def __repr__(self) -> str:
+        return f"BackendProvider({self.describe()!r})"
+
+
+def provider_from_spec(spec: BackendSpec | None) -> BackendProvider:
+    """The provider for a spec's `backend:` (None means `state`, the default).
+
+    `root_dir` is normally absolute already (the loader resolves it against the spec file); a
+    relative one is taken relative to the current directory. Route prefixes are normalised
+    (`/memories/` and `/memories` are the same route).
+    """
+    if spec is None:
+        return BackendProvider(_StateNode())
+    if isinstance(spec, CompositeBackendSpec):
+        routes: dict[str, _Node] = {}
+        for prefix, route_spec in spec.routes.items():
+            normal = validate_path(prefix)
+            if normal == "/":
+                raise BuildError("a composite backend route cannot be '/'; use `default` for it")
+            if normal in routes:
+                raise BuildError(f"composite backend routes name {normal + '/'!r} twice")
+            routes[normal] = _leaf(route_spec, normal)
+        return BackendProvider(_CompositeNode(_leaf(spec.default), routes))
+    return BackendProvider(_leaf(spec))

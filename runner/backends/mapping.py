@@ -1,0 +1,124 @@
+"""`ls`, `glob` and `grep` over a flat map of path to `FileData`: the state and store backends.
+
+Those backends hold files, not directories: a directory exists while some file lies under it, and
+`/` always exists. Listing one therefore scans the keys once; the backends hand these functions an
+iterable of `(path, FileData)` pairs (a dict's items, or a store's paginated search) so the rules
+live here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from runner.backends.paths import (
+    compile_glob,
+    file_filter,
+    is_within,
+    join_path,
+    normalize_glob,
+    relative_to,
+    validate_path,
+)
+from runner.backends.protocol import BackendError, FileData, FileInfo, GrepMatch
+from runner.backends.text import check_grep_pattern, grep_text
+
+__all__ = [
+    "check_creatable",
+    "file_info",
+    "glob_files",
+    "grep_files",
+    "list_directory",
+    "missing_file_error",
+]
+
+Items = Iterable[tuple[str, FileData]]
+
+
+def file_info(path: str, data: FileData) -> FileInfo:
+    return FileInfo(path, False, len(data["content"].encode("utf-8")), data["modified_at"])
+
+
+def _require_directory(path: str, *, has_children: bool, is_file: bool) -> None:
+    if has_children or path == "/":
+        return
+    if is_file:
+        raise BackendError("{0} is a file, not a directory; use read_file to read it", path)
+    raise BackendError("Directory not found: {0}", path)
+
+
+def list_directory(items: Items, path: str) -> list[FileInfo]:
+    """The files and directories directly under `path` (a normal agent path), sorted by path."""
+    entries: dict[tuple[str, bool], FileInfo] = {}
+    is_file = False
+    for key, data in items:
+        if key == path:
+            is_file = True
+        elif is_within(key, path):
+            head, below, _ = relative_to(key, path).partition("/")
+            child = join_path(path, head)
+            entries[(child, bool(below))] = (
+                FileInfo(child, True) if below else file_info(child, data)
+            )
+    _require_directory(path, has_children=bool(entries), is_file=is_file)
+    return [entries[key] for key in sorted(entries)]
+
+
+def glob_files(items: Items, pattern: str, path: str) -> list[FileInfo]:
+    """The files matching `pattern` under `path` (see `paths.normalize_glob`), sorted by path."""
+    base, relative_pattern, within = normalize_glob(pattern, path)
+    matcher = compile_glob(relative_pattern)
+    found: list[FileInfo] = []
+    has_children = is_file = False
+    for key, data in items:
+        if key == base:
+            is_file = True
+        elif is_within(key, base):
+            has_children = True
+            if is_within(key, within) and matcher.matches(relative_to(key, base)):
+                found.append(file_info(key, data))
+    _require_directory(base, has_children=has_children, is_file=is_file)
+    return sorted(found, key=lambda info: info.path)
+
+
+def grep_files(items: Items, pattern: str, path: str | None, glob: str | None) -> list[GrepMatch]:
+    """Lines containing `pattern` in the file `path` or the files under it that pass `glob`."""
+    check_grep_pattern(pattern)
+    base = validate_path(path or "/")
+    accept = file_filter(glob)
+    matches: list[GrepMatch] = []
+    exists = base == "/"
+    for key, data in items:
+        if key == base:
+            relative = key.rsplit("/", 1)[-1]
+        elif is_within(key, base):
+            relative = relative_to(key, base)
+        else:
+            continue
+        exists = True
+        if accept(relative):
+            matches.extend(grep_text(key, data["content"], pattern))
+    if not exists:
+        raise BackendError("Path not found: {0}", base)
+    return sorted(matches, key=lambda match: (match.path, match.line))
+
+
+def missing_file_error(path: str, items: Items) -> BackendError:
+    """The error for reading or editing `path` that holds no file: not found, or a directory."""
+    if path == "/" or any(is_within(key, path) for key, _ in items):
+        return BackendError("{0} is a directory, not a file; use ls to list it", path)
+    return BackendError("File not found: {0}", path)
+
+
+def check_creatable(path: str, existing: dict[str, bool]) -> None:
+    """Refuse to create `path` when it exists or a directory above it is a file.
+
+    `existing` says, for `path` and each of its `parent_dirs`, whether a file is stored there: the
+    backends look those few keys up directly, so the cost does not grow with the number of files.
+    """
+    if path == "/":
+        raise BackendError("{0} is a directory, not a file; choose a file path inside it", path)
+    if existing.get(path):
+        raise BackendError("File {0} already exists; read it and use edit_file to change it", path)
+    for parent, is_file in existing.items():
+        if parent != path and is_file:
+            raise BackendError("Cannot create {0}: {1} is a file, not a directory", path, parent)

@@ -1,0 +1,199 @@
+"""The contract every file backend keeps, so the file tools work the same on any of them.
+
+The tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`, `execute`) only ever see
+this module: a small `Backend` protocol with sync methods and `a`-prefixed async twins, plain result
+dataclasses, and one exception type whose text is written for the agent. Whether a backend can run
+commands is decided by its type (`SandboxBackend`), never by a flag a caller could get wrong.
+
+```
+Exception
+  BackendError     the agent made a request the backend refuses: the message says why and what to do
+    PathError      the path itself is unacceptable (traversal, ~, Windows syntax, outside the root)
+```
+
+A `BackendError` is not a bug and not a `RunnerError`: the tool layer returns `f"Error: {exc}"` to
+the model, which reads it and tries again. Anything else raised by a backend is a real failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Self, TypedDict, runtime_checkable
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "EditResult",
+    "ExecuteResult",
+    "FileData",
+    "FileInfo",
+    "GrepMatch",
+    "PathError",
+    "ReadResult",
+    "SandboxBackend",
+    "WriteResult",
+    "can_execute",
+    "quote_path",
+]
+
+
+def quote_path(path: str) -> str:
+    """A path as it appears in messages: in single quotes, escaped only when not printable."""
+    return f"'{path}'" if path.isprintable() else repr(path)
+
+
+class BackendError(Exception):
+    """A refusal the agent should read: `str()` is one complete sentence, never starting "Error".
+
+    When the message names agent paths, it is a `str.format` template whose `{0}`, `{1}`... are
+    those `paths`, so a composite backend can report the paths the agent used (with the route
+    prefix restored) instead of the stripped ones its inner backend saw: see `rerooted`. Without
+    paths the message is used as it is, braces and all.
+    """
+
+    def __init__(self, template: str, *paths: str) -> None:
+        self.template = template
+        self.paths = paths
+        super().__init__(template.format(*map(quote_path, paths)) if paths else template)
+
+    def __reduce__(self) -> tuple[type[Self], tuple[str, ...]]:
+        return type(self), (self.template, *self.paths)
+
+    def rerooted(self, prefix: str) -> Self:
+        """The same error with every absolute path it names moved under `prefix` (`/memories`)."""
+        moved = tuple(
+            ((prefix.rstrip("/") + path).rstrip("/") or "/") if path.startswith("/") else path
+            for path in self.paths
+        )
+        return type(self)(self.template, *moved)
+
+
+class PathError(BackendError):
+    """The path is refused before any backend looks at it (or resolves outside the root)."""
+
+
+class FileData(TypedDict):
+    """One file as the state and store backends keep it: text plus ISO 8601 UTC timestamps."""
+
+    content: str
+    created_at: str
+    modified_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """A directory entry or a glob hit; `modified_at` is ISO 8601 UTC when the backend knows it."""
+
+    path: str
+    is_dir: bool
+    size: int | None = None
+    modified_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GrepMatch:
+    """One line containing the searched text; `line` is 1-based, `text` has no line terminator."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """The selected lines joined with "\\n" (no line numbers), where they start, and the total."""
+
+    content: str
+    start_line: int
+    total_lines: int
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """A created file; `files_update` is the state update for backends that live in graph state."""
+
+    path: str
+    files_update: dict[str, FileData | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    """An edited file and how many occurrences were replaced."""
+
+    path: str
+    occurrences: int
+    files_update: dict[str, FileData | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteResult:
+    """Merged stdout and stderr; `exit_code` is None when the command was killed on timeout."""
+
+    output: str
+    exit_code: int | None
+    truncated: bool
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Files addressed by absolute POSIX paths (`/dir/file.txt`).
+
+    Every method raises `BackendError` for a request the agent can correct. `read` takes a 0-based
+    line `offset` and a line `limit`; `write` only creates; `edit` replaces exact text; `glob`
+    supports `**` and returns files sorted by path; `grep` searches LITERAL text line by line and
+    returns matches sorted by path, then line.
+    """
+
+    def ls(self, path: str) -> list[FileInfo]: ...
+
+    def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult: ...
+
+    def write(self, path: str, content: str) -> WriteResult: ...
+
+    def edit(
+        self, path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult: ...
+
+    def glob(self, pattern: str, path: str = "/") -> list[FileInfo]: ...
+
+    def grep(
+        self, pattern: str, path: str | None = None, glob: str | None = None
+    ) -> list[GrepMatch]: ...
+
+    async def als(self, path: str) -> list[FileInfo]: ...
+
+    async def aread(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult: ...
+
+    async def awrite(self, path: str, content: str) -> WriteResult: ...
+
+    async def aedit(
+        self, path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> EditResult: ...
+
+    async def aglob(self, pattern: str, path: str = "/") -> list[FileInfo]: ...
+
+    async def agrep(
+        self, pattern: str, path: str | None = None, glob: str | None = None
+    ) -> list[GrepMatch]: ...
+
+
+@runtime_checkable
+class SandboxBackend(Backend, Protocol):
+    """A backend that can also run shell commands (`timeout` in seconds; None: its default)."""
+
+    def execute(self, command: str, timeout: float | None = None) -> ExecuteResult: ...
+
+    async def aexecute(self, command: str, timeout: float | None = None) -> ExecuteResult: ...
+
+
+def can_execute(backend: Backend) -> bool:
+    """Whether `execute` may be offered with this backend: decided by type, never by a flag.
+
+    A composite backend sends commands to its default backend, so it can execute exactly when
+    that one can, whatever its routes are.
+    """
+    from runner.backends.composite import CompositeBackend
+
+    if isinstance(backend, CompositeBackend):
+        return can_execute(backend.default)
+    return isinstance(backend, SandboxBackend)
