@@ -91,6 +91,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("memory"),
         h.get("skills"),
         h.get("filesystem"),
+        h.get("large_inputs"),
         h.get("subagents"),
         *agent.user_middleware,
         h.get("summarization"),
@@ -122,6 +123,27 @@ def subagent_middleware(
     return SubAgentMiddleware(subagents)
 
 
+def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
+    """An `interrupt_on` entry naming no tool is a typo the author must hear about (inherited
+    entries are skipped: a subagent may lack some of its parent's tools)."""
+    if not agent.is_main and "interrupt_on" not in agent.spec.model_fields_set:
+        return
+    from runner.spec_errors import did_you_mean
+
+    for name in agent.interrupt_on:
+        if name in tools:
+            continue
+        hint = did_you_mean(name, sorted(tools))
+        fix = f"; did you mean {hint!r}?" if hint else f"; its tools: {', '.join(sorted(tools))}"
+        message = f"no tool named {name!r} in agent {agent.name!r}{fix}"
+        problem = (
+            agent.spec.problem(("interrupt_on", name), message)
+            if isinstance(agent.spec, AgentSpec)
+            else None
+        )
+        raise BuildError(message, problem=problem)
+
+
 def build_graph(
     agent: ResolvedAgent,
     *,
@@ -131,6 +153,11 @@ def build_graph(
     """Compile one resolved agent (and its subagents)."""
     from langchain.agents import create_agent
 
+    if store is None and agent.backend is not None and agent.backend.uses_store:
+        raise BuildError(
+            f"agent {agent.name!r} keeps files in a `store` backend, so it needs a LangGraph "
+            "store: pass `store=` (e.g. langgraph.store.memory.InMemoryStore()) to build_agent"
+        )
     agent.harness["subagents"] = subagent_middleware(agent, store=store)
     middleware = middleware_chain(agent)
     names = [m.name for m in middleware]
@@ -143,6 +170,7 @@ def build_graph(
     tool_names = [t.name for t in agent.tools] + [
         getattr(t, "name", str(t)) for m in middleware for t in getattr(m, "tools", None) or ()
     ]
+    _check_approvals(agent, set(tool_names))
     clashes = sorted({n for n in tool_names if tool_names.count(n) > 1})
     if clashes:
         raise BuildError(

@@ -28,7 +28,7 @@ def describe(
         {"name": getattr(t, "name", str(t)), "description": getattr(t, "description", "")}
         for t in tools
     ]
-    backend = spec.backend.kind if spec.backend is not None else "state"
+    backend = resolved.backend.describe() if resolved.backend is not None else "state"
     return {
         "name": resolved.name,
         "description": resolved.description,

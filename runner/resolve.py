@@ -25,6 +25,8 @@ from runner.spec.model import _check_model_id
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware
 
+    from runner.backends import BackendProvider
+
     Middleware = AgentMiddleware[Any, Any, Any]
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.tools import BaseTool
@@ -92,6 +94,7 @@ class ResolvedAgent:
     harness: dict[str, Middleware | None] = field(default_factory=dict)
     """The harness middleware by role (`todos`, `patch_tool_calls`, ...), ordered by build.py."""
     subagents: list[ResolvedSubagent] = field(default_factory=list)
+    backend: BackendProvider | None = None
 
     @property
     def system_prompt_sections(self) -> list[PromptSection]:
@@ -335,6 +338,8 @@ class Resolver:
         """Resolve an agent (main, ref'd file, or inline subagent). A subagent inherits the
         parent's model, tools and approvals unless it sets them; memory is never inherited."""
         from runner.middleware.approvals import approvals_middleware, approvals_section
+        from runner.middleware.filesystem import filesystem_section
+        from runner.middleware.large_inputs import LargeInputsMiddleware
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
         from runner.middleware.todos import TodosMiddleware
 
@@ -359,6 +364,8 @@ class Resolver:
             else dict(parent.interrupt_on)
         )
         todos = TodosMiddleware() if core.todos else None
+        backend = self._backend(core, where, locator, parent)
+        files = self._filesystem(core, backend, where, locator)
         sections: list[PromptSection] = []
         prompt = (
             core.prompt if isinstance(core.prompt, str) and core.prompt.strip() else default_prompt
@@ -368,6 +375,10 @@ class Resolver:
         sections.append(PromptSection("base", text=BASE_PROMPT))
         if todos is not None:
             sections.append(todos.prompt_section())
+        if files_section := filesystem_section(
+            files.tool_names, custom=core.filesystem.system_prompt
+        ):
+            sections.append(files_section)
         agent = ResolvedAgent(
             name=name,
             description=description,
@@ -383,9 +394,18 @@ class Resolver:
             is_main=is_main,
             harness={
                 "todos": todos,
+                "filesystem": files,
+                "large_inputs": (
+                    LargeInputsMiddleware(
+                        backend, evict_inputs_over_tokens=core.filesystem.evict_inputs_over_tokens
+                    )
+                    if core.filesystem.evict_inputs_over_tokens
+                    else None
+                ),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(interrupt_on),
             },
+            backend=backend,
         )
         if isinstance(core, AgentSpec):
             agent.subagents = self._subagents(core, agent, where, locator)
@@ -398,6 +418,42 @@ class Resolver:
         if is_main and self.local_context:
             sections.append(PromptSection("local_context", text=self.local_context))
         return agent
+
+    def _backend(
+        self, core: AgentCore, where: KeyPath, locator: Locator, parent: ResolvedAgent | None
+    ) -> BackendProvider:
+        """The agent's own backend, else its parent's (so files are shared), else `state`."""
+        from runner.backends import provider_from_spec
+
+        if core.backend is None and parent is not None and parent.backend is not None:
+            return parent.backend
+        try:
+            return provider_from_spec(core.backend)
+        except BuildError as exc:
+            raise BuildError.at(locator((*where, "backend"), str(exc))) from None
+
+    def _filesystem(
+        self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
+    ) -> Any:
+        from runner.middleware.filesystem import FilesystemMiddleware
+
+        settings = core.filesystem
+        if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:
+            index = settings.tools.index("execute")
+            kind = core.backend.kind if core.backend is not None else "state"
+            raise BuildError.at(
+                locator(
+                    (*where, "filesystem", "tools", index),
+                    f"`execute` needs a backend that can run commands (kind: local_shell, or a "
+                    f"composite whose default is one); this agent's backend is {kind}",
+                )
+            )
+        return FilesystemMiddleware(
+            backend,
+            tools=settings.tools,
+            tool_descriptions={str(k): v for k, v in settings.tool_descriptions.items()},
+            evict_results_over_tokens=settings.evict_results_over_tokens,
+        )
 
     def _subagents(
         self, spec: AgentSpec, parent: ResolvedAgent, where: KeyPath, locator: Locator

@@ -1,0 +1,593 @@
+"""File tools on the agent's backend, and eviction of tool results too large for the context.
+
+Tools: `ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`, and `execute` when the backend
+can run commands. Each call gets its backend from the agent's `BackendProvider` (the state backend
+is made from the state that call sees). Every path passes `validate_path`; a refusal
+(`BackendError`, an OS error) comes back to the model as an `Error: ...` string it can act on,
+never as an exception that ends the run. Writes to the state backend return a `Command` that
+updates `files`, so parallel writes merge through the reducer.
+
+Whether `execute` exists is decided when the agent is built, from the backend's type: the model
+never sees a tool it cannot use, and no hook filters tools on every model call.
+
+Large results: a tool result longer than `evict_results_over_tokens` x 4 characters is written to
+`/large_tool_results/<tool call id>` and replaced by a note with its path and a head/tail preview.
+The file tools themselves are excluded (they page or truncate their own output).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.types import Command
+
+from runner.backends import (
+    Backend,
+    BackendError,
+    BackendProvider,
+    FilesState,
+    GrepMatch,
+    validate_path,
+)
+from runner.middleware.prompt import PromptSection
+
+CHARS_PER_TOKEN = 4
+LONG_LINE = 5_000
+DEFAULT_TOOL_TOKEN_LIMIT = 20_000
+FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
+EXCLUDED_FROM_EVICTION = frozenset({*FILE_TOOLS})
+LARGE_RESULTS_DIR = "/large_tool_results"
+
+TOOL_DESCRIPTIONS = {
+    "ls": (
+        "List a directory of your filesystem: one entry per line, folders ending with '/', files "
+        "with their size. `path` must be absolute (start with /). To find files by name use "
+        "`glob`; to find text use `grep`."
+    ),
+    "read_file": (
+        "Read a file. `file_path` must be absolute. Returns up to `limit` lines (default 100) "
+        "starting at line index `offset` (0-based, default 0), numbered from 1 like `cat -n`; "
+        "page through longer files by raising `offset`. A line over 5,000 characters is split "
+        "into continuation rows numbered 12.1, 12.2, .... Read a file before you edit it."
+    ),
+    "write_file": (
+        "Create a NEW file containing `content`. `file_path` must be absolute. Fails when the "
+        "file exists: to change an existing file, read it and use `edit_file`."
+    ),
+    "edit_file": (
+        "Replace exact text in a file: `old_string` becomes `new_string`. `old_string` must match "
+        "the file exactly, whitespace and indentation included, and occur once, unless "
+        "`replace_all` is true (then every occurrence is replaced). Read the file first and "
+        "include enough surrounding text to make `old_string` unique."
+    ),
+    "glob": (
+        "Find files whose path matches a glob pattern such as `**/*.md` or `notes/*.txt`, under "
+        "`path` (default /). `*` matches within one folder, `**` across folders. Returns absolute "
+        "paths, sorted."
+    ),
+    "grep": (
+        "Search file contents for LITERAL text (not a regular expression). `path` limits the "
+        "search to a folder or a file; `glob` to file names matching a pattern (e.g. `*.md`). "
+        "`output_mode`: `files_with_matches` (default) lists the files, `content` shows each "
+        "matching line as `path:line: text`, `count` gives the matching lines per file."
+    ),
+    "execute": (
+        "Run a shell command in your workspace (the folder your files are in) and get its "
+        "combined output and exit status. Use it for scripts, tests and builds. Commands that "
+        "run too long are stopped; very long output is cut off."
+    ),
+}
+
+TOOL_GUIDE = {
+    "ls": "list a directory",
+    "read_file": "read a file, in pages (offset/limit)",
+    "write_file": "create a new file",
+    "edit_file": "change part of an existing file",
+    "glob": "find files by name pattern, e.g. `**/*.md`",
+    "grep": "find files containing some text",
+}
+
+EXECUTE_SECTION = """\
+## Shell `execute`
+
+You can run shell commands with `execute`, in the same folder your files are in. Use it to run
+scripts, tests and builds, and check the exit status in its result before relying on the output."""
+
+READ_TRUNCATED = (
+    "\n\n[Output truncated: these lines are longer than {limit:,} characters. Read fewer lines at "
+    "a time: offset={offset}, limit={smaller}.]"
+)
+LIST_TRUNCATED = "\n... [{more:,} more not shown: narrow the path or the pattern]"
+TOO_LARGE = """\
+This result was too large for your context ({size:,} characters), so it was saved to {path}.
+Read it in pages with read_file (offset and limit), or search it with grep.
+Its first and last lines:
+
+{preview}"""
+
+
+def filesystem_section(tools: Sequence[str], *, custom: str | None = None) -> PromptSection | None:
+    """The prompt section for the file tools the agent has (execute gets its own paragraph)."""
+    if custom is not None:
+        return PromptSection("filesystem", text=custom)
+    names = [t for t in FILE_TOOLS if t in tools]
+    parts = []
+    if names:
+        listing = "\n".join(f"- {name}: {TOOL_GUIDE[name]}" for name in names)
+        parts.append(
+            "## Files " + ", ".join(f"`{n}`" for n in names) + "\n\n"
+            "You have a filesystem for notes, drafts and results. Every path is absolute and "
+            "starts with `/`.\n" + listing + "\n\nA tool result too large for your context is "
+            f"saved under {LARGE_RESULTS_DIR}/ and shown to you as a preview; read the file for "
+            "the rest."
+        )
+    if "execute" in tools:
+        parts.append(EXECUTE_SECTION)
+    return PromptSection("filesystem", text="\n\n".join(parts)) if parts else None
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def number_lines(content: str, start_line: int) -> str:
+    """`cat -n` style rows; a line over 5,000 characters continues in rows `N.1`, `N.2`, ..."""
+    rows = []
+    for offset, line in enumerate(content.split("\n")):
+        number = start_line + offset
+        if len(line) <= LONG_LINE:
+            rows.append(f"{number:>6}\t{line}")
+            continue
+        chunks = [line[i : i + LONG_LINE] for i in range(0, len(line), LONG_LINE)]
+        rows.append(f"{number:>6}\t{chunks[0]}")
+        rows.extend(f"{f'{number}.{k}':>6}\t{chunk}" for k, chunk in enumerate(chunks[1:], 1))
+    return "\n".join(rows)
+
+
+def truncate_lines(lines: list[str], max_chars: int) -> str:
+    """Lines joined, cut at a line boundary when longer than `max_chars`."""
+    total = 0
+    for index, line in enumerate(lines):
+        total += len(line) + 1
+        if total > max_chars:
+            return "\n".join(lines[:index]) + LIST_TRUNCATED.format(more=len(lines) - index)
+    return "\n".join(lines)
+
+
+def preview(content: str, *, head: int = 5, tail: int = 5) -> str:
+    """The first and last lines of `content`, numbered, each cut to 1,000 characters."""
+    lines = [line[:1000] for line in content.splitlines()]
+    if len(lines) <= head + tail:
+        return number_lines("\n".join(lines), 1)
+    skipped = len(lines) - head - tail
+    return (
+        number_lines("\n".join(lines[:head]), 1)
+        + f"\n... [{skipped:,} lines not shown] ...\n"
+        + number_lines("\n".join(lines[-tail:]), len(lines) - tail + 1)
+    )
+
+
+def format_grep(matches: list[GrepMatch], mode: str) -> list[str]:
+    if mode == "content":
+        return [f"{m.path}:{m.line}: {m.text}" for m in matches]
+    counts: dict[str, int] = {}
+    for match in matches:
+        counts[match.path] = counts.get(match.path, 0) + 1
+    if mode == "count":
+        return [f"{path}: {count}" for path, count in counts.items()]
+    return list(counts)
+
+
+def sanitize_id(tool_call_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", tool_call_id)[:120] or "result"
+
+
+# --------------------------------------------------------------------------- the middleware
+
+Result = str | Command
+
+# Argument types: the text is the argument's description in the tool schema the model sees.
+DirPath = Annotated[str, "Absolute path of the directory, e.g. /notes"]
+FilePath = Annotated[str, "Absolute path of the file, e.g. /notes/plan.md"]
+NewFilePath = Annotated[str, "Absolute path of the new file"]
+Content = Annotated[str, "The whole text of the file"]
+Offset = Annotated[int, "Index of the first line to read (0-based)"]
+Limit = Annotated[int, "How many lines to read"]
+OldString = Annotated[str, "The exact text to replace"]
+NewString = Annotated[str, "The text to put in its place"]
+ReplaceAll = Annotated[bool, "Replace every occurrence instead of exactly one"]
+Pattern = Annotated[str, "Glob pattern, e.g. **/*.md"]
+BaseDir = Annotated[str, "Folder to search under (absolute)"]
+GrepText = Annotated[str, "The text to find (literal, not a regular expression)"]
+GrepPath = Annotated[str | None, "Folder or file to search (absolute); everything when absent"]
+GrepGlob = Annotated[str | None, "Only files whose name matches this pattern, e.g. *.py"]
+GrepMode = Annotated[
+    Literal["files_with_matches", "content", "count"], "files_with_matches, content, or count"
+]
+ShellCommand = Annotated[str, "The shell command to run"]
+
+
+class FilesystemMiddleware(AgentMiddleware):
+    """The file tools on one backend, and large-result eviction."""
+
+    state_schema = FilesState  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        provider: BackendProvider,
+        *,
+        tools: Sequence[str] | None = None,
+        tool_descriptions: dict[str, str] | None = None,
+        evict_results_over_tokens: int | None = DEFAULT_TOOL_TOKEN_LIMIT,
+    ) -> None:
+        super().__init__()
+        self.provider = provider
+        self.evict_over = evict_results_over_tokens
+        self.max_chars = CHARS_PER_TOKEN * (evict_results_over_tokens or DEFAULT_TOOL_TOKEN_LIMIT)
+        wanted = list(tools) if tools is not None else [*FILE_TOOLS, "execute"]
+        if not provider.can_execute:
+            wanted = [t for t in wanted if t != "execute"]
+        self.tool_names = wanted
+        descriptions = {**TOOL_DESCRIPTIONS, **(tool_descriptions or {})}
+        makers: dict[str, Callable[[str], BaseTool]] = {
+            "ls": self._ls_tool,
+            "read_file": self._read_tool,
+            "write_file": self._write_tool,
+            "edit_file": self._edit_tool,
+            "glob": self._glob_tool,
+            "grep": self._grep_tool,
+            "execute": self._execute_tool,
+        }
+        self.tools = [makers[name](descriptions[name]) for name in wanted]
+
+    # ----------------------------------------------------------------------- helpers
+
+    def backend(self, runtime: ToolRuntime) -> Backend:
+        return self.provider.get(runtime.state, runtime.store)
+
+    @staticmethod
+    def _guard(call: Callable[[], Result]) -> Result:
+        try:
+            return call()
+        except BackendError as exc:
+            return f"Error: {exc}"
+        except OSError as exc:
+            return f"Error: {exc.strerror or exc}"
+
+    @staticmethod
+    async def _aguard(call: Callable[[], Awaitable[Result]]) -> Result:
+        try:
+            return await call()
+        except BackendError as exc:
+            return f"Error: {exc}"
+        except OSError as exc:
+            return f"Error: {exc.strerror or exc}"
+
+    @staticmethod
+    def _updated(message: str, files_update: Any, runtime: ToolRuntime, name: str) -> Result:
+        if files_update is None:
+            return message
+        return Command(
+            update={
+                "files": files_update,
+                "messages": [
+                    ToolMessage(message, tool_call_id=runtime.tool_call_id or "", name=name)
+                ],
+            }
+        )
+
+    def _ls_lines(self, infos: Any, path: str) -> str:
+        if not infos:
+            return f"{path} is empty"
+        lines = [
+            f"{i.path.rstrip('/')}/"
+            if i.is_dir
+            else f"{i.path} ({i.size:,} bytes)"
+            if i.size is not None
+            else i.path
+            for i in infos
+        ]
+        return truncate_lines(lines, self.max_chars)
+
+    def _read_text(self, result: Any, path: str, offset: int, limit: int) -> str:
+        if result.total_lines == 0 or (result.total_lines == 1 and result.content == ""):
+            return f"{path} exists but is empty"
+        text = number_lines(result.content, result.start_line)
+        shown_end = result.start_line + result.content.count("\n")
+        if self.evict_over and len(text) >= self.max_chars:
+            cut = text[: self.max_chars].rsplit("\n", 1)[0]
+            return cut + READ_TRUNCATED.format(
+                limit=self.max_chars, offset=offset, smaller=max(1, limit // 4)
+            )
+        if shown_end < result.total_lines:
+            text += (
+                f"\n\n[Lines {result.start_line}-{shown_end} of {result.total_lines}: read on "
+                f"with offset={shown_end}.]"
+            )
+        return text
+
+    # ----------------------------------------------------------------------- tools
+
+    def _ls_tool(self, description: str) -> BaseTool:
+        def ls(path: DirPath, runtime: ToolRuntime) -> Result:
+            def run() -> Result:
+                checked = validate_path(path)
+                return self._ls_lines(self.backend(runtime).ls(checked), checked)
+
+            return self._guard(run)
+
+        async def als(path: DirPath, runtime: ToolRuntime) -> Result:
+            async def run() -> Result:
+                checked = validate_path(path)
+                return self._ls_lines(await self.backend(runtime).als(checked), checked)
+
+            return await self._aguard(run)
+
+        return _tool("ls", description, ls, als)
+
+    def _read_tool(self, description: str) -> BaseTool:
+        def read_file(
+            file_path: FilePath, runtime: ToolRuntime, offset: Offset = 0, limit: Limit = 100
+        ) -> Result:
+            def run() -> Result:
+                checked = validate_path(file_path)
+                result = self.backend(runtime).read(checked, offset=offset, limit=limit)
+                return self._read_text(result, checked, offset, limit)
+
+            return self._guard(run)
+
+        async def aread_file(
+            file_path: FilePath, runtime: ToolRuntime, offset: Offset = 0, limit: Limit = 100
+        ) -> Result:
+            async def run() -> Result:
+                checked = validate_path(file_path)
+                result = await self.backend(runtime).aread(checked, offset=offset, limit=limit)
+                return self._read_text(result, checked, offset, limit)
+
+            return await self._aguard(run)
+
+        return _tool("read_file", description, read_file, aread_file)
+
+    def _write_tool(self, description: str) -> BaseTool:
+        def write_file(file_path: NewFilePath, content: Content, runtime: ToolRuntime) -> Result:
+            def run() -> Result:
+                result = self.backend(runtime).write(validate_path(file_path), content)
+                return self._updated(
+                    f"Updated file {result.path}", result.files_update, runtime, "write_file"
+                )
+
+            return self._guard(run)
+
+        async def awrite_file(
+            file_path: NewFilePath, content: Content, runtime: ToolRuntime
+        ) -> Result:
+            async def run() -> Result:
+                result = await self.backend(runtime).awrite(validate_path(file_path), content)
+                return self._updated(
+                    f"Updated file {result.path}", result.files_update, runtime, "write_file"
+                )
+
+            return await self._aguard(run)
+
+        return _tool("write_file", description, write_file, awrite_file)
+
+    def _edit_tool(self, description: str) -> BaseTool:
+        def message(result: Any) -> str:
+            return (
+                f"Successfully replaced {result.occurrences} instance(s) of the string in "
+                f"{result.path}"
+            )
+
+        def edit_file(
+            file_path: FilePath,
+            old_string: OldString,
+            new_string: NewString,
+            runtime: ToolRuntime,
+            replace_all: ReplaceAll = False,
+        ) -> Result:
+            def run() -> Result:
+                result = self.backend(runtime).edit(
+                    validate_path(file_path), old_string, new_string, replace_all
+                )
+                return self._updated(message(result), result.files_update, runtime, "edit_file")
+
+            return self._guard(run)
+
+        async def aedit_file(
+            file_path: FilePath,
+            old_string: OldString,
+            new_string: NewString,
+            runtime: ToolRuntime,
+            replace_all: ReplaceAll = False,
+        ) -> Result:
+            async def run() -> Result:
+                result = await self.backend(runtime).aedit(
+                    validate_path(file_path), old_string, new_string, replace_all
+                )
+                return self._updated(message(result), result.files_update, runtime, "edit_file")
+
+            return await self._aguard(run)
+
+        return _tool("edit_file", description, edit_file, aedit_file)
+
+    def _glob_tool(self, description: str) -> BaseTool:
+        def found(infos: Any, pattern: str) -> str:
+            if not infos:
+                return f"No files match {pattern!r}"
+            return truncate_lines([i.path for i in infos], self.max_chars)
+
+        def glob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
+            return self._guard(
+                lambda: found(self.backend(runtime).glob(pattern, validate_path(path)), pattern)
+            )
+
+        async def aglob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
+            async def run() -> Result:
+                return found(
+                    await self.backend(runtime).aglob(pattern, validate_path(path)), pattern
+                )
+
+            return await self._aguard(run)
+
+        return _tool("glob", description, glob, aglob)
+
+    def _grep_tool(self, description: str) -> BaseTool:
+        def found(matches: list[GrepMatch], pattern: str, mode: str) -> str:
+            if not matches:
+                return f"No matches for {pattern!r}"
+            return truncate_lines(format_grep(matches, mode), self.max_chars)
+
+        def grep(
+            pattern: GrepText,
+            runtime: ToolRuntime,
+            path: GrepPath = None,
+            glob: GrepGlob = None,
+            output_mode: GrepMode = "files_with_matches",
+        ) -> Result:
+            def run() -> Result:
+                base = validate_path(path) if path is not None else None
+                return found(self.backend(runtime).grep(pattern, base, glob), pattern, output_mode)
+
+            return self._guard(run)
+
+        async def agrep(
+            pattern: GrepText,
+            runtime: ToolRuntime,
+            path: GrepPath = None,
+            glob: GrepGlob = None,
+            output_mode: GrepMode = "files_with_matches",
+        ) -> Result:
+            async def run() -> Result:
+                base = validate_path(path) if path is not None else None
+                return found(
+                    await self.backend(runtime).agrep(pattern, base, glob), pattern, output_mode
+                )
+
+            return await self._aguard(run)
+
+        return _tool("grep", description, grep, agrep)
+
+    def _execute_tool(self, description: str) -> BaseTool:
+        def report(result: Any) -> str:
+            parts = [result.output.rstrip("\n")]
+            if result.exit_code is not None:
+                status = "succeeded" if result.exit_code == 0 else "failed"
+                parts.append(f"[Command {status} with exit code {result.exit_code}]")
+            if result.truncated:
+                parts.append("[Output was truncated due to size limits]")
+            return "\n".join(p for p in parts if p)
+
+        def execute(command: ShellCommand, runtime: ToolRuntime) -> Result:
+            def run() -> Result:
+                backend: Any = self.backend(runtime)
+                return report(backend.execute(command))
+
+            return self._guard(run)
+
+        async def aexecute(command: ShellCommand, runtime: ToolRuntime) -> Result:
+            async def run() -> Result:
+                backend: Any = self.backend(runtime)
+                return report(await backend.aexecute(command))
+
+            return await self._aguard(run)
+
+        return _tool("execute", description, execute, aexecute)
+
+    # ----------------------------------------------------------------------- eviction
+
+    def _evict(self, result: ToolMessage | Command, request: Any) -> ToolMessage | Command:
+        message = _tool_message(result)
+        if message is None or self.evict_over is None:
+            return result
+        content = message.content if isinstance(message.content, str) else str(message.content)
+        if len(content) <= self.max_chars:
+            return result
+        path = f"{LARGE_RESULTS_DIR}/{sanitize_id(message.tool_call_id)}"
+        try:
+            backend = self.provider.get(request.state, request.runtime.store)
+            written = backend.write(path, content)
+        except (BackendError, OSError):
+            return result  # keep the result whole rather than lose it
+        replaced = message.model_copy(
+            update={
+                "content": TOO_LARGE.format(size=len(content), path=path, preview=preview(content))
+            }
+        )
+        return _with_message(result, replaced, written.files_update)
+
+    async def _aevict(self, result: ToolMessage | Command, request: Any) -> ToolMessage | Command:
+        message = _tool_message(result)
+        if message is None or self.evict_over is None:
+            return result
+        content = message.content if isinstance(message.content, str) else str(message.content)
+        if len(content) <= self.max_chars:
+            return result
+        path = f"{LARGE_RESULTS_DIR}/{sanitize_id(message.tool_call_id)}"
+        try:
+            backend = self.provider.get(request.state, request.runtime.store)
+            written = await backend.awrite(path, content)
+        except (BackendError, OSError):
+            return result
+        replaced = message.model_copy(
+            update={
+                "content": TOO_LARGE.format(size=len(content), path=path, preview=preview(content))
+            }
+        )
+        return _with_message(result, replaced, written.files_update)
+
+    def wrap_tool_call(
+        self, request: Any, handler: Callable[[Any], ToolMessage | Command]
+    ) -> ToolMessage | Command:
+        result = handler(request)
+        if request.tool_call["name"] in EXCLUDED_FROM_EVICTION:
+            return result
+        return self._evict(result, request)
+
+    async def awrap_tool_call(
+        self, request: Any, handler: Callable[[Any], Awaitable[ToolMessage | Command]]
+    ) -> ToolMessage | Command:
+        result = await handler(request)
+        if request.tool_call["name"] in EXCLUDED_FROM_EVICTION:
+            return result
+        return await self._aevict(result, request)
+
+
+def _tool_message(result: ToolMessage | Command) -> ToolMessage | None:
+    if isinstance(result, ToolMessage):
+        return result
+    update = result.update if isinstance(result, Command) else None
+    if isinstance(update, dict):
+        for message in update.get("messages") or ():
+            if isinstance(message, ToolMessage):
+                return message
+    return None
+
+
+def _with_message(
+    result: ToolMessage | Command, replaced: ToolMessage, files_update: Any
+) -> ToolMessage | Command:
+    """`result` with its ToolMessage replaced, plus the files written for it (state backends)."""
+    if isinstance(result, ToolMessage):
+        if files_update is None:
+            return replaced
+        return Command(update={"files": files_update, "messages": [replaced]})
+    update = dict(result.update) if isinstance(result.update, dict) else {}
+    update["messages"] = [
+        replaced if isinstance(m, ToolMessage) else m for m in update.get("messages") or ()
+    ]
+    if files_update:
+        update["files"] = {**(update.get("files") or {}), **files_update}
+    return Command(graph=result.graph, update=update, resume=result.resume, goto=result.goto)
+
+
+def _tool(
+    name: str, description: str, func: Callable[..., Any], coroutine: Callable[..., Awaitable[Any]]
+) -> BaseTool:
+    return StructuredTool.from_function(
+        func=func, coroutine=coroutine, name=name, description=description
+    )
