@@ -74,6 +74,8 @@ def test_inheritance_of_model_tools_and_approvals(team: Path) -> None:
     adder_chain = [m.name for m in middleware_chain(adder)]
     assert adder_chain == [
         "TodosMiddleware",
+        "FilesystemMiddleware",
+        "LargeInputsMiddleware",
         "PatchToolCallsMiddleware",
         "HumanInTheLoopMiddleware",
     ]
