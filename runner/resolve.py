@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runner.errors import BuildError, Problem, ResolutionError
 from runner.middleware.prompt import BASE_PROMPT, PromptSection
@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from runner.cassette import Cassette
+    from runner.tools.mcp import McpServers
 
-__all__ = ["ResolvedAgent", "ResolvedModel", "Resolver", "resolve"]
+__all__ = ["ResolvedAgent", "ResolvedModel", "Resolver", "Resource", "resolve"]
 
 DEFAULT_RECURSION_LIMIT = 1000
 SECRET_PARAMS = ("api_key", "key", "token", "secret", "password")
@@ -64,6 +65,12 @@ class ResolvedModel:
         return self.chat_model
 
 
+class Resource(Protocol):
+    """Something resolution opened that must be closed when the agent is done (MCP servers)."""
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class ResolvedAgent:
     """Everything `build.py` needs to assemble one agent (main or subagent)."""
@@ -82,6 +89,12 @@ class ResolvedAgent:
     is_main: bool = True
     harness: dict[str, Middleware | None] = field(default_factory=dict)
     """The harness middleware by role (`todos`, `patch_tool_calls`, ...), ordered by build.py."""
+    resources: list[Resource] = field(default_factory=list)
+    """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
+
+    def close(self) -> None:
+        """Close what resolution opened (idempotent)."""
+        close_all(self.resources)
 
     @property
     def system_prompt_sections(self) -> list[PromptSection]:
@@ -90,6 +103,18 @@ class ResolvedAgent:
 
 KeyPath = tuple[str | int, ...]
 Locator = Callable[[KeyPath, str], Problem]
+
+
+def close_all(resources: list[Resource]) -> None:
+    """Close resources in reverse order of opening; every one is closed even when one fails."""
+    errors = []
+    for resource in reversed(resources):
+        try:
+            resource.close()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 class Resolver:
@@ -106,6 +131,21 @@ class Resolver:
         self.with_models = with_models
         self.local_context = local_context
         self.cassettes: dict[Path, Cassette] = {}
+        self.resources: list[Resource] = []
+        """What this resolver opened; the ResolvedAgent it returns carries (and closes) them."""
+        self._mcp: McpServers | None = None
+
+    def mcp_servers(self) -> McpServers:
+        """The MCP servers of this build, created on first use (one loop thread for all)."""
+        if self._mcp is None:
+            from runner.tools.mcp import McpServers
+
+            self._mcp = McpServers()
+            self.resources.append(self._mcp)
+        return self._mcp
+
+    def close(self) -> None:
+        close_all(self.resources)
 
     # ----------------------------------------------------------------------- models
 
@@ -235,9 +275,12 @@ class Resolver:
 
                 tools.extend(tools_from_import(entry, locate))
             else:
-                raise ResolutionError.at(
-                    locator((*at, "mcp"), "MCP servers are not supported by this build yet")
-                )
+                from runner.tools.mcp import tools_from_mcp
+
+                def locate_mcp(path: KeyPath, message: str, at: KeyPath = at) -> Problem:
+                    return locator((*at, "mcp", *path), message)
+
+                tools.extend(tools_from_mcp(entry.mcp, locate_mcp, self.mcp_servers))
         return tools
 
     def user_middleware_for(
@@ -282,6 +325,14 @@ class Resolver:
     # ----------------------------------------------------------------------- the agent
 
     def resolve(self, spec: AgentSpec) -> ResolvedAgent:
+        """Resolve `spec`; what was opened on the way is closed again when resolution fails."""
+        try:
+            return self._resolve(spec)
+        except BaseException:
+            self.close()
+            raise
+
+    def _resolve(self, spec: AgentSpec) -> ResolvedAgent:
         from runner.middleware.approvals import approvals_middleware, approvals_section
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
         from runner.middleware.todos import TodosMiddleware
@@ -321,6 +372,7 @@ class Resolver:
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(spec.interrupt_on),
             },
+            resources=self.resources,
         )
 
 

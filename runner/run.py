@@ -469,9 +469,13 @@ class Session:
         self.resolved: ResolvedAgent = Resolver(model=model, local_context=local_context).resolve(
             self.spec
         )
-        self.graph: CompiledStateGraph = build_graph(
-            self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
-        )
+        try:
+            self.graph: CompiledStateGraph = build_graph(
+                self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
+            )
+        except BaseException:
+            self.resolved.close()
+            raise
         self.name = self.resolved.name
         self.record_path = Path(record) if record else None
 
@@ -677,7 +681,11 @@ class Session:
         return RunResult(thread_id=tid, events=events)
 
     def close(self) -> None:
-        self.home.close()
+        """Stop what the agent started (MCP servers) and close the database."""
+        try:
+            self.resolved.close()
+        finally:
+            self.home.close()
 
     def __enter__(self) -> Session:
         return self
