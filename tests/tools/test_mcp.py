@@ -21,7 +21,7 @@ from runner.errors import ResolutionError
 from runner.events import Final, Interrupt, ToolResult
 from runner.resolve import Resolver
 from runner.run import Decision, Session
-from tests.conftest import ROOT, run_cli
+from tests.conftest import AGENTS, ROOT, run_cli
 
 SERVER = ROOT / "tests" / "data" / "mcp" / "server.py"
 
@@ -197,6 +197,46 @@ async def test_ainvoke_from_the_callers_loop(tmp_path: Path) -> None:
     finally:
         resolved.close()
     assert [m.text for m in state["messages"]][-2:] == ["sqlite", "sqlite."]
+
+
+def test_inspect_starts_lists_and_stops_the_server(tmp_path: Path, start_log: Path) -> None:
+    from runner.inspection import describe
+
+    server = stdio_server(env={"MCP_TEST_STARTS": "${MCP_TEST_STARTS}"}, include=["search"])
+    info = describe(write_agent(tmp_path, [server], []))
+    assert info["tools"] == ["search"]
+    assert info["tool_details"][0]["description"] == "Find the notes that mention a word."
+    [pid] = starts(start_log)
+    assert not is_running(pid)
+
+
+def test_the_docs_example_runs_offline(tmp_path: Path) -> None:
+    # The example starts `python`: the one running the tests, which has the mcp package.
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cassette = f"replay:{AGENTS / 'docs.cassette.yaml'}"
+    question = "Which databases are embedded?"
+    done = run_cli(
+        "run",
+        str(AGENTS / "docs.yaml"),
+        question,
+        "--model",
+        cassette,
+        "--output",
+        "jsonl",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    results = [e["content"] for e in events if e["type"] == "tool_result"]
+    assert results[0].splitlines() == [
+        "duckdb.md:3: DuckDB is an embedded analytical (OLAP) database. It runs inside the host "
+        "process, like SQLite,",
+        "sqlite.md:3: SQLite is an embedded, serverless SQL database engine. The whole database "
+        "is a single file.",
+    ]
+    assert [r.splitlines()[0] for r in results[1:]] == ["# SQLite", "# DuckDB"]
+    assert events[-1]["type"] == "final" and "(duckdb.md)" in events[-1]["content"]
 
 
 # --------------------------------------------------------------------------- failures to start
