@@ -161,8 +161,9 @@ class McpServers:
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         running.task_future = asyncio.run_coroutine_threadsafe(running.serve(ready), loop)
         try:
-            # `serve` times the handshake itself; this bound only guards against a stuck loop.
-            ready.result(timeout=self.start_timeout + STOP_GRACE * 3)
+            # `serve` times the handshake itself and stops a failed process before it reports
+            # (at most 3 * STOP_GRACE); this bound only guards against a stuck loop.
+            ready.result(timeout=self.start_timeout + STOP_GRACE * 4 + 2)
         except concurrent.futures.TimeoutError:
             running.stop()
             raise McpStartError(f"it did not start within {self.start_timeout:g} s") from None
@@ -425,7 +426,8 @@ class _RunningServer:
         from langchain_core.tools import ToolException
 
         return ToolException(
-            f"Error: MCP server {self.name!r} is not running ({self.gone_reason or 'it stopped'})"
+            f"Error: MCP server {self.name!r} is not running "
+            f"({self.gone_reason or 'it was stopped'})"
         )
 
     # ----------------------------------------------------------------- from any thread
@@ -437,9 +439,10 @@ class _RunningServer:
             return
         if self._stop is not None:
             loop.call_soon_threadsafe(self._stop.set)
-        if not self.finished.wait(timeout=STOP_GRACE * 3):
+        # The session task stops its process within 3 * STOP_GRACE (stdin, SIGTERM, SIGKILL).
+        if not self.finished.wait(timeout=STOP_GRACE * 4):
             self.task_future.cancel()
-            self.finished.wait(timeout=STOP_GRACE * 3)
+            self.finished.wait(timeout=STOP_GRACE * 4)
 
     def as_tool(self, tool: StructuredTool, *, name: str) -> BaseTool:
         """A tool named `name` that calls the adapter tool `tool` on this server's session."""
@@ -451,20 +454,20 @@ class _RunningServer:
             try:
                 return owner.submit(self.call(tool, arguments))
             except RuntimeError:
-                raise self._closed() from None
+                raise self._not_running() from None
 
         def call_sync(**arguments: Any) -> Any:
             try:
                 return submit(arguments).result()
             except concurrent.futures.CancelledError:
-                raise self._closed() from None
+                raise self._not_running() from None
 
         async def call_async(**arguments: Any) -> Any:
             try:
                 return await asyncio.wrap_future(submit(arguments))
             except asyncio.CancelledError:
                 if owner._closed:
-                    raise self._closed() from None
+                    raise self._not_running() from None
                 raise
 
         return StructuredTool(
@@ -477,11 +480,6 @@ class _RunningServer:
             metadata={**(tool.metadata or {}), "mcp_server": self.name, "mcp_tool": tool.name},
             handle_tool_error=_error_content,
         )
-
-    def _closed(self) -> ToolException:
-        from langchain_core.tools import ToolException
-
-        return ToolException(f"Error: MCP server {self.name!r} is not running (it was closed)")
 
 
 # --------------------------------------------------------------------------- helpers

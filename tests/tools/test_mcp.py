@@ -313,6 +313,47 @@ def test_include_of_a_missing_tool_lists_what_the_server_has(
     assert not is_running(pid), "a failed resolution left the server running"
 
 
+STUBBORN = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # deaf to SIGTERM, and it never speaks MCP
+with open(sys.argv[1], "a") as log:
+    log.write(f"{os.getpid()}\\n")
+time.sleep(60)
+"""
+
+
+def test_a_silent_server_times_out_and_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.spec import McpServer
+    from runner.tools import mcp
+
+    monkeypatch.setattr(mcp, "STOP_GRACE", 0.2)
+    log = tmp_path / "starts.log"
+    server = McpServer(name="mute", command=sys.executable, args=["-c", STUBBORN, str(log)])
+    with mcp.McpServers(start_timeout=1) as servers, pytest.raises(mcp.McpStartError) as caught:
+        servers.start(server)
+    assert str(caught.value) == "no answer to the MCP handshake within 1 s"
+    [pid] = starts(log)
+    assert not is_running(pid), "stdin closed and SIGTERM ignored: SIGKILL should have followed"
+
+
+def test_tools_called_after_close_report_it(tmp_path: Path) -> None:
+    path = write_agent(tmp_path, [stdio_server(include=["search"])], [])
+    resolved = Resolver(with_models=False).resolve(runner.load_spec(path))
+    [search] = resolved.tools
+    assert [block["text"] for block in search.invoke({"query": "embedded"})] == ["sqlite"]
+    resolved.close()
+    resolved.close()  # idempotent
+    message = search.invoke(
+        {"type": "tool_call", "name": "search", "args": {"query": "x"}, "id": "1"}
+    )
+    assert (message.status, message.content) == (
+        "error",
+        "Error: MCP server 'notes' is not running (it was stopped)",
+    )
+
+
 def test_the_missing_extra_names_the_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
