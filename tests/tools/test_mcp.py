@@ -169,6 +169,30 @@ def test_include_exclude_prefix_env_and_approvals(tmp_path: Path) -> None:
     assert done.content == "Done."
 
 
+def test_a_server_listed_twice_starts_once_and_clashing_names_fail_the_build(
+    tmp_path: Path, start_log: Path
+) -> None:
+    from runner.errors import BuildError
+
+    logged = {"MCP_TEST_STARTS": "${MCP_TEST_STARTS}"}
+    path = write_agent(
+        tmp_path,
+        [
+            stdio_server(env=logged, include=["search"]),
+            stdio_server(env=logged, include=["search"]),
+        ],
+        [],
+    )
+    with pytest.raises(BuildError) as caught:
+        Session(path, db=tmp_path / "db.sqlite")
+    assert str(caught.value) == (
+        "two tools are named 'search'; rename one with `name:` on its `import:` entry, or "
+        "`prefix:` on an MCP server"
+    )
+    [pid] = starts(start_log)
+    assert not is_running(pid), "a failed build left the server running"
+
+
 def test_a_slow_call_times_out_as_an_error_the_model_sees(tmp_path: Path) -> None:
     path = write_agent(
         tmp_path,
