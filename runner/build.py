@@ -218,7 +218,15 @@ def build_agent(
     agent and of every subagent that does not set its own. `vars` override the spec's template
     variables. The graph carries the spec's recursion limit; pass a `checkpointer` to keep
     threads (needed for approvals) and a `store` for `store` backends.
+
+    MCP servers named in the spec start here and stay up for the graph's life: they are closed
+    when the interpreter exits. To close them earlier, use `runner.run.Session` (closed by
+    `close()` or `with`), or resolve with `Resolver` and call `ResolvedAgent.close()`.
     """
     spec = _as_spec(spec_or_path, vars)
     resolved = Resolver(model=model).resolve(spec)
-    return build_graph(resolved, checkpointer=checkpointer, store=store)
+    try:
+        return build_graph(resolved, checkpointer=checkpointer, store=store)
+    except BaseException:
+        resolved.close()
+        raise

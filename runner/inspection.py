@@ -21,6 +21,7 @@ def describe(
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
     spec = _as_spec(spec_or_path, vars)
     resolved = Resolver(model=model, with_models=False, local_context=local_context).resolve(spec)
+    resolved.close()  # MCP servers were started only to list their tools
     resolved.harness["subagents"] = subagent_middleware(resolved, compile=False)
     chain = middleware_chain(resolved)
     tools = list(resolved.tools) + [t for m in chain for t in (getattr(m, "tools", None) or ())]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runner.errors import BuildError, Problem, ResolutionError
 from runner.middleware.prompt import BASE_PROMPT, PromptSection
@@ -32,8 +32,16 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from runner.cassette import Cassette
+    from runner.tools.mcp import McpServers
 
-__all__ = ["ResolvedAgent", "ResolvedModel", "ResolvedSubagent", "Resolver", "resolve"]
+__all__ = [
+    "ResolvedAgent",
+    "ResolvedModel",
+    "ResolvedSubagent",
+    "Resolver",
+    "Resource",
+    "resolve",
+]
 
 DEFAULT_RECURSION_LIMIT = 1000
 _SECRET_PARAM = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
@@ -62,6 +70,12 @@ class ResolvedModel:
         if self.chat_model is None:
             raise BuildError(f"model {self.id!r} was resolved without creating it")
         return self.chat_model
+
+
+class Resource(Protocol):
+    """Something resolution opened that must be closed when the agent is done (MCP servers)."""
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -95,6 +109,12 @@ class ResolvedAgent:
     """The harness middleware by role (`todos`, `patch_tool_calls`, ...), ordered by build.py."""
     subagents: list[ResolvedSubagent] = field(default_factory=list)
     backend: BackendProvider | None = None
+    resources: list[Resource] = field(default_factory=list)
+    """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
+
+    def close(self) -> None:
+        """Close what resolution opened (idempotent)."""
+        close_all(self.resources)
 
     @property
     def system_prompt_sections(self) -> list[PromptSection]:
@@ -103,6 +123,18 @@ class ResolvedAgent:
 
 KeyPath = tuple[str | int, ...]
 Locator = Callable[[KeyPath, str], Problem]
+
+
+def close_all(resources: list[Resource]) -> None:
+    """Close resources in reverse order of opening; every one is closed even when one fails."""
+    errors = []
+    for resource in reversed(resources):
+        try:
+            resource.close()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 class Resolver:
@@ -119,6 +151,21 @@ class Resolver:
         self.with_models = with_models
         self.local_context = local_context
         self.cassettes: dict[Path, Cassette] = {}
+        self.resources: list[Resource] = []
+        """What this resolver opened; the ResolvedAgent it returns carries (and closes) them."""
+        self._mcp: McpServers | None = None
+
+    def mcp_servers(self) -> McpServers:
+        """The MCP servers of this build, created on first use (one loop thread for all)."""
+        if self._mcp is None:
+            from runner.tools.mcp import McpServers
+
+            self._mcp = McpServers()
+            self.resources.append(self._mcp)
+        return self._mcp
+
+    def close(self) -> None:
+        close_all(self.resources)
 
     # ----------------------------------------------------------------------- models
 
@@ -265,9 +312,12 @@ class Resolver:
 
                 tools.extend(tools_from_import(entry, locate))
             else:
-                raise ResolutionError.at(
-                    locator((*at, "mcp"), "MCP servers are not supported by this build yet")
-                )
+                from runner.tools.mcp import tools_from_mcp
+
+                def locate_mcp(path: KeyPath, message: str, at: KeyPath = at) -> Problem:
+                    return locator((*at, "mcp", *path), message)
+
+                tools.extend(tools_from_mcp(entry.mcp, locate_mcp, self.mcp_servers))
         return tools
 
     def user_middleware_for(
@@ -312,16 +362,21 @@ class Resolver:
     # ----------------------------------------------------------------------- agents
 
     def resolve(self, spec: AgentSpec) -> ResolvedAgent:
-        """The main agent of `spec`, with its subagents."""
-        return self._agent(
-            spec,
-            name=spec.name,
-            description=spec.description,
-            where=(),
-            locator=spec.problem,
-            parent=None,
-            source=spec.source,
-        )
+        """The main agent of `spec`, with its subagents. What was opened on the way (MCP
+        servers) is closed again when resolution fails."""
+        try:
+            return self._agent(
+                spec,
+                name=spec.name,
+                description=spec.description,
+                where=(),
+                locator=spec.problem,
+                parent=None,
+                source=spec.source,
+            )
+        except BaseException:
+            self.close()
+            raise
 
     def _agent(
         self,
@@ -406,6 +461,7 @@ class Resolver:
                 "approvals": approvals_middleware(interrupt_on),
             },
             backend=backend,
+            resources=self.resources,
         )
         if isinstance(core, AgentSpec):
             agent.subagents = self._subagents(core, agent, where, locator)

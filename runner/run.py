@@ -483,9 +483,13 @@ class Session:
         self.resolved: ResolvedAgent = Resolver(model=model, local_context=local_context).resolve(
             self.spec
         )
-        self.graph: CompiledStateGraph = build_graph(
-            self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
-        )
+        try:
+            self.graph: CompiledStateGraph = build_graph(
+                self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
+            )
+        except BaseException:
+            self.resolved.close()
+            raise
         self.name = self.resolved.name
         self.record_path = Path(record) if record else None
 
@@ -635,7 +639,8 @@ class Session:
                 thread_id=thread_id,
                 message=(
                     f"the agent took more than {self.resolved.recursion_limit} steps in one run; "
-                    "raise `limits.recursion` in the spec if it needs more"
+                    f"raise `limits.recursion`{_where(self.spec, ('limits', 'recursion'))} "
+                    "if it needs more"
                 ),
             )
             return
@@ -647,8 +652,8 @@ class Session:
         except Exception as exc:
             yield Error(
                 agent=self.name,
-                message=describe_failure(exc),
-                kind=type(exc).__name__,
+                message=describe_failure(exc, spec=self.spec),
+                kind="ModelCallLimit" if _is_model_call_limit(exc) else type(exc).__name__,
                 thread_id=thread_id,
             )
             return
@@ -668,6 +673,9 @@ class Session:
         values = state.values or {}
         messages = values.get("messages", [])
         last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
+        direct = {t.name for t in self.resolved.tools if t.return_direct}
+        if messages and messages[-1].type == "tool" and messages[-1].name in direct:
+            last_ai = messages[-1]  # a `return_direct` tool's result is the answer
         structured = values.get("structured_response")
         if structured is not None and hasattr(structured, "model_dump"):
             structured = structured.model_dump()
@@ -691,7 +699,11 @@ class Session:
         return RunResult(thread_id=tid, events=events)
 
     def close(self) -> None:
-        self.home.close()
+        """Stop what the agent started (MCP servers) and close the database."""
+        try:
+            self.resolved.close()
+        finally:
+            self.home.close()
 
     def __enter__(self) -> Session:
         return self
@@ -700,13 +712,37 @@ class Session:
         self.close()
 
 
-def describe_failure(exc: BaseException) -> str:
-    """One line for an exception that ended a run."""
+def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> str:
+    """One line for an exception that ended a run; for a limit of the spec: which limit, its
+    number, and where the spec sets it."""
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    if _is_model_call_limit(exc):
+        limit = getattr(exc, "run_limit", None) or getattr(exc, "thread_limit", None)
+        return (
+            f"the run stopped at its limit of {limit} model calls; raise "
+            f"`limits.model_calls`{_where(spec, ('limits', 'model_calls'))} if the agent needs more"
+        )
     if "limit" in name.lower():
         return f"{text} (raise the limit under `limits:` in the spec if the agent needs more)"
     return f"{name}: {text}"
+
+
+def _is_model_call_limit(exc: BaseException) -> bool:
+    return type(exc).__name__ == "ModelCallLimitExceededError"
+
+
+def _where(spec: AgentSpec | None, path: tuple[str, ...]) -> str:
+    """` (agent.yaml:12:16)` where the spec sets `path`, ` in agent.yaml` when it does not."""
+    if spec is None or spec.source is None:
+        return " in the spec"
+    value: Any = spec
+    for key in path:
+        value = getattr(value, key, None)
+    problem = spec.problem(path, "")
+    if value is None or not problem.line:
+        return f" in {problem.file}"
+    return f" ({problem.file}:{problem.line}:{problem.col})"
 
 
 def to_json_line(event: RunEvent) -> str:

@@ -92,7 +92,8 @@ class FakeOpenAI:
 
     `script(request_json) -> reply` decides each answer; by default replies are taken in order
     of the number of assistant messages in the request. Requests are kept in `requests`.
-    Streaming requests get server-sent events, tool calls included.
+    Streaming requests get server-sent events, tool calls included. A reply with `status` (e.g.
+    `{"status": 500}`) is an HTTP error response instead.
     """
 
     def __init__(self, replies: list[Reply] | Callable[[dict[str, Any]], Reply]) -> None:
@@ -115,6 +116,15 @@ class FakeOpenAI:
                     self.end_headers()
                     return
                 reply = fake._reply(body)
+                if "status" in reply:
+                    error = {"error": {"message": reply.get("content") or "failed", "type": "x"}}
+                    payload = json.dumps(error).encode()
+                    self.send_response(int(reply["status"]))
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 if body.get("stream"):
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")

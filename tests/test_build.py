@@ -169,6 +169,29 @@ class TestImportTools:
         assert tools[2].invoke({"name": "Ada"}) == "Hello, Ada!"
         assert tools[4].invoke({"text": "abc"}) == 4
 
+    def test_every_kind_from_a_file_next_to_the_spec(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "specs").mkdir()
+        (tmp_path / "specs" / "my_tools.py").write_text(TOOLS.read_text(), encoding="utf-8")
+        monkeypatch.chdir(tmp_path)  # refs resolve against the spec's folder, not the cwd
+        path = spec_file(
+            tmp_path / "specs",
+            {
+                "model": "openai:gpt-4.1",
+                "tools": [
+                    "my_tools.py:shout",
+                    "./my_tools.py:add",
+                    {"import": "my_tools.py:make_greeters", "args": {"greeting": "Hi"}},
+                    {"import": "./my_tools.py:Counter", "args": {"offset": 2}},
+                ],
+            },
+        )
+        tools = Resolver(with_models=False).resolve(runner.load_spec(path)).tools
+        assert [t.name for t in tools] == ["shout", "add", "greet", "greet_loudly", "counter"]
+        assert [tools[0].invoke({"text": "a"}), tools[2].invoke({"name": "Bo"})] == ["A", "Hi, Bo!"]
+        assert tools[4].invoke({"text": "abc"}) == 5
+
     def test_module_refs(self, tmp_path: Path) -> None:
         tools = self.tools(tmp_path, ["runner.spec:import_ref_is_file"])
         assert tools[0].name == "import_ref_is_file"

@@ -51,7 +51,15 @@ def test_build_agent_invoke_through_langchain_openai(
     assert body["messages"][0]["role"] in ("system", "developer")
     assert body["messages"][0]["content"].startswith("You add numbers.")
     assert {t["function"]["name"] for t in body["tools"]} == {
-        "add", "write_todos", "task", "ls", "read_file", "write_file", "edit_file", "glob", "grep"
+        "add",
+        "write_todos",
+        "task",
+        "ls",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "glob",
+        "grep",
     }
     tool_reply = server.requests[1]["body"]["messages"][-1]
     assert tool_reply["role"] == "tool" and tool_reply["content"] == "42"

@@ -63,7 +63,9 @@ class PlainRenderer:
 
     def handle(self, event: RunEvent) -> None:
         if self.quiet:
-            if isinstance(event, Final):
+            if isinstance(event, Final) and event.structured_response is not None:
+                self.out.write(self._json(event.structured_response))
+            elif isinstance(event, Final):
                 self.out.write(event.content + ("\n" if not event.content.endswith("\n") else ""))
             elif isinstance(event, Error):
                 self.err.write(f"error: {event.message}\n")
@@ -99,9 +101,7 @@ class PlainRenderer:
                 self.out.write("\n")
                 self.at_line_start = True
             if event.structured_response is not None:
-                self.out.write(
-                    json.dumps(event.structured_response, indent=2, ensure_ascii=False) + "\n"
-                )
+                self.out.write(self._json(event.structured_response))
             self.err.write(
                 f"thread: {event.thread_id}  tokens: {self.tokens_in} in / {self.tokens_out} out\n"
             )
@@ -111,6 +111,10 @@ class PlainRenderer:
             if not self.at_line_start:
                 self.out.write("\n")
             self.err.write(f"error: {event.message}\n")
+
+    @staticmethod
+    def _json(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
     def _interrupt(self, event: Interrupt) -> None:
         if not self.at_line_start:

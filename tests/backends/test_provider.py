@@ -27,6 +27,7 @@ from runner.spec import (
     StateBackendSpec,
     StoreBackendSpec,
 )
+from runner.validate import find_specs
 
 
 def test_no_backend_means_state() -> None:
@@ -195,7 +196,9 @@ def test_from_a_yaml_file_root_dir_is_relative_to_the_spec(tmp_path: Path) -> No
     assert (tmp_path / "agents" / "workspace" / "hello.txt").read_text() == "hi"
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "agents").glob("*.yaml")))
+@pytest.mark.parametrize(
+    "path", [p for p, _ in find_specs([Path(__file__).parents[2] / "agents"])], ids=lambda p: p.name
+)
 def test_every_example_agent_has_a_backend(path: Path) -> None:
     provider = provider_from_spec(runner.load_spec(path).backend)
     assert provider.describe()

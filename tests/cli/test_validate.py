@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner.validate import is_agent_file_name
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.spec.files import write_files as write
 from tests.spec.test_corpus import BROKEN, CORPUS, CORPUS_ENV, expected_problems
 
-EXAMPLES = sorted(p.name for p in AGENTS.glob("*.yaml"))
+EXAMPLES = sorted(p.name for p in AGENTS.glob("*.yaml") if is_agent_file_name(p))
 
 
 def test_valid_examples_print_ok_and_exit_0() -> None:
