@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import BuildError
-from runner.middleware.prompt import static_prompt
+from runner.middleware.prompt import PromptSection, split_for_user_middleware, static_prompt
 from runner.resolve import ResolvedAgent, Resolver
 from runner.spec import AgentSpec
 
@@ -78,15 +78,22 @@ def _model_resilience(agent: ResolvedAgent) -> list[Middleware]:
     return found
 
 
+def prompt_parts(agent: ResolvedAgent) -> tuple[list[PromptSection], list[PromptSection]]:
+    """The prompt sections before the user's middleware and after it (empty without any)."""
+    if not agent.user_middleware:
+        return agent.prompt_sections, []
+    return split_for_user_middleware(agent.prompt_sections)
+
+
 def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
     """The harness in order (see `runner.middleware` for why each sits where it does)."""
     from runner.middleware.caching import prompt_caching_middleware
     from runner.middleware.prompt import SystemPromptMiddleware
 
     h = agent.harness
-    dynamic_prompt = static_prompt(agent.prompt_sections) is None
+    head, tail = prompt_parts(agent)
     chain = [
-        SystemPromptMiddleware(agent.prompt_sections) if dynamic_prompt else None,
+        SystemPromptMiddleware(head) if static_prompt(head) is None else None,
         h.get("todos"),
         h.get("memory"),
         h.get("skills"),
@@ -94,6 +101,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("large_inputs"),
         h.get("subagents"),
         *agent.user_middleware,
+        SystemPromptMiddleware(tail, append=True) if tail else None,
         h.get("summarization"),
         *_limits(agent),
         *_model_resilience(agent),
@@ -181,7 +189,7 @@ def build_graph(
         return create_agent(
             agent.model.require(),
             tools=agent.tools,
-            system_prompt=static_prompt(agent.prompt_sections),
+            system_prompt=static_prompt(prompt_parts(agent)[0]),
             middleware=middleware,
             response_format=agent.response_format,
             checkpointer=checkpointer,

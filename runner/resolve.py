@@ -420,6 +420,7 @@ class Resolver:
         )
         todos = TodosMiddleware() if core.todos else None
         backend = self._backend(core, where, locator, parent)
+        backend, memory, skills = self._memory_and_skills(core, backend, where, locator)
         files = self._filesystem(core, backend, where, locator)
         sections: list[PromptSection] = []
         prompt = (
@@ -430,6 +431,10 @@ class Resolver:
         sections.append(PromptSection("base", text=BASE_PROMPT))
         if todos is not None:
             sections.append(todos.prompt_section())
+        if memory is not None:
+            sections.append(memory.prompt_section())
+        if skills is not None and (skills_prompt := skills.prompt_section()):
+            sections.append(skills_prompt)
         if files_section := filesystem_section(
             files.tool_names, custom=core.filesystem.system_prompt
         ):
@@ -449,6 +454,8 @@ class Resolver:
             is_main=is_main,
             harness={
                 "todos": todos,
+                "memory": memory,
+                "skills": skills,
                 "filesystem": files,
                 "large_inputs": (
                     LargeInputsMiddleware(
@@ -457,6 +464,7 @@ class Resolver:
                     if core.filesystem.evict_inputs_over_tokens
                     else None
                 ),
+                "summarization": self._summarization(core, name, model, backend, where, locator),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(interrupt_on),
             },
@@ -487,6 +495,149 @@ class Resolver:
             return provider_from_spec(core.backend)
         except BuildError as exc:
             raise BuildError.at(locator((*where, "backend"), str(exc))) from None
+
+    def _memory_and_skills(
+        self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
+    ) -> tuple[BackendProvider, Any, Any]:
+        """Memory and skills middleware, and the backend with the host folders they need mounted
+        (a memory file alone, read-write; a skills folder read-only). A host path some directory
+        backend already reaches is used where it is, not mounted again."""
+        import logging
+        from pathlib import Path
+
+        from runner.backends import Mount
+        from runner.middleware.memory import MemoryFile, MemoryMiddleware
+        from runner.middleware.skills import BackendSkillsMiddleware, SkillsMiddleware, Source
+        from runner.skills import discover
+
+        taken = {p.rstrip("/") for p in backend.route_prefixes}
+        mounts: list[Mount] = []
+
+        def free_prefix(base: str) -> str:
+            candidate, n = base, 1
+            while candidate in taken:
+                n += 1
+                candidate = f"{base}-{n}"
+            taken.add(candidate)
+            return candidate + "/"
+
+        memory_files: list[MemoryFile] = []
+        for entry in core.memory:
+            if entry.backend is not None:
+                memory_files.append(MemoryFile(entry.backend, entry.backend))
+                continue
+            host = Path(entry.path)
+            if not host.is_file():
+                logging.getLogger("agentctl").warning("memory file %s not found; skipped", host)
+                continue
+            agent_path = backend.host_path(str(host))
+            if agent_path is None:
+                prefix = free_prefix("/memory")
+                mounts.append(Mount(prefix, host.parent, only=frozenset({host.name})))
+                agent_path = prefix + host.name
+            memory_files.append(MemoryFile(agent_path, str(host)))
+
+        sources: list[Source] = []
+        for index, entry in enumerate(core.skills):
+            if entry.backend is not None:
+                sources.append(entry.backend)
+                continue
+            folder = Path(entry.path)
+            if not folder.is_dir():
+                message = f"skills folder not found: {folder}"
+                raise ResolutionError.at(locator((*where, "skills", index), message))
+            agent_path = backend.host_path(str(folder))
+            if agent_path is None:
+                agent_path = free_prefix("/skills")
+                mounts.append(Mount(agent_path, folder, read_only=True))
+            found = discover([(folder, agent_path)])
+            for problem in found.problems:
+                logging.getLogger("agentctl").warning("skill skipped: %s", problem)
+            sources.append(found.skills)
+
+        backend = backend.with_mounts(mounts)
+        memory = MemoryMiddleware(backend, memory_files) if memory_files else None
+        skills: SkillsMiddleware | None
+        if not sources:
+            skills = None
+        elif any(isinstance(s, str) for s in sources):
+            skills = BackendSkillsMiddleware(sources, backend)
+        else:
+            skills = SkillsMiddleware(sources)
+        return backend, memory, skills
+
+    def _summarization(
+        self,
+        core: AgentCore,
+        name: str,
+        model: ResolvedModel,
+        backend: BackendProvider,
+        where: KeyPath,
+        locator: Locator,
+    ) -> Any:
+        """Summarization with the spec's thresholds (or the defaults) and model (or the agent's;
+        a replay model plays the `<name>/summary` replies of its cassette)."""
+        from runner.middleware import summarization as s
+
+        settings = core.summarization
+        if not settings.enabled:
+            return None
+        window = model.context_window
+        trigger = (
+            settings.trigger.as_tuple()
+            if settings.trigger
+            else (
+                ("fraction", s.DEFAULT_TRIGGER_FRACTION)
+                if window
+                else ("tokens", s.DEFAULT_TRIGGER_TOKENS)
+            )
+        )
+        keep = (
+            settings.keep.as_tuple()
+            if settings.keep
+            else (
+                ("fraction", s.DEFAULT_KEEP_FRACTION)
+                if window
+                else ("messages", s.DEFAULT_KEEP_MESSAGES)
+            )
+        )
+        for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
+            if kind == "fraction" and not window:
+                raise BuildError.at(
+                    locator(
+                        (*where, "summarization", key, "fraction"),
+                        "a fraction needs the model's context window, which is not known for "
+                        f"{model.id!r}: set `model.context_window`, or use `tokens:`",
+                    )
+                )
+        summarizer: Any = None
+        summary_agent = f"{name}/summary"
+        if settings.model is not None:
+            summarizer = self.model_for(
+                settings.model,
+                agent=summary_agent,
+                is_main=False,
+                at=(*where, "summarization", "model"),
+                locator=locator,
+            ).chat_model
+        elif self.with_models and model.provider == "replay":
+            summarizer = self._init(
+                model.id,
+                {},
+                agent=summary_agent,
+                is_main=False,
+                locate=lambda m: locator((*where, "model"), m),
+            )
+        else:
+            summarizer = model.chat_model
+        return s.SummarizationMiddleware(
+            model=summarizer,
+            provider=backend,
+            trigger=trigger,
+            keep=keep,
+            context_window=window,
+            history_dir=settings.history_dir,
+        )
 
     def _filesystem(
         self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator

@@ -12,6 +12,7 @@ from typing import Any
 
 from runner.errors import Problem, SpecError
 from runner.loader import display_path, load_spec
+from runner.spec import AgentSpec
 
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
@@ -54,7 +55,42 @@ def validate_file(
 ) -> list[Problem]:
     """Every problem in the agent file at `path` (an empty list when it is valid)."""
     try:
-        load_spec(path, vars=vars, env=env)
+        spec = load_spec(path, vars=vars, env=env)
     except SpecError as exc:
         return exc.problems
-    return []
+    return sorted(set(skill_problems(spec)))
+
+
+def skill_problems(spec: AgentSpec, seen: set[str] | None = None) -> list[Problem]:
+    """Problems in the host skills folders of an agent, its inline subagents and its ref'd
+    files: a missing folder (located at the spec's key), a bad SKILL.md (located in it)."""
+    from runner.skills import discover
+    from runner.spec import InlineSubagent, RefSubagent
+
+    seen = set() if seen is None else seen
+    if spec.source in seen:
+        return []
+    seen.add(spec.source or "")
+    problems: list[Problem] = []
+    cores: list[tuple[tuple[str | int, ...], Any]] = [((), spec)]
+    cores += [
+        (("subagents", i), s) for i, s in enumerate(spec.subagents) if isinstance(s, InlineSubagent)
+    ]
+    for where, core in cores:
+        for index, entry in enumerate(core.skills):
+            if entry.host is None:
+                continue  # in the backend: checked when the agent runs
+            folder = Path(entry.host)
+            if not folder.is_dir():
+                problems.append(
+                    spec.problem(
+                        (*where, "skills", index),
+                        f"skills folder not found: {display_path(folder)}",
+                    )
+                )
+                continue
+            problems.extend(discover([(folder, "/skills/")]).problems)
+    for entry in spec.subagents:
+        if isinstance(entry, RefSubagent) and entry._spec is not None:
+            problems.extend(skill_problems(entry._spec, seen))
+    return problems

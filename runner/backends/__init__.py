@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from runner.backends.composite import CompositeBackend
 from runner.backends.filesystem import MEGABYTE, FilesystemBackend
 from runner.backends.local_shell import ENV_ALLOWLIST, LocalShellBackend
+from runner.backends.mounts import Mount, MountedBackend
 from runner.backends.paths import validate_path
 from runner.backends.protocol import (
     Backend,
@@ -72,6 +73,7 @@ __all__ = [
     "FilesystemBackend",
     "GrepMatch",
     "LocalShellBackend",
+    "Mount",
     "PathError",
     "ReadResult",
     "SandboxBackend",
@@ -220,6 +222,24 @@ class _CompositeNode(_Node):
         return "composite (the longest matching prefix wins)\n" + "\n".join(lines)
 
 
+class _MountNode(_Node):
+    backend_type = MountedBackend
+
+    def __init__(self, mount: Mount) -> None:
+        self.mount = mount
+        self._backend: MountedBackend | None = None
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        if self._backend is None:
+            self._backend = MountedBackend(self.mount)
+        return self._backend
+
+    def describe(self) -> str:
+        what = "read-only " if self.mount.read_only else ""
+        files = f" (only {', '.join(sorted(self.mount.only))})" if self.mount.only else ""
+        return f"{what}host folder {self.mount.host_dir}{files}"
+
+
 def _leaf(spec: Any, prefix: str = "/") -> _Node:
     if isinstance(spec, StateBackendSpec):
         return _StateNode(prefix)
@@ -264,6 +284,42 @@ class BackendProvider:
     def describe(self) -> str:
         """A short description for `agentctl inspect` (composite: one line per route)."""
         return self._node.describe()
+
+    def with_mounts(self, mounts: list[Mount]) -> BackendProvider:
+        """This backend plus host folders mounted as routes (skills, memory files)."""
+        if not mounts:
+            return self
+        if isinstance(self._node, _CompositeNode):
+            default, routes = self._node.default, dict(self._node.routes)
+        else:
+            default, routes = self._node, {}
+        for mount in mounts:
+            prefix = validate_path(mount.prefix)
+            if prefix in routes:
+                raise BuildError(f"{mount.prefix!r} is already a route of this agent's backend")
+            routes[prefix] = _MountNode(mount)
+        return BackendProvider(_CompositeNode(default, routes))
+
+    @property
+    def route_prefixes(self) -> list[str]:
+        """The composite routes (normalised, without a trailing slash); empty otherwise."""
+        return list(self._node.routes) if isinstance(self._node, _CompositeNode) else []
+
+    def host_path(self, path: str) -> str | None:
+        """The agent path under which a host file is reachable through a directory backend
+        (default or route) in virtual mode, or None."""
+        if isinstance(self._node, _CompositeNode):
+            pairs = [("/", self._node.default), *self._node.routes.items()]
+        else:
+            pairs = [("/", self._node)]
+        target = os.path.realpath(path)
+        for prefix, node in pairs:
+            if isinstance(node, _DirectoryNode) and node.spec.virtual_mode:
+                root = os.path.realpath(node.root)
+                if target == root or target.startswith(root + os.sep):
+                    inner = "/" + os.path.relpath(target, root).replace(os.sep, "/")
+                    return inner if prefix == "/" else prefix.rstrip("/") + inner
+        return None
 
     def __repr__(self) -> str:
         return f"BackendProvider({self.describe()!r})"

@@ -62,10 +62,24 @@ def cli() -> None:
     """
 
 
+def _show_warnings() -> None:
+    """Warnings from the library (a memory file skipped, a bad skill) as `warning: ...` lines."""
+    import logging
+
+    logger = logging.getLogger("agentctl")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: run the CLI and map errors to exit codes."""
     from runner.errors import RunnerError
 
+    _show_warnings()
     try:
         return cli.main(args=argv, prog_name="agentctl", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -68,11 +68,27 @@ def preview_prompt(sections: list[PromptSection]) -> str:
     return join([s.preview_text() for s in sections])
 
 
-class SystemPromptMiddleware(AgentMiddleware):
-    """Renders the sections that depend on the thread's state into the system message."""
+# Sections that follow the user's middleware in the prompt (seed 004's order).
+TAIL_SECTIONS = ("approvals", "local_context")
 
-    def __init__(self, sections: list[PromptSection]) -> None:
+
+def split_for_user_middleware(
+    sections: list[PromptSection],
+) -> tuple[list[PromptSection], list[PromptSection]]:
+    """(sections before the user's middleware text, sections after it)."""
+    head = [s for s in sections if s.name not in TAIL_SECTIONS]
+    tail = [s for s in sections if s.name in TAIL_SECTIONS]
+    return head, tail
+
+
+class SystemPromptMiddleware(AgentMiddleware):
+    """Renders the sections that depend on the thread's state into the system message; with
+    `append`, adds its sections after what earlier middleware put there (the prompt's tail,
+    after the user's middleware)."""
+
+    def __init__(self, sections: list[PromptSection], *, append: bool = False) -> None:
         super().__init__()
+        self.append = append
         # Join each run of static sections once; keep dynamic renderers in place.
         self._parts: list[str | Renderer] = []
         pending: list[str | None] = []
@@ -87,18 +103,24 @@ class SystemPromptMiddleware(AgentMiddleware):
         if text := join(pending):
             self._parts.append(text)
 
-    def _system_message(self, state: Mapping[str, Any]) -> SystemMessage:
-        rendered = [part if isinstance(part, str) else part(state) for part in self._parts]
+    @property
+    def name(self) -> str:
+        return "SystemPromptTail" if self.append else "SystemPrompt"
+
+    def _system_message(self, request: ModelRequest) -> SystemMessage:
+        rendered = [part if isinstance(part, str) else part(request.state) for part in self._parts]
+        if self.append and request.system_message is not None:
+            rendered.insert(0, request.system_message.text)
         return SystemMessage(content=join(rendered))
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        return handler(request.override(system_message=self._system_message(request.state)))
+        return handler(request.override(system_message=self._system_message(request)))
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        return await handler(request.override(system_message=self._system_message(request.state)))
+        return await handler(request.override(system_message=self._system_message(request)))

@@ -76,6 +76,7 @@ def test_inheritance_of_model_tools_and_approvals(team: Path) -> None:
         "TodosMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
+        "SummarizationMiddleware",
         "PatchToolCallsMiddleware",
         "HumanInTheLoopMiddleware",
     ]

@@ -1,0 +1,307 @@
+"""Summarize older messages when the conversation nears the context limit.
+
+When the conversation passes the trigger (default: 85% of the model's context window when it is
+known, else 170,000 tokens), the older messages are summarized by the model into a structured
+summary (intent, what was done and produced, next steps) and replaced by it; the most recent
+messages are kept (default: 10% of the window, else 6 messages), never splitting an AI tool call
+from its ToolMessages. Before anything is replaced, the full text of the replaced messages is
+appended to `<history_dir><thread id>.md` on the agent's backend, and the summary says where.
+
+It runs inside the model call (`wrap_model_call`), not as a graph node of its own, and counts
+tokens (4 characters each) once per message, caching the count by message id, so a long
+conversation does not pay a recount on every step.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    get_buffer_string,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+
+from runner.backends import Backend, BackendError, BackendProvider
+
+log = logging.getLogger("agentctl")
+
+CHARS_PER_TOKEN = 4
+SUMMARY_TAG = "agentctl:summary"
+DEFAULT_TRIGGER_FRACTION = 0.85
+DEFAULT_TRIGGER_TOKENS = 170_000
+DEFAULT_KEEP_FRACTION = 0.10
+DEFAULT_KEEP_MESSAGES = 6
+MAX_SUMMARIZER_INPUT_TOKENS = 100_000
+_CACHE_LIMIT = 100_000
+
+Threshold = tuple[str, float]
+
+SUMMARY_PROMPT = """\
+You are compressing the earlier part of a conversation between a user and an AI agent, so the
+agent can go on working with less context. It will not see these messages again: keep every
+fact it needs. Write Markdown with exactly these sections:
+
+## Intent
+What the user wants overall, with the constraints and preferences they stated.
+
+## Done and produced
+Decisions made and why; files written or changed, with their paths; findings, numbers and
+sources that matter; approaches that failed, so they are not tried again.
+
+## Next steps
+What remains to be done, in order.
+
+<conversation>
+{conversation}
+</conversation>"""
+
+SUMMARY_MESSAGE = """\
+## Summary of the conversation so far
+
+{summary}
+
+(The {count} messages this replaces are saved in full in {path}; read it with read_file if you
+need a detail the summary lacks.)"""
+
+
+def approx_tokens(message: BaseMessage) -> int:
+    text = (
+        message.content
+        if isinstance(message.content, str)
+        else json.dumps(message.content, default=str)
+    )
+    size = len(text)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        size += len(json.dumps([c["args"] for c in message.tool_calls], default=str))
+    return size // CHARS_PER_TOKEN + 4
+
+
+def cut_point(
+    messages: Sequence[BaseMessage],
+    keep: Threshold,
+    window: int | None,
+    count: Callable[[BaseMessage], int],
+) -> int:
+    """The index where the kept tail starts, moved back so it never starts with a ToolMessage
+    (which would separate the results from the AI message that asked for them)."""
+    kind, amount = keep
+    if kind == "messages":
+        cut = max(len(messages) - int(amount), 0)
+    else:
+        budget = int(amount * window) if kind == "fraction" and window else int(amount)
+        total, cut = 0, len(messages)
+        while cut > 0 and total + count(messages[cut - 1]) <= budget:
+            cut -= 1
+            total += count(messages[cut])
+    while 0 < cut < len(messages) and messages[cut].type == "tool":
+        cut -= 1
+    return cut
+
+
+def _trim_for_summarizer(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    head = max_chars // 4
+    return (
+        text[:head]
+        + "\n\n[... middle of the conversation omitted ...]\n\n"
+        + text[-(max_chars - head) :]
+    )
+
+
+class SummarizationMiddleware(AgentMiddleware):
+    def __init__(
+        self,
+        *,
+        model: Any,
+        provider: BackendProvider,
+        trigger: Threshold,
+        keep: Threshold,
+        context_window: int | None,
+        history_dir: str = "/conversation_history/",
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.provider = provider
+        self.trigger = trigger
+        self.keep = keep
+        self.window = context_window
+        self.history_dir = history_dir if history_dir.endswith("/") else history_dir + "/"
+        self._counts: dict[str, int] = {}
+        self._static: dict[int, int] = {}
+
+    # ----------------------------------------------------------------------- counting
+
+    def count(self, message: BaseMessage) -> int:
+        key = message.id
+        if key is None:
+            return approx_tokens(message)
+        cached = self._counts.get(key)
+        if cached is None:
+            if len(self._counts) > _CACHE_LIMIT:
+                self._counts.clear()
+            cached = self._counts[key] = approx_tokens(message)
+        return cached
+
+    def _static_tokens(self, request: ModelRequest) -> int:
+        """The system prompt and tool schemas: counted once per distinct prompt/tool set."""
+        key = hash(
+            (request.system_message.text if request.system_message else "", len(request.tools))
+        )
+        cached = self._static.get(key)
+        if cached is None:
+            size = len(request.system_message.text) if request.system_message else 0
+            for tool in request.tools:
+                schema = getattr(tool, "tool_call_schema", None)
+                description = getattr(tool, "description", "") or ""
+                size += len(description) + (
+                    len(json.dumps(schema.model_json_schema()))
+                    if schema is not None and hasattr(schema, "model_json_schema")
+                    else 0
+                )
+            cached = self._static[key] = size // CHARS_PER_TOKEN
+        return cached
+
+    def should_summarize(self, request: ModelRequest) -> bool:
+        kind, amount = self.trigger
+        if kind == "messages":
+            return len(request.messages) >= amount
+        total = self._static_tokens(request) + sum(self.count(m) for m in request.messages)
+        limit = amount * self.window if kind == "fraction" and self.window else amount
+        return total >= limit
+
+    # ----------------------------------------------------------------------- summarizing
+
+    def _plan(self, request: ModelRequest) -> tuple[list[AnyMessage], list[AnyMessage]] | None:
+        messages = list(request.messages)
+        cut = cut_point(messages, self.keep, self.window, self.count)
+        if cut <= 0:
+            return None
+        return messages[:cut], messages[cut:]
+
+    def _history_path(self) -> str:
+        from langgraph.config import get_config
+
+        try:
+            thread = str((get_config().get("configurable") or {}).get("thread_id") or "no-thread")
+        except RuntimeError:
+            thread = "no-thread"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in thread)
+        return f"{self.history_dir}{safe}.md"
+
+    @staticmethod
+    def _entry(old: list[AnyMessage]) -> str:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        heading = f"## Replaced by a summary at {stamp} ({len(old)} messages)"
+        return f"\n\n{heading}\n\n{get_buffer_string(old)}\n"
+
+    def _append(self, backend: Backend, path: str, text: str) -> Any:
+        """Append `text` to the history file; the files update for state backends, if any."""
+        try:
+            existing = backend.read(path, 0, 10**9).content
+        except BackendError:
+            return backend.write(path, f"# Conversation history{text}").files_update
+        try:
+            return backend.edit(path, existing, existing + text).files_update
+        except BackendError:  # too large to rewrite: start a new part
+            return backend.write(
+                path.removesuffix(".md") + f"-{datetime.now(UTC):%Y%m%d%H%M%S}.md", text
+            ).files_update
+
+    async def _aappend(self, backend: Backend, path: str, text: str) -> Any:
+        try:
+            existing = (await backend.aread(path, 0, 10**9)).content
+        except BackendError:
+            return (await backend.awrite(path, f"# Conversation history{text}")).files_update
+        try:
+            return (await backend.aedit(path, existing, existing + text)).files_update
+        except BackendError:
+            name = path.removesuffix(".md") + f"-{datetime.now(UTC):%Y%m%d%H%M%S}.md"
+            return (await backend.awrite(name, text)).files_update
+
+    def _prompt(self, old: list[AnyMessage]) -> list[BaseMessage]:
+        conversation = _trim_for_summarizer(
+            get_buffer_string(old), MAX_SUMMARIZER_INPUT_TOKENS * CHARS_PER_TOKEN
+        )
+        return [HumanMessage(content=SUMMARY_PROMPT.format(conversation=conversation))]
+
+    @staticmethod
+    def _summary_message(summary: str, count: int, path: str) -> HumanMessage:
+        text = SUMMARY_MESSAGE.format(summary=summary.strip(), count=count, path=path)
+        return HumanMessage(content=text, additional_kwargs={"agentctl_summary": True})
+
+    @staticmethod
+    def _finish(response: Any, new_history: list[AnyMessage], files_update: Any) -> Any:
+        model_response = (
+            response.model_response if isinstance(response, ExtendedModelResponse) else response
+        )
+        if isinstance(model_response, AIMessage):
+            model_response = ModelResponse(result=[model_response])
+        replies = list(model_response.result) if isinstance(model_response, ModelResponse) else []
+        update: dict[str, Any] = {
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new_history, *replies]
+        }
+        if files_update:
+            update["files"] = files_update
+        if isinstance(response, ExtendedModelResponse) and response.command is not None:
+            inner = response.command.update
+            if isinstance(inner, dict):
+                update = {
+                    **inner,
+                    **update,
+                    "messages": [*update["messages"], *(inner.get("messages") or [])],
+                }
+        return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        plan = self._plan(request) if self.should_summarize(request) else None
+        if plan is None:
+            return handler(request)
+        old, kept = plan
+        path = self._history_path()
+        files_update = None
+        try:
+            files_update = self._append(
+                self.provider.get(request.state, request.runtime.store), path, self._entry(old)
+            )
+        except (BackendError, OSError) as exc:
+            log.warning("could not save the conversation history to %s: %s", path, exc)
+        summary = self.model.invoke(self._prompt(old), config={"tags": [SUMMARY_TAG]})
+        new_history: list[AnyMessage] = [self._summary_message(summary.text, len(old), path), *kept]
+        response = handler(request.override(messages=new_history))
+        return self._finish(response, new_history, files_update)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
+    ) -> Any:
+        plan = self._plan(request) if self.should_summarize(request) else None
+        if plan is None:
+            return await handler(request)
+        old, kept = plan
+        path = self._history_path()
+        files_update = None
+        try:
+            backend = self.provider.get(request.state, request.runtime.store)
+            files_update = await self._aappend(backend, path, self._entry(old))
+        except (BackendError, OSError) as exc:
+            log.warning("could not save the conversation history to %s: %s", path, exc)
+        summary = await self.model.ainvoke(self._prompt(old), config={"tags": [SUMMARY_TAG]})
+        new_history: list[AnyMessage] = [self._summary_message(summary.text, len(old), path), *kept]
+        response = await handler(request.override(messages=new_history))
+        return self._finish(response, new_history, files_update)
