@@ -37,6 +37,7 @@ from runner.events import (
     ToolResult,
     Usage,
 )
+from runner.middleware.summarization import SUMMARY_TAG
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -275,6 +276,8 @@ class EventTranslator:
         message, meta = data
         if meta.get("langgraph_node") != "model" or message.type not in ("ai", "AIMessageChunk"):
             return
+        if SUMMARY_TAG in (meta.get("tags") or ()):
+            return  # the summarizer's words are not the agent's
         text = _text_of(message.content)
         if text:
             agent, parent = self._agent(namespace, meta)
@@ -416,11 +419,15 @@ class _Recorder:
                 *,
                 run_id: Any,
                 metadata: dict[str, Any] | None = None,
+                tags: list[str] | None = None,
                 **kwargs: Any,
             ) -> None:
                 meta = metadata or {}
                 if meta.get("langgraph_node") == "model":
-                    recorder.starts[run_id] = str(meta.get("lc_agent_name") or recorder.main)
+                    agent = str(meta.get("lc_agent_name") or recorder.main)
+                    if SUMMARY_TAG in (tags or ()):
+                        agent += "/summary"  # replayed from the `<agent>/summary` replies
+                    recorder.starts[run_id] = agent
 
             def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
                 agent = recorder.starts.pop(run_id, None)

@@ -179,12 +179,16 @@ class SummarizationMiddleware(AgentMiddleware):
         return cached
 
     def should_summarize(self, request: ModelRequest) -> bool:
+        """`messages` and `tokens` measure the conversation; a `fraction` of the context window
+        measures the whole request, system prompt and tool schemas included, since all of it
+        must fit the window."""
         kind, amount = self.trigger
         if kind == "messages":
             return len(request.messages) >= amount
-        total = self._static_tokens(request) + sum(self.count(m) for m in request.messages)
-        limit = amount * self.window if kind == "fraction" and self.window else amount
-        return total >= limit
+        total = sum(self.count(m) for m in request.messages)
+        if kind == "fraction" and self.window:
+            return total + self._static_tokens(request) >= amount * self.window
+        return total >= amount
 
     # ----------------------------------------------------------------------- summarizing
 

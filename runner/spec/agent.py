@@ -96,9 +96,10 @@ class Threshold(SpecModel):
     """An amount of conversation: a `fraction` of the context window, `tokens`, or `messages`."""
 
     fraction: float | None = Field(default=None, gt=0, le=1)
-    """Share of the model's context window (needs `model.context_window` or a known model)."""
+    """Share of the model's context window, counting the whole request (system prompt and tool
+    schemas too); needs `model.context_window` or a model whose window is known."""
     tokens: int | None = Field(default=None, gt=0)
-    """Tokens (estimated at 4 characters per token)."""
+    """Tokens in the conversation's messages (estimated at 4 characters per token)."""
     messages: int | None = Field(default=None, gt=0)
     """Number of messages."""
 

@@ -29,4 +29,7 @@ def test_text_view() -> None:
     done = run_cli("inspect", str(AGENTS / "writer.yaml"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("agent       writer")
-    assert "middleware  Todos → Filesystem → LargeInputs → Summarization → PatchToolCalls" in done.stdout
+    assert (
+        "middleware  Todos → Filesystem → LargeInputs → Summarization → PatchToolCalls"
+        in done.stdout
+    )
