@@ -583,23 +583,18 @@ class Resolver:
         if not settings.enabled:
             return None
         window = model.context_window
-        trigger = (
-            settings.trigger.as_tuple()
-            if settings.trigger
-            else (
-                ("fraction", s.DEFAULT_TRIGGER_FRACTION)
-                if window
-                else ("tokens", s.DEFAULT_TRIGGER_TOKENS)
-            )
+
+        def threshold(given: Any, share: float, otherwise: tuple[str, int]) -> tuple[str, float]:
+            """The spec's threshold, else a share of the window when known, else `otherwise`."""
+            if given is not None:
+                return given.as_tuple()  # type: ignore[no-any-return]
+            return ("fraction", share) if window else otherwise
+
+        trigger = threshold(
+            settings.trigger, s.DEFAULT_TRIGGER_FRACTION, ("tokens", s.DEFAULT_TRIGGER_TOKENS)
         )
-        keep = (
-            settings.keep.as_tuple()
-            if settings.keep
-            else (
-                ("fraction", s.DEFAULT_KEEP_FRACTION)
-                if window
-                else ("messages", s.DEFAULT_KEEP_MESSAGES)
-            )
+        keep = threshold(
+            settings.keep, s.DEFAULT_KEEP_FRACTION, ("messages", s.DEFAULT_KEEP_MESSAGES)
         )
         for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
             if kind == "fraction" and not window:

@@ -28,7 +28,10 @@ EXAMPLES = [path for path, _ in find_specs([AGENTS])]
 
 def tool_schemas(agent: ResolvedAgent) -> list[dict[str, Any]]:
     agent.harness["subagents"] = subagent_middleware(agent, compile=False)
-    tools = [*agent.tools, *(t for m in middleware_chain(agent) for t in (getattr(m, "tools", None) or ()))]
+    tools = [
+        *agent.tools,
+        *(t for m in middleware_chain(agent) for t in (getattr(m, "tools", None) or ())),
+    ]
     return [convert_to_openai_tool(tool) for tool in tools]
 
 
@@ -37,7 +40,9 @@ def render(agent: ResolvedAgent) -> tuple[str, dict[str, Any]]:
     schemas: dict[str, Any] = {agent.name: tool_schemas(agent)}
     for sub in agent.subagents:
         if sub.agent is not None:
-            prompts.append(f"# subagent {sub.name}\n\n{preview_prompt(sub.agent.prompt_sections)}\n")
+            prompts.append(
+                f"# subagent {sub.name}\n\n{preview_prompt(sub.agent.prompt_sections)}\n"
+            )
             schemas[sub.name] = tool_schemas(sub.agent)
     return "\n".join(prompts), schemas
 
@@ -47,8 +52,12 @@ def check(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
         return
     if not path.exists():
-        pytest.fail(f"no snapshot {path.relative_to(ROOT)}: run UPDATE_SNAPSHOTS=1 pytest {__file__}")
-    assert text == path.read_text(encoding="utf-8"), f"{path.relative_to(ROOT)} changed (see the module docstring)"
+        pytest.fail(
+            f"no snapshot {path.relative_to(ROOT)}: run UPDATE_SNAPSHOTS=1 pytest {__file__}"
+        )
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path.relative_to(ROOT)} changed (see the module docstring)"
+    )
 
 
 @pytest.mark.parametrize("spec_path", EXAMPLES, ids=lambda p: p.stem)
@@ -59,4 +68,7 @@ def test_example_prompt_and_tools(spec_path: Path) -> None:
     finally:
         resolved.close()
     check(SNAPSHOTS / f"{spec_path.stem}.prompt.md", prompts)
-    check(SNAPSHOTS / f"{spec_path.stem}.tools.json", json.dumps(schemas, indent=2, sort_keys=True) + "\n")
+    check(
+        SNAPSHOTS / f"{spec_path.stem}.tools.json",
+        json.dumps(schemas, indent=2, sort_keys=True) + "\n",
+    )
