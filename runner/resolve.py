@@ -587,7 +587,7 @@ class Resolver:
         def threshold(given: Any, share: float, otherwise: tuple[str, int]) -> tuple[str, float]:
             """The spec's threshold, else a share of the window when known, else `otherwise`."""
             if given is not None:
-                return given.as_tuple()  # type: ignore[no-any-return]
+                return given.as_tuple()
             return ("fraction", share) if window else otherwise
 
         trigger = threshold(
