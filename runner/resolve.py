@@ -535,7 +535,7 @@ class Resolver:
                 prefix = free_prefix("/memory")
                 mounts.append(Mount(prefix, host.parent, only=frozenset({host.name})))
                 agent_path = prefix + host.name
-            memory_files.append(MemoryFile(agent_path, str(host)))
+            memory_files.append(MemoryFile(agent_path, str(host), host=str(host)))
 
         sources: list[Source] = []
         for index, entry in enumerate(core.skills):

@@ -44,6 +44,8 @@ class MemoryFile:
     """Where the agent reads and edits it."""
     shown: str
     """How messages name it (the host path, or the backend path)."""
+    host: str | None = None
+    """The host file, when it is one."""
 
 
 class MemoryState(TypedDict):
@@ -118,7 +120,17 @@ class MemoryMiddleware(AgentMiddleware):
         )
 
     def _preview(self) -> dict[str, str]:
-        """The memory as a new thread would load it (store files start empty here)."""
-        from langgraph.store.memory import InMemoryStore
+        """The memory as a new thread would load it, without touching any backend (`inspect`
+        must not create folders): host files are read directly, backend files are named."""
+        from pathlib import Path
 
-        return self.load({}, InMemoryStore())
+        contents: dict[str, str] = {}
+        for file in self.files:
+            if file.host is None:
+                contents[file.agent_path] = "(read from the backend when a thread starts)"
+                continue
+            try:
+                contents[file.agent_path] = Path(file.host).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                log.warning("memory file %s skipped: %s", file.shown, exc)
+        return contents
