@@ -431,7 +431,9 @@ class Resolver:
         if todos is not None:
             sections.append(todos.prompt_section())
         if files_section := filesystem_section(
-            files.tool_names, custom=core.filesystem.system_prompt
+            files.tool_names,
+            custom=core.filesystem.system_prompt,
+            large_results=files.evict_over is not None,
         ):
             sections.append(files_section)
         agent = ResolvedAgent(
