@@ -13,10 +13,11 @@ from langchain_core.messages import BaseMessage
 MODES = ("invoke", "ainvoke")
 
 
-def spec_file(directory: Path, name: str = "agent.yaml", **fields: Any) -> Path:
-    """An agent spec named `t`, without todos or the general-purpose subagent unless given."""
+def spec_file(directory: Path, filename: str = "agent.yaml", **fields: Any) -> Path:
+    """An agent spec (named `t` unless given), without todos or the general-purpose subagent
+    unless given."""
     data = {"name": "t", "todos": False, "general_purpose_agent": False, **fields}
-    path = directory / name
+    path = directory / filename
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
