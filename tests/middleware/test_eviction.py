@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
@@ -145,3 +146,41 @@ def test_the_file_tools_are_never_evicted(tmp_path: Path) -> None:
         "\n... [31 more not shown: narrow the path or the pattern]"
     )
     assert list(result["files"]) == ["/notes/all.md"]
+
+
+def test_a_large_task_result_is_evicted_and_the_subagents_files_still_merge(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "team.cassette.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "agents": {
+                    "lead": [
+                        reply("", call("task", "t1", description="Survey", subagent_type="w")),
+                        reply("Noted."),
+                    ],
+                    "w": [
+                        reply("", call("write_file", file_path="/w.md", content="found it")),
+                        reply("R" * 300),
+                    ],
+                }
+            }
+        )
+    )
+    spec = spec_file(
+        tmp_path,
+        name="lead",
+        model="replay:team.cassette.yaml",
+        subagents=[{"name": "w", "description": "Surveys"}],
+        filesystem={"evict_results_over_tokens": 50},
+    )
+    result = run(runner.build_agent(spec), "go")
+    [task_result] = tool_texts(result["messages"])
+    assert task_result.startswith(
+        "This result was too large for your context (300 characters), so it was saved to "
+        "/large_tool_results/t1.\n"
+    )
+    assert {p: f["content"] for p, f in result["files"].items()} == {
+        "/w.md": "found it",
+        "/large_tool_results/t1": "R" * 300,
+    }
