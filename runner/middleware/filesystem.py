@@ -43,6 +43,7 @@ LONG_LINE = 5_000
 DEFAULT_TOOL_TOKEN_LIMIT = 20_000
 FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
 EXCLUDED_FROM_EVICTION = frozenset({*FILE_TOOLS})
+CHANGE_FILES = frozenset({"write_file", "edit_file"})
 LARGE_RESULTS_DIR = "/large_tool_results"
 
 TOOL_DESCRIPTIONS = {
@@ -285,6 +286,33 @@ class FilesystemMiddleware(AgentMiddleware):
             f"Error: {reason}", tool_call_id=runtime.tool_call_id or "", name=name, status="error"
         )
 
+    @staticmethod
+    def _check_alone(runtime: ToolRuntime, path: str) -> None:
+        """Refuse to change `path` when an earlier call of the same AI message changes it too.
+
+        Parallel calls all start from the same files, so the later write or edit would silently
+        replace the earlier one (on the state backend the last update wins) while both report
+        success. Refusing the later call tells the model to make that change next turn.
+        """
+        call_id = runtime.tool_call_id
+        if call_id is None:
+            return
+        for message in reversed((runtime.state or {}).get("messages") or []):
+            calls = getattr(message, "tool_calls", None) or ()
+            if message.type != "ai" or not any(c.get("id") == call_id for c in calls):
+                continue
+            for call in calls:
+                if call.get("id") == call_id:
+                    return
+                if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path):
+                    raise BackendError(
+                        "{0} is also changed by an earlier call in this same message, and "
+                        "parallel changes to one file overwrite each other; make this change in "
+                        "your next message",
+                        path,
+                    )
+            return
+
     def _guard(self, call: Callable[[], Result], runtime: ToolRuntime, name: str) -> Result:
         try:
             return call()
@@ -405,7 +433,9 @@ class FilesystemMiddleware(AgentMiddleware):
     def _write_tool(self, description: str) -> BaseTool:
         def write_file(file_path: NewFilePath, content: Content, runtime: ToolRuntime) -> Result:
             def run() -> Result:
-                result = self.backend(runtime).write(validate_path(file_path), content)
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
+                result = self.backend(runtime).write(checked, content)
                 return self._updated(
                     f"Updated file {result.path}", result.files_update, runtime, "write_file"
                 )
@@ -416,7 +446,9 @@ class FilesystemMiddleware(AgentMiddleware):
             file_path: NewFilePath, content: Content, runtime: ToolRuntime
         ) -> Result:
             async def run() -> Result:
-                result = await self.backend(runtime).awrite(validate_path(file_path), content)
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
+                result = await self.backend(runtime).awrite(checked, content)
                 return self._updated(
                     f"Updated file {result.path}", result.files_update, runtime, "write_file"
                 )
@@ -440,9 +472,9 @@ class FilesystemMiddleware(AgentMiddleware):
             replace_all: ReplaceAll = False,
         ) -> Result:
             def run() -> Result:
-                result = self.backend(runtime).edit(
-                    validate_path(file_path), old_string, new_string, replace_all
-                )
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
+                result = self.backend(runtime).edit(checked, old_string, new_string, replace_all)
                 return self._updated(message(result), result.files_update, runtime, "edit_file")
 
             return self._guard(run, runtime, "edit_file")
@@ -455,8 +487,10 @@ class FilesystemMiddleware(AgentMiddleware):
             replace_all: ReplaceAll = False,
         ) -> Result:
             async def run() -> Result:
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
                 result = await self.backend(runtime).aedit(
-                    validate_path(file_path), old_string, new_string, replace_all
+                    checked, old_string, new_string, replace_all
                 )
                 return self._updated(message(result), result.files_update, runtime, "edit_file")
 
@@ -611,6 +645,13 @@ class FilesystemMiddleware(AgentMiddleware):
         if request.tool_call["name"] in EXCLUDED_FROM_EVICTION:
             return result
         return await self._aevict(result, request)
+
+
+def _same_path(candidate: Any, path: str) -> bool:
+    try:
+        return isinstance(candidate, str) and validate_path(candidate) == path
+    except BackendError:
+        return False
 
 
 def _tool_message(result: ToolMessage | Command) -> ToolMessage | None:

@@ -416,3 +416,43 @@ def test_execute_in_the_allowlist_needs_a_backend_that_can_run_it(
         "agent.yaml:8:5: filesystem.tools[1]: `execute` needs a backend that can run commands "
         "(kind: local_shell, or a composite whose default is one); this agent's backend is state"
     )
+
+
+PARALLEL_REFUSAL = (
+    "Error: '/a.md' is also changed by an earlier call in this same message, and parallel "
+    "changes to one file overwrite each other; make this change in your next message"
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", ["state", "filesystem"])
+def test_parallel_changes_to_one_file_refuse_all_but_the_first(
+    tmp_path: Path, backend: str, mode: str
+) -> None:
+    # Parallel calls start from the same files: without the refusal both edits reported success
+    # and the state backend kept only the last one.
+    model = ScriptedChatModel(
+        script=[
+            reply("", call("write_file", file_path="/a.md", content="one\ntwo\n")),
+            reply(
+                "",
+                call("edit_file", file_path="/a.md", old_string="one", new_string="ONE"),
+                call("edit_file", file_path="//a.md", old_string="two", new_string="TWO"),
+                call("write_file", file_path="/a.md", content="three\n"),
+                call("write_file", file_path="/b.md", content="other file\n"),
+            ),
+            reply("", call("edit_file", file_path="/a.md", old_string="two", new_string="TWO")),
+            reply("", call("read_file", file_path="/a.md")),
+            reply("done"),
+        ]
+    )
+    agent = runner.build_agent(spec_file(tmp_path, backend=BACKENDS[backend]), model=model)
+    assert tool_texts(run(agent, "go", mode)["messages"]) == [
+        "Updated file /a.md",
+        "Successfully replaced 1 instance(s) of the string in /a.md",
+        PARALLEL_REFUSAL,
+        PARALLEL_REFUSAL,
+        "Updated file /b.md",
+        "Successfully replaced 1 instance(s) of the string in /a.md",
+        "     1\tONE\n     2\tTWO",
+    ]
