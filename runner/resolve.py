@@ -180,9 +180,11 @@ class Resolver:
         inherited: ResolvedModel | None = None,
     ) -> ResolvedModel:
         """The model an agent runs: the override (the main agent's, and a subagent's that sets
-        none), else its spec's, else the one it inherits."""
+        none), else its spec's, else the one it inherits. A `replay:` override is every agent's:
+        its cassette holds each agent's replies by name, so an offline run replays them all."""
         override = self.model_override
-        if override is not None and (is_main or spec_model is None):
+        replays_all = isinstance(override, str) and override.startswith("replay:")
+        if override is not None and (is_main or spec_model is None or replays_all):
             return self._from_override(override, agent=agent, is_main=is_main)
         if spec_model is None and inherited is None:
             message = "missing: set `model:` (e.g. `model: openai:gpt-4.1`) or pass --model"
@@ -436,7 +438,9 @@ class Resolver:
         if skills is not None and (skills_prompt := skills.prompt_section()):
             sections.append(skills_prompt)
         if files_section := filesystem_section(
-            files.tool_names, custom=core.filesystem.system_prompt
+            files.tool_names,
+            custom=core.filesystem.system_prompt,
+            large_results=files.evict_over is not None,
         ):
             sections.append(files_section)
         agent = ResolvedAgent(

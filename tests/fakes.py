@@ -28,12 +28,14 @@ class ScriptedChatModel(BaseChatModel):
     so one model serves resumed threads and concurrent subagents alike.
 
     `script` is a list of replies, or a function `(messages) -> reply`. `delay` sleeps per call.
-    Every call is recorded in `calls` (the messages it saw).
+    Every call is recorded in `calls` (the messages it saw), and the tools last bound (the tool
+    schemas the agent sends) in `bound_tools`.
     """
 
     script: Any
     delay: float = 0.0
     calls: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tools: list[Any] = Field(default_factory=list)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -42,6 +44,7 @@ class ScriptedChatModel(BaseChatModel):
         return "scripted"
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        self.bound_tools = list(tools)
         return self
 
     def _reply(self, messages: list[BaseMessage]) -> AIMessage:

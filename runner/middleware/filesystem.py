@@ -35,6 +35,7 @@ from runner.backends import (
     GrepMatch,
     validate_path,
 )
+from runner.backends.text import split_lines
 from runner.middleware.prompt import PromptSection
 
 CHARS_PER_TOKEN = 4
@@ -42,6 +43,7 @@ LONG_LINE = 5_000
 DEFAULT_TOOL_TOKEN_LIMIT = 20_000
 FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
 EXCLUDED_FROM_EVICTION = frozenset({*FILE_TOOLS})
+CHANGE_FILES = frozenset({"write_file", "edit_file"})
 LARGE_RESULTS_DIR = "/large_tool_results"
 
 TOOL_DESCRIPTIONS = {
@@ -99,10 +101,20 @@ EXECUTE_SECTION = """\
 You can run shell commands with `execute`, in the same folder your files are in. Use it to run
 scripts, tests and builds, and check the exit status in its result before relying on the output."""
 
-READ_TRUNCATED = (
-    "\n\n[Output truncated: these lines are longer than {limit:,} characters. Read fewer lines at "
-    "a time: offset={offset}, limit={smaller}.]"
+LARGE_RESULTS_NOTE = f"""
+
+A tool result too large for your context is saved under {LARGE_RESULTS_DIR}/ and shown to you as
+a preview; read the file for the rest."""
+READ_NEXT = "\n\n[Lines {first}-{last} of {total}: read on with offset={last}.]"
+READ_CUT = (
+    "\n\n[Lines {first}-{last} of {total}: the next line would pass the {budget:,}-character "
+    "limit of one read; read on with offset={last}.]"
 )
+READ_LINE_CUT = (
+    "\n\n[Line {number} is {size:,} characters, more than one read can show ({budget:,}); only "
+    "its first {shown:,} are shown. The next line is at offset={number}.]"
+)
+NOTE_ROOM = 200  # characters kept free for the note after a page of read_file
 LIST_TRUNCATED = "\n... [{more:,} more not shown: narrow the path or the pattern]"
 TOO_LARGE = """\
 This result was too large for your context ({size:,} characters), so it was saved to {path}.
@@ -112,21 +124,25 @@ Its first and last lines:
 {preview}"""
 
 
-def filesystem_section(tools: Sequence[str], *, custom: str | None = None) -> PromptSection | None:
-    """The prompt section for the file tools the agent has (execute gets its own paragraph)."""
+def filesystem_section(
+    tools: Sequence[str], *, custom: str | None = None, large_results: bool = True
+) -> PromptSection | None:
+    """The prompt section for the file tools the agent has (execute gets its own paragraph);
+    `large_results`: whether large tool results are evicted to files (then the section says so)."""
     if custom is not None:
         return PromptSection("filesystem", text=custom)
     names = [t for t in FILE_TOOLS if t in tools]
     parts = []
     if names:
         listing = "\n".join(f"- {name}: {TOOL_GUIDE[name]}" for name in names)
-        parts.append(
+        text = (
             "## Files " + ", ".join(f"`{n}`" for n in names) + "\n\n"
             "You have a filesystem for notes, drafts and results. Every path is absolute and "
-            "starts with `/`.\n" + listing + "\n\nA tool result too large for your context is "
-            f"saved under {LARGE_RESULTS_DIR}/ and shown to you as a preview; read the file for "
-            "the rest."
+            "starts with `/`.\n" + listing
         )
+        if large_results:
+            text += LARGE_RESULTS_NOTE
+        parts.append(text)
     if "execute" in tools:
         parts.append(EXECUTE_SECTION)
     return PromptSection("filesystem", text="\n\n".join(parts)) if parts else None
@@ -159,9 +175,20 @@ def truncate_lines(lines: list[str], max_chars: int) -> str:
     return "\n".join(lines)
 
 
-def preview(content: str, *, head: int = 5, tail: int = 5) -> str:
-    """The first and last lines of `content`, numbered, each cut to 1,000 characters."""
-    lines = [line[:1000] for line in content.splitlines()]
+def _line_start(line: str, number: int, budget: int) -> tuple[int, str]:
+    """(characters shown, rows) for the start of `line` that fits in `budget` characters."""
+    keep = budget
+    while True:
+        text = number_lines(line[:keep], number)
+        if len(text) <= budget or keep <= 1:
+            return keep, text
+        keep = max(1, keep - (len(text) - budget))
+
+
+def preview(content: str, *, head: int = 5, tail: int = 5, width: int = 1000) -> str:
+    """The first and last lines of `content`, each cut to `width` characters, numbered as
+    read_file numbers them."""
+    lines = [line[:width] for line in split_lines(content)]
     if len(lines) <= head + tail:
         return number_lines("\n".join(lines), 1)
     skipped = len(lines) - head - tail
@@ -189,7 +216,7 @@ def sanitize_id(tool_call_id: str) -> str:
 
 # --------------------------------------------------------------------------- the middleware
 
-Result = str | Command
+Result = str | ToolMessage | Command
 
 # Argument types: the text is the argument's description in the tool schema the model sees.
 DirPath = Annotated[str, "Absolute path of the directory, e.g. /notes"]
@@ -251,22 +278,54 @@ class FilesystemMiddleware(AgentMiddleware):
         return self.provider.get(runtime.state, runtime.store)
 
     @staticmethod
-    def _guard(call: Callable[[], Result]) -> Result:
-        try:
-            return call()
-        except BackendError as exc:
-            return f"Error: {exc}"
-        except OSError as exc:
-            return f"Error: {exc.strerror or exc}"
+    def _refusal(exc: BackendError | OSError, runtime: ToolRuntime, name: str) -> ToolMessage:
+        """`Error: ...` for the model, with the ToolMessage marked as an error: a failed write
+        must not look like a stored file (large-input eviction relies on it)."""
+        reason = str(exc) if isinstance(exc, BackendError) else exc.strerror or str(exc)
+        return ToolMessage(
+            f"Error: {reason}", tool_call_id=runtime.tool_call_id or "", name=name, status="error"
+        )
 
     @staticmethod
-    async def _aguard(call: Callable[[], Awaitable[Result]]) -> Result:
+    def _check_alone(runtime: ToolRuntime, path: str) -> None:
+        """Refuse to change `path` when an earlier call of the same AI message changes it too.
+
+        Parallel calls all start from the same files, so the later write or edit would silently
+        replace the earlier one (on the state backend the last update wins) while both report
+        success. Refusing the later call tells the model to make that change next turn.
+        """
+        call_id = runtime.tool_call_id
+        if call_id is None:
+            return
+        for message in reversed((runtime.state or {}).get("messages") or []):
+            calls = getattr(message, "tool_calls", None) or ()
+            if message.type != "ai" or not any(c.get("id") == call_id for c in calls):
+                continue
+            for call in calls:
+                if call.get("id") == call_id:
+                    return
+                if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path):
+                    raise BackendError(
+                        "{0} is also changed by an earlier call in this same message, and "
+                        "parallel changes to one file overwrite each other; make this change in "
+                        "your next message",
+                        path,
+                    )
+            return
+
+    def _guard(self, call: Callable[[], Result], runtime: ToolRuntime, name: str) -> Result:
+        try:
+            return call()
+        except (BackendError, OSError) as exc:
+            return self._refusal(exc, runtime, name)
+
+    async def _aguard(
+        self, call: Callable[[], Awaitable[Result]], runtime: ToolRuntime, name: str
+    ) -> Result:
         try:
             return await call()
-        except BackendError as exc:
-            return f"Error: {exc}"
-        except OSError as exc:
-            return f"Error: {exc.strerror or exc}"
+        except (BackendError, OSError) as exc:
+            return self._refusal(exc, runtime, name)
 
     @staticmethod
     def _updated(message: str, files_update: Any, runtime: ToolRuntime, name: str) -> Result:
@@ -294,21 +353,39 @@ class FilesystemMiddleware(AgentMiddleware):
         ]
         return truncate_lines(lines, self.max_chars)
 
-    def _read_text(self, result: Any, path: str, offset: int, limit: int) -> str:
+    def _read_text(self, result: Any, path: str) -> str:
+        """Numbered lines, then where to read on. With eviction on, one read stays within the
+        eviction budget: it ends at a whole line, and a single line over the budget shows its
+        start and moves past it, so paging always advances."""
         if result.total_lines == 0 or (result.total_lines == 1 and result.content == ""):
             return f"{path} exists but is empty"
-        text = number_lines(result.content, result.start_line)
-        shown_end = result.start_line + result.content.count("\n")
-        if self.evict_over and len(text) >= self.max_chars:
-            cut = text[: self.max_chars].rsplit("\n", 1)[0]
-            return cut + READ_TRUNCATED.format(
-                limit=self.max_chars, offset=offset, smaller=max(1, limit // 4)
-            )
-        if shown_end < result.total_lines:
-            text += (
-                f"\n\n[Lines {result.start_line}-{shown_end} of {result.total_lines}: read on "
-                f"with offset={shown_end}.]"
-            )
+        first, total = result.start_line, result.total_lines
+        lines = result.content.split("\n")
+        if self.evict_over is None:
+            rows = [number_lines(result.content, first)]
+        else:
+            budget = max(self.max_chars - NOTE_ROOM, 1)
+            rows, used = [], 0
+            for index, line in enumerate(lines):
+                numbered = number_lines(line, first + index)
+                used += len(numbered) + 1
+                if used > budget + 1:
+                    break
+                rows.append(numbered)
+            if not rows:
+                shown, text = _line_start(lines[0], first, budget)
+                return text + READ_LINE_CUT.format(
+                    number=first, size=len(lines[0]), budget=self.max_chars, shown=shown
+                )
+            if len(rows) < len(lines):
+                last = first + len(rows) - 1
+                return "\n".join(rows) + READ_CUT.format(
+                    first=first, last=last, total=total, budget=self.max_chars
+                )
+        text = "\n".join(rows)
+        last = first + len(lines) - 1
+        if last < total:
+            text += READ_NEXT.format(first=first, last=last, total=total)
         return text
 
     # ----------------------------------------------------------------------- tools
@@ -319,14 +396,14 @@ class FilesystemMiddleware(AgentMiddleware):
                 checked = validate_path(path)
                 return self._ls_lines(self.backend(runtime).ls(checked), checked)
 
-            return self._guard(run)
+            return self._guard(run, runtime, "ls")
 
         async def als(path: DirPath, runtime: ToolRuntime) -> Result:
             async def run() -> Result:
                 checked = validate_path(path)
                 return self._ls_lines(await self.backend(runtime).als(checked), checked)
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "ls")
 
         return _tool("ls", description, ls, als)
 
@@ -337,9 +414,9 @@ class FilesystemMiddleware(AgentMiddleware):
             def run() -> Result:
                 checked = validate_path(file_path)
                 result = self.backend(runtime).read(checked, offset=offset, limit=limit)
-                return self._read_text(result, checked, offset, limit)
+                return self._read_text(result, checked)
 
-            return self._guard(run)
+            return self._guard(run, runtime, "read_file")
 
         async def aread_file(
             file_path: FilePath, runtime: ToolRuntime, offset: Offset = 0, limit: Limit = 100
@@ -347,32 +424,36 @@ class FilesystemMiddleware(AgentMiddleware):
             async def run() -> Result:
                 checked = validate_path(file_path)
                 result = await self.backend(runtime).aread(checked, offset=offset, limit=limit)
-                return self._read_text(result, checked, offset, limit)
+                return self._read_text(result, checked)
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "read_file")
 
         return _tool("read_file", description, read_file, aread_file)
 
     def _write_tool(self, description: str) -> BaseTool:
         def write_file(file_path: NewFilePath, content: Content, runtime: ToolRuntime) -> Result:
             def run() -> Result:
-                result = self.backend(runtime).write(validate_path(file_path), content)
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
+                result = self.backend(runtime).write(checked, content)
                 return self._updated(
                     f"Updated file {result.path}", result.files_update, runtime, "write_file"
                 )
 
-            return self._guard(run)
+            return self._guard(run, runtime, "write_file")
 
         async def awrite_file(
             file_path: NewFilePath, content: Content, runtime: ToolRuntime
         ) -> Result:
             async def run() -> Result:
-                result = await self.backend(runtime).awrite(validate_path(file_path), content)
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
+                result = await self.backend(runtime).awrite(checked, content)
                 return self._updated(
                     f"Updated file {result.path}", result.files_update, runtime, "write_file"
                 )
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "write_file")
 
         return _tool("write_file", description, write_file, awrite_file)
 
@@ -391,12 +472,12 @@ class FilesystemMiddleware(AgentMiddleware):
             replace_all: ReplaceAll = False,
         ) -> Result:
             def run() -> Result:
-                result = self.backend(runtime).edit(
-                    validate_path(file_path), old_string, new_string, replace_all
-                )
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
+                result = self.backend(runtime).edit(checked, old_string, new_string, replace_all)
                 return self._updated(message(result), result.files_update, runtime, "edit_file")
 
-            return self._guard(run)
+            return self._guard(run, runtime, "edit_file")
 
         async def aedit_file(
             file_path: FilePath,
@@ -406,12 +487,14 @@ class FilesystemMiddleware(AgentMiddleware):
             replace_all: ReplaceAll = False,
         ) -> Result:
             async def run() -> Result:
+                checked = validate_path(file_path)
+                self._check_alone(runtime, checked)
                 result = await self.backend(runtime).aedit(
-                    validate_path(file_path), old_string, new_string, replace_all
+                    checked, old_string, new_string, replace_all
                 )
                 return self._updated(message(result), result.files_update, runtime, "edit_file")
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "edit_file")
 
         return _tool("edit_file", description, edit_file, aedit_file)
 
@@ -423,7 +506,9 @@ class FilesystemMiddleware(AgentMiddleware):
 
         def glob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
             return self._guard(
-                lambda: found(self.backend(runtime).glob(pattern, validate_path(path)), pattern)
+                lambda: found(self.backend(runtime).glob(pattern, validate_path(path)), pattern),
+                runtime,
+                "glob",
             )
 
         async def aglob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
@@ -432,7 +517,7 @@ class FilesystemMiddleware(AgentMiddleware):
                     await self.backend(runtime).aglob(pattern, validate_path(path)), pattern
                 )
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "glob")
 
         return _tool("glob", description, glob, aglob)
 
@@ -453,7 +538,7 @@ class FilesystemMiddleware(AgentMiddleware):
                 base = validate_path(path) if path is not None else None
                 return found(self.backend(runtime).grep(pattern, base, glob), pattern, output_mode)
 
-            return self._guard(run)
+            return self._guard(run, runtime, "grep")
 
         async def agrep(
             pattern: GrepText,
@@ -468,7 +553,7 @@ class FilesystemMiddleware(AgentMiddleware):
                     await self.backend(runtime).agrep(pattern, base, glob), pattern, output_mode
                 )
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "grep")
 
         return _tool("grep", description, grep, agrep)
 
@@ -487,58 +572,63 @@ class FilesystemMiddleware(AgentMiddleware):
                 backend: Any = self.backend(runtime)
                 return report(backend.execute(command))
 
-            return self._guard(run)
+            return self._guard(run, runtime, "execute")
 
         async def aexecute(command: ShellCommand, runtime: ToolRuntime) -> Result:
             async def run() -> Result:
                 backend: Any = self.backend(runtime)
                 return report(await backend.aexecute(command))
 
-            return await self._aguard(run)
+            return await self._aguard(run, runtime, "execute")
 
         return _tool("execute", description, execute, aexecute)
 
     # ----------------------------------------------------------------------- eviction
 
-    def _evict(self, result: ToolMessage | Command, request: Any) -> ToolMessage | Command:
+    def _oversized(self, result: ToolMessage | Command) -> tuple[ToolMessage, str, str] | None:
+        """(the ToolMessage, its text, where to save it) when `result` is too large to keep."""
         message = _tool_message(result)
         if message is None or self.evict_over is None:
-            return result
+            return None
         content = message.content if isinstance(message.content, str) else str(message.content)
         if len(content) <= self.max_chars:
+            return None
+        return message, content, f"{LARGE_RESULTS_DIR}/{sanitize_id(message.tool_call_id)}"
+
+    def _replacement(self, message: ToolMessage, content: str, path: str) -> ToolMessage:
+        """The note that replaces an evicted result; its preview is sized to keep the note
+        within the budget (10 lines of at most 1,000 characters each)."""
+        note = TOO_LARGE.format(size=len(content), path=path, preview="")
+        width = (self.max_chars - len(note) - 40) // 10 - 8
+        text = note + preview(content, width=max(20, min(1000, width)))
+        return message.model_copy(update={"content": text})
+
+    def _evict(self, result: ToolMessage | Command, request: Any) -> ToolMessage | Command:
+        found = self._oversized(result)
+        if found is None:
             return result
-        path = f"{LARGE_RESULTS_DIR}/{sanitize_id(message.tool_call_id)}"
+        message, content, path = found
         try:
-            backend = self.provider.get(request.state, request.runtime.store)
-            written = backend.write(path, content)
+            written = self.provider.get(request.state, request.runtime.store).write(path, content)
         except (BackendError, OSError):
             return result  # keep the result whole rather than lose it
-        replaced = message.model_copy(
-            update={
-                "content": TOO_LARGE.format(size=len(content), path=path, preview=preview(content))
-            }
+        return _with_message(
+            result, self._replacement(message, content, path), written.files_update
         )
-        return _with_message(result, replaced, written.files_update)
 
     async def _aevict(self, result: ToolMessage | Command, request: Any) -> ToolMessage | Command:
-        message = _tool_message(result)
-        if message is None or self.evict_over is None:
+        found = self._oversized(result)
+        if found is None:
             return result
-        content = message.content if isinstance(message.content, str) else str(message.content)
-        if len(content) <= self.max_chars:
-            return result
-        path = f"{LARGE_RESULTS_DIR}/{sanitize_id(message.tool_call_id)}"
+        message, content, path = found
         try:
             backend = self.provider.get(request.state, request.runtime.store)
             written = await backend.awrite(path, content)
         except (BackendError, OSError):
-            return result
-        replaced = message.model_copy(
-            update={
-                "content": TOO_LARGE.format(size=len(content), path=path, preview=preview(content))
-            }
+            return result  # keep the result whole rather than lose it
+        return _with_message(
+            result, self._replacement(message, content, path), written.files_update
         )
-        return _with_message(result, replaced, written.files_update)
 
     def wrap_tool_call(
         self, request: Any, handler: Callable[[Any], ToolMessage | Command]
@@ -555,6 +645,13 @@ class FilesystemMiddleware(AgentMiddleware):
         if request.tool_call["name"] in EXCLUDED_FROM_EVICTION:
             return result
         return await self._aevict(result, request)
+
+
+def _same_path(candidate: Any, path: str) -> bool:
+    try:
+        return isinstance(candidate, str) and validate_path(candidate) == path
+    except BackendError:
+        return False
 
 
 def _tool_message(result: ToolMessage | Command) -> ToolMessage | None:

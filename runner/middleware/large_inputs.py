@@ -25,7 +25,7 @@ from langchain.agents.middleware import (
     ModelRequest,
     ModelResponse,
 )
-from langchain.agents.middleware.types import OmitFromInput, OmitFromOutput
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import Command
 
@@ -52,7 +52,9 @@ def merge_pending(left: Pending | None, right: Pending | None) -> Pending:
 
 
 class LargeInputsState(TypedDict):
-    evicted_inputs: NotRequired[Annotated[Pending, merge_pending, OmitFromInput, OmitFromOutput]]
+    # The reducer must be the LAST annotation: LangGraph only takes `metadata[-1]` as a reducer,
+    # and with anything after it parallel tool calls fail with "Can receive only one value".
+    evicted_inputs: NotRequired[Annotated[Pending, PrivateStateAttr, merge_pending]]
 
 
 def reference(size: int, path: str, *, whole_file: bool) -> str:

@@ -1,0 +1,111 @@
+"""A thread whose last AI message has unanswered tool calls resumes without a provider error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+import runner
+from runner.events import Interrupt
+from runner.run import Session
+from tests.fakes import ScriptedChatModel
+from tests.middleware.helpers import MODES, call, reply, run, spec_file
+
+PROVIDER_ERROR = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
+)
+
+
+def check_like_a_provider(messages: list[BaseMessage]) -> None:
+    """Raise as OpenAI does when an AI tool call is not answered by the messages right after it."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        answered = set()
+        for following in messages[index + 1 :]:
+            if following.type != "tool":
+                break
+            answered.add(following.tool_call_id)
+        missing = [c["id"] for c in message.tool_calls if c["id"] not in answered]
+        if missing:
+            raise ValueError(PROVIDER_ERROR.format(ids=", ".join(missing)))
+
+
+def strict(replies: list[dict[str, Any]]) -> ScriptedChatModel:
+    def answer(messages: list[BaseMessage]) -> dict[str, Any]:
+        check_like_a_provider(messages)
+        return replies[sum(1 for m in messages if m.type == "ai")]
+
+    return ScriptedChatModel(script=answer)
+
+
+def cancelled(name: str, call_id: str) -> str:
+    return (
+        f"Tool call {name} with id {call_id} was cancelled - another message came in before it "
+        "could be completed."
+    )
+
+
+def history(messages: list[BaseMessage]) -> list[tuple[str, str]]:
+    return [(m.type, m.text) for m in messages]
+
+
+def test_the_strict_model_rejects_a_dangling_call() -> None:
+    dangling = [HumanMessage("hi"), AIMessage("", tool_calls=[call("ls", "call_1", path="/")])]
+    with pytest.raises(ValueError, match="did not have response messages: call_1"):
+        check_like_a_provider(dangling)
+
+
+def test_a_new_message_instead_of_an_approval_cancels_the_pending_call(tmp_path: Path) -> None:
+    spec = spec_file(tmp_path, interrupt_on={"write_file": True})
+    model = strict(
+        [
+            reply("Writing it.", call("write_file", "call_w", file_path="/a.md", content="x")),
+            reply("Here is the summary instead."),
+        ]
+    )
+    with Session(spec, model=model, db=tmp_path / "db") as session:
+        paused = session.run("write it")
+        assert isinstance(paused.events[-1], Interrupt)
+        done = session.run("actually, just summarise", thread_id=paused.thread_id)
+        values = session.values(paused.thread_id)
+    assert done.error is None and done.content == "Here is the summary instead."
+    assert history(values["messages"]) == [
+        ("human", "write it"),
+        ("ai", "Writing it."),
+        ("tool", cancelled("write_file", "call_w")),
+        ("human", "actually, just summarise"),
+        ("ai", "Here is the summary instead."),
+    ]
+    assert values["messages"][2].status == "error" and not values.get("files")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_checkpoint_left_mid_tool_call_resumes_with_a_new_message(
+    tmp_path: Path, mode: str
+) -> None:
+    # The process died after the model asked for two tools and before they answered: the
+    # checkpoint ends with that AI message.
+    model = strict([reply("Listing and reading."), reply("Starting over: what do you need?")])
+    agent = runner.build_agent(spec_file(tmp_path), model=model, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "killed"}}
+    interrupted = AIMessage(
+        "Listing and reading.",
+        tool_calls=[call("ls", "call_ls", path="/"), call("read_file", "call_rf", file_path="/a")],
+    )
+    agent.update_state(config, {"messages": [HumanMessage("look around"), interrupted]})
+    result = run(agent, "are you there?", mode, config)
+    assert history(result["messages"]) == [
+        ("human", "look around"),
+        ("ai", "Listing and reading."),
+        ("tool", cancelled("ls", "call_ls")),
+        ("tool", cancelled("read_file", "call_rf")),
+        ("human", "are you there?"),
+        ("ai", "Starting over: what do you need?"),
+    ]
+    check_like_a_provider(model.calls[-1])
