@@ -185,7 +185,13 @@ class Resolver:
         override = self.model_override
         replays_all = isinstance(override, str) and override.startswith("replay:")
         if override is not None and (is_main or spec_model is None or replays_all):
-            return self._from_override(override, agent=agent, is_main=is_main)
+            resolved = self._from_override(override, agent=agent, is_main=is_main)
+            if resolved.context_window is None:
+                # The spec's window still describes the agent it was written for (a replay
+                # of it above all), unless the new model reports its own.
+                source = spec_model or inherited
+                resolved.context_window = source.context_window if source is not None else None
+            return resolved
         if spec_model is None and inherited is None:
             message = "missing: set `model:` (e.g. `model: openai:gpt-4.1`) or pass --model"
             raise ResolutionError.at(locator(at, message))
