@@ -101,13 +101,22 @@ class Home:
         self._checkpointer: Any = None
         self._store: Any = None
 
+    # One connection, one lock. The checkpointer and the store each serialise their use of the
+    # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
+    # store write from another thread opened overlapping transactions ("cannot start a
+    # transaction within a transaction"), and separate connections met "database is locked".
+    # So both (and the thread registry) share `self._lock`; neither calls into the other while
+    # holding it.
+
     @property
     def checkpointer(self) -> Any:
         if self._checkpointer is None:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
-            self._checkpointer = SqliteSaver(self.conn)
-            self._checkpointer.setup()
+            saver = SqliteSaver(self.conn)
+            saver.lock = self._lock
+            saver.setup()
+            self._checkpointer = saver
         return self._checkpointer
 
     @property
@@ -115,8 +124,10 @@ class Home:
         if self._store is None:
             from langgraph.store.sqlite import SqliteStore
 
-            self._store = SqliteStore(self.conn)
-            self._store.setup()
+            store = SqliteStore(self.conn)
+            store.lock = self._lock
+            store.setup()
+            self._store = store
         return self._store
 
     def register(self, thread_id: str, *, agent: str, spec: str | None, first_message: str) -> None:
@@ -138,9 +149,10 @@ class Home:
             self.conn.commit()
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
-        row = self.conn.execute(
-            "SELECT * FROM agentctl_threads WHERE thread_id = ?", (thread_id,)
-        ).fetchone()
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT * FROM agentctl_threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
         return ThreadInfo(*row) if row else None
 
     def threads(self, *, agent: str | None = None) -> list[ThreadInfo]:
@@ -149,7 +161,8 @@ class Home:
         if agent:
             query += " WHERE agent = ?"
             args = (agent,)
-        rows = self.conn.execute(query + " ORDER BY updated_at DESC", args).fetchall()
+        with self._lock:
+            rows = self.conn.execute(query + " ORDER BY updated_at DESC", args).fetchall()
         return [ThreadInfo(*row) for row in rows]
 
     def delete(self, thread_id: str) -> bool:
