@@ -161,7 +161,8 @@ class Home:
         if agent:
             query += " WHERE agent = ?"
             args = (agent,)
-        rows = self.conn.execute(query + " ORDER BY updated_at DESC", args).fetchall()
+        # newest first; within one second (the timestamps' precision), the later registered
+        rows = self.conn.execute(query + " ORDER BY updated_at DESC, rowid DESC", args).fetchall()
         return [ThreadInfo(*row) for row in rows]
 
     def transcript(self, thread_id: str) -> Transcript | None:
