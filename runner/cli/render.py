@@ -39,10 +39,10 @@ def short_args(args: dict[str, Any], limit: int = MAX_ARG) -> str:
 
 
 def summarize_result(content: str) -> str:
-    lines = content.splitlines() or [""]
-    first = lines[0][:MAX_ARG] + ("…" if len(lines[0]) > MAX_ARG else "")
-    more = f" (+{len(lines) - 1} lines, {len(content)} chars)" if len(lines) > 1 else ""
-    return first + more
+    """A tool result in one line: its first line with words, and its size when longer."""
+    first, size = result_summary(content)
+    first = first[:MAX_ARG] + ("…" if len(first) > MAX_ARG else "")
+    return first + (f" ({size})" if size else "")
 
 
 _LINE_NUMBER = re.compile(r"^\s*\d+\t")
