@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 
-@click.command(short_help="Run an agent (one message, or resume a thread).")
+@click.command(short_help="Run an agent: one message, or a chat in a terminal.")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("message", required=False)
 @click.option(
@@ -33,7 +33,9 @@ import click
     show_default=True,
     help="jsonl: one JSON event per line.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print only the final answer.")
+@click.option(
+    "--quiet", "-q", is_flag=True, help="Print only the final answer (approvals, errors: stderr)."
+)
 @click.option(
     "--record",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -74,13 +76,16 @@ def run(
     edit_json: str | None,
     auto_approve: bool,
 ) -> int:
-    """Run the agent in SPEC with MESSAGE (`-` reads it from stdin).
+    """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
 
-    Without MESSAGE, in a terminal: an interactive session (on --thread ID when given; /help
-    lists its commands). Without --thread a new thread is made; its id is printed so you can
-    continue it with `--thread ID`. In a terminal, approvals are asked as they come. Elsewhere a
-    run that stops for approval exits 0 after printing what waits; answer with --approve,
-    --reject [--reason TEXT] or --edit JSON on the same thread.
+    Without MESSAGE, in a terminal: an interactive session, on --thread ID when given (/help
+    there lists its commands). Elsewhere, --thread ID without MESSAGE continues a run that was
+    cut off.
+
+    Every run is on a thread kept in the thread database: a new one unless --thread ID; its id
+    is printed so you can continue it. In a terminal, approvals are asked as they come.
+    Elsewhere a run that stops for approval exits 0 after printing what waits; answer with
+    --approve, --reject [--reason TEXT] or --edit JSON on the same thread.
 
     Exit codes: 0 done (or waiting for approval), 1 the run failed, 2 bad spec or usage,
     130 interrupted.

@@ -35,7 +35,8 @@ class Terminal:
             "PROMPT_TOOLKIT_NO_CPR": "1",  # no cursor position requests: nobody answers them
             **(env or {}),
         }
-        for name in ("AGENTCTL_DEBUG", "EDITOR", "VISUAL", "NO_COLOR"):
+        # the pty's size rules, not COLUMNS/LINES inherited from whatever runs the tests
+        for name in ("AGENTCTL_DEBUG", "EDITOR", "VISUAL", "NO_COLOR", "COLUMNS", "LINES"):
             if name not in (env or {}):
                 full_env.pop(name, None)
         self.child = pexpect.spawn(
