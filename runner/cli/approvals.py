@@ -52,6 +52,17 @@ def args_to_yaml(args: dict[str, Any]) -> str:
     )
 
 
+_KINDS: dict[type, str] = {
+    type(None): "nothing",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    str: "text",
+    list: "a list",
+}
+"""How YAML values a person typed are named back to them."""
+
+
 def parse_edited_args(text: str) -> dict[str, Any] | str:
     """The edited arguments, or why they cannot be used (a sentence for the person)."""
     import yaml
@@ -64,7 +75,7 @@ def parse_edited_args(text: str) -> dict[str, Any] | str:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return f"not valid YAML{where}: {problem}"
     if not isinstance(value, dict):
-        found = "nothing" if value is None else f"a {type(value).__name__}"
+        found = _KINDS.get(type(value), f"a {type(value).__name__}")
         return f"the arguments must be a mapping of names to values (`path: /a.md`), found {found}"
     if not all(isinstance(key, str) for key in value):
         return "every argument name must be text"

@@ -9,13 +9,13 @@ safe). Ctrl-D or `/exit` leaves. The input line has history (arrow keys, Ctrl-R)
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.cli.session import (
     TurnRunner,
+    finish_cancelled,
     play_turn,
     stderr_console,
     stdout_console,
@@ -96,7 +96,7 @@ class Chat:
         self._leave()
         return 0
 
-    def _turn(self, message: str | None, decisions: Any = None) -> None:
+    def _turn(self, message: str | None, decisions: list[Decision] | None = None) -> None:
         if not self._settled():
             return
         try:
@@ -129,9 +129,9 @@ class Chat:
         return True
 
     def _leave(self) -> None:
-        if self.turns.busy:
-            self.console.print("[dim]finishing the cancelled step before leaving…[/]")
-            self.turns.wait()
+        finish_cancelled(
+            self.turns, self.session, note="Finishing the cancelled step before leaving"
+        )
         if self.thread_id:
             self.console.print(
                 f"[dim]thread {self.thread_id} is saved; continue it with "
@@ -330,6 +330,4 @@ def chat(session: Session, *, spec: Path, thread_id: str | None, auto_approve: b
     console = stdout_console()
     renderer = TerminalRenderer(console, err_console=stderr_console(), show_thread=False)
     approver = None if auto_approve else terminal_approver()
-    if not sys.stdin.isatty():  # pragma: no cover - the caller checks
-        raise RunError("an interactive session needs a terminal")
     return Chat(session, spec, console, renderer, approver, auto_approve, thread_id).run()

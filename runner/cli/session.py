@@ -86,11 +86,10 @@ class TurnRunner:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._worker: threading.Thread | None = None
-        self._cancel = threading.Event()
 
     @property
     def busy(self) -> bool:
-        """A cancelled turn's step is still finishing."""
+        """The last turn's worker still runs: after a cancel, the step in flight finishing."""
         return self._worker is not None and self._worker.is_alive()
 
     def wait(self) -> None:
@@ -108,7 +107,7 @@ class TurnRunner:
         """The turn's events; KeyboardInterrupt (or closing the iterator) cancels the turn."""
         self.wait()
         events: queue.Queue[Any] = queue.Queue()
-        cancel = self._cancel = threading.Event()
+        cancel = threading.Event()
 
         def work() -> None:
             stream = self.session.stream(message, thread_id=thread_id, decisions=decisions)
@@ -299,20 +298,24 @@ def run_turns(
         )
         return 1 if isinstance(last, Error) or last is None else 0
     except KeyboardInterrupt:
+        view.pause()  # stop the spinners before saying anything
         finish_cancelled(turns, session)
         raise
     finally:
         session.close()
 
 
-def finish_cancelled(turns: TurnRunner, session: Session) -> None:
-    """After Ctrl-C: let the step in flight finish so the process exits cleanly; a second Ctrl-C
-    quits at once (the thread stays resumable, as after a crash)."""
+def finish_cancelled(
+    turns: TurnRunner,
+    session: Session,
+    *,
+    note: str = "Interrupted: finishing the current step first",
+) -> None:
+    """Before the process exits: let a cancelled turn's step in flight finish, so the exit is
+    clean; a second Ctrl-C quits at once (the thread stays resumable, as after a crash)."""
     if not turns.busy:
         return
-    click.echo(
-        "Interrupted: finishing the current step first (Ctrl-C again to quit at once).", err=True
-    )
+    click.echo(f"{note} (Ctrl-C again to quit at once).", err=True)
     try:
         turns.wait()
     except KeyboardInterrupt:

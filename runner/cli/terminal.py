@@ -101,6 +101,7 @@ class TerminalRenderer:
         self.turn_open = False
         self._paused_at: float | None = None
         self._live: Live | None = None
+        self._thinking: Spinner | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -325,7 +326,9 @@ class TerminalRenderer:
             line.truncate(max(self.console.width, 20), overflow="ellipsis")
             lines.append(line)
         if not lines and self.thinking:
-            lines.append(Spinner("dots", text=Text("thinking…", style="dim"), style="cyan"))
+            if self._thinking is None:  # one spinner, so its frames advance
+                self._thinking = Spinner("dots", text=Text("thinking…", style="dim"), style="cyan")
+            lines.append(self._thinking)
         return Group(*lines)
 
     def _update_live(self) -> None:

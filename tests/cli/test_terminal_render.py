@@ -142,7 +142,8 @@ def test_arguments_round_trip_through_yaml_with_blocks_for_multiline_text() -> N
         ("x: [", "not valid YAML at line 1, column 5: expected the node content"),
         ("- a\n- b\n", "must be a mapping of names to values (`path: /a.md`), found a list"),
         ("", "found nothing"),
-        ("just text", "found a str"),
+        ("just text", "found text"),
+        ("42", "found a number"),
         ("1: one", "every argument name must be text"),
     ],
 )
