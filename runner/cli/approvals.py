@@ -155,8 +155,9 @@ class TerminalApprover:
         heading.append(f"  {who} wants to call ", style="default")
         heading.append(action.name, style="bold")
         self.console.print(heading)
-        if action.description:
-            self.console.print(Text("  " + action.description, style="italic"))
+        description = _without_call(action.description or "", action.name)
+        if description:
+            self.console.print(Text("  " + description, style="italic"))
         self._show_args(action.args)
 
     def _show_args(self, args: dict[str, Any], *, title: str = "arguments") -> None:
@@ -223,6 +224,13 @@ class TerminalApprover:
                 return edited.read()
         finally:
             os.unlink(path)
+
+
+def _without_call(description: str, tool: str) -> str:
+    """The description without the `Tool: NAME / Args: ...` paragraph LangChain appends to its
+    default one: the arguments are shown below it, readably."""
+    paragraphs = description.strip().split("\n\n")
+    return "\n\n".join(p for p in paragraphs if not p.startswith(f"Tool: {tool}\n")).strip()
 
 
 def _escape(text: str) -> str:

@@ -63,6 +63,8 @@ class _Running:
     started: float = field(default_factory=time.monotonic)
     spinner: Spinner | None = None
     subagent_text: str = ""
+    named: bool = False
+    """Its line began with the subagent's name (several were working at once)."""
 
 
 @dataclass
@@ -98,6 +100,8 @@ class TerminalRenderer:
         self.mid_line = False
         self.thinking = False
         self.last_call: str | None = None
+        """The tool call printed last, if nothing was printed after it."""
+        self.lines_since_text = False
         self.turn_open = False
         self._paused_at: float | None = None
         self._live: Live | None = None
@@ -167,7 +171,7 @@ class TerminalRenderer:
         self.thread_id = event.thread_id
         if not self.turn_open:
             self.turn, self.turn_open = _Turn(), True
-            self.last_call = None
+            self.last_call, self.lines_since_text = None, False
         elif self._paused_at is not None:
             self.turn.paused += time.monotonic() - self._paused_at
         self._paused_at = None
@@ -181,9 +185,9 @@ class TerminalRenderer:
             return
         self.thinking = False
         self._stop_live()
-        if not self.mid_line and self.last_call is not None:
-            self.last_call = None
+        if not self.mid_line and self.lines_since_text:
             self.console.file.write("\n")  # a blank line between tool output and new text
+        self.lines_since_text = False
         self.console.file.write(event.text)
         self.console.file.flush()
         self.mid_line = not event.text.endswith("\n")
@@ -192,10 +196,12 @@ class TerminalRenderer:
         self._end_line()
         depth = self._depth_of(event.parent_id)
         self.depth[event.id] = depth + 1
-        self.running[event.id] = _Running(event, depth)
+        running = self.running[event.id] = _Running(event, depth)
         if event.parent_id is None:
             self.thinking = False
-        self._print(self._call_line(event), depth)
+        who = self._who(event)
+        running.named = bool(who)
+        self._print(who + self._call_line(event), depth)
         self.last_call = event.id
 
     def _tool_result(self, event: ToolResult) -> None:
@@ -208,9 +214,13 @@ class TerminalRenderer:
         from rich.text import Text
 
         first, size = result_summary(event.content)
-        line = Text("  ⎿ ", style="dim")
-        if event.id != self.last_call:
-            line.append(f"{event.name}: ", style="dim")
+        who = self._who(event, named=running is not None and running.named)
+        line = who + Text("  ⎿ ", style="dim")
+        if event.id != self.last_call:  # other lines came between the call and its result
+            label = event.name
+            if running is not None and event.name == "task":
+                label += f" → {running.call.args.get('subagent_type', '?')}"
+            line.append(f"{label}: ", style="dim")
         if event.status == "error" or event.content.startswith("Error"):
             line.append("✗ " + first, style="red")
         else:
@@ -268,6 +278,15 @@ class TerminalRenderer:
             highlight=False,
         )
 
+    def _who(self, event: ToolCall | ToolResult, *, named: bool = False) -> Text:
+        """The subagent's name before its lines while several subagents work at once (and
+        before a result whose call had it)."""
+        from rich.text import Text
+
+        parallel = sum(1 for r in self.running.values() if r.call.name == "task") > 1
+        shown = event.parent_id is not None and (parallel or named)
+        return Text(f"{event.agent} ", style="magenta") if shown else Text()
+
     def _depth_of(self, parent_id: str | None) -> int:
         return self.depth.get(parent_id, 1) if parent_id is not None else 0
 
@@ -291,6 +310,8 @@ class TerminalRenderer:
 
         full = Text(GUIDE * depth, style="dim") + line
         full.truncate(max(self.console.width, 20), overflow="ellipsis")
+        self.last_call = None  # a result printed after this line names its call
+        self.lines_since_text = True
         self.console.print(full, no_wrap=True, overflow="ellipsis", highlight=False)
 
     def _settle(self) -> None:

@@ -8,7 +8,13 @@ import re
 import pytest
 from rich.console import Console
 
-from runner.cli.approvals import args_to_yaml, decision_choices, parse_edited_args, read_choice
+from runner.cli.approvals import (
+    _without_call,
+    args_to_yaml,
+    decision_choices,
+    parse_edited_args,
+    read_choice,
+)
 from runner.cli.render import result_summary
 from runner.cli.terminal import TerminalRenderer
 from runner.events import (
@@ -86,7 +92,7 @@ def test_a_turn_streams_text_nests_subagent_work_and_ends_with_usage() -> None:
         "● task → critic Review /a.md",
         "│ ● read_file(file_path='/a.md')",
         "│   ⎿ # A  (+1 lines, 22 chars)",
-        "  ⎿ task: Two problems.  (+2 lines, 23 chars)",
+        "  ⎿ task → critic: Two problems.  (+2 lines, 23 chars)",
         "Done.",
     ]
     assert re.fullmatch(
@@ -95,6 +101,33 @@ def test_a_turn_streams_text_nests_subagent_work_and_ends_with_usage() -> None:
     )
     assert "Reading." not in "\n".join(lines)
     assert len(lines) == 11
+
+
+def test_subagents_working_at_once_are_named_on_their_lines() -> None:
+    def task(call_id: str, who: str) -> ToolCall:
+        return ToolCall(
+            agent="lead", name="task", args={"subagent_type": who, "description": "go"}, id=call_id
+        )
+
+    lines = lines_of(
+        render(
+            Start(agent="lead", thread_id="t"),
+            task("k1", "adder"),
+            task("k2", "quiet"),
+            ToolCall(agent="adder", parent_id="k1", name="add", args={"a": 2}, id="a1"),
+            ToolResult(agent="quiet", parent_id=None, name="task", id="k2", content="hello"),
+            ToolResult(agent="adder", parent_id="k1", name="add", id="a1", content="5"),
+            ToolResult(agent="lead", name="task", id="k1", content="The sum is 5."),
+        )
+    )
+    assert lines[1:] == [
+        "● task → adder go",
+        "● task → quiet go",
+        "│ adder ● add(a=2)",
+        "  ⎿ task → quiet: hello",
+        "│ adder   ⎿ add: 5",
+        "  ⎿ task → adder: The sum is 5.",
+    ]
 
 
 def test_errors_and_failed_results_are_marked() -> None:
@@ -169,3 +202,9 @@ def test_answers_are_limited_to_the_allowed_decisions() -> None:
         None,
         None,
     ]
+
+
+def test_langchains_default_description_loses_its_copy_of_the_arguments() -> None:
+    default = "Tool execution requires approval\n\nTool: shout\nArgs: {'text': 'hi'}"
+    assert _without_call(default, "shout") == "Tool execution requires approval"
+    assert _without_call("Shouting needs a yes", "shout") == "Shouting needs a yes"
