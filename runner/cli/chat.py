@@ -9,9 +9,12 @@ safe). Ctrl-D or `/exit` leaves. The input line has history (arrow keys, Ctrl-R)
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
 
 from runner.cli.session import (
     TurnRunner,
@@ -135,9 +138,17 @@ class Chat:
         if self.thread_id:
             self.console.print(
                 f"[dim]thread {self.thread_id} is saved; continue it with "
-                f"agentctl run {self.spec} --thread {self.thread_id}[/]",
+                f"{escape(self._resume_command())}[/]",
                 highlight=False,
             )
+
+    def _resume_command(self) -> str:
+        from runner.run import default_home
+
+        command = f"agentctl run {shlex.quote(str(self.spec))} --thread {self.thread_id}"
+        if self.session.home.path != default_home() / "agentctl.db":
+            command += f" --db {shlex.quote(str(self.session.home.path))}"
+        return command
 
     # ------------------------------------------------------------------ commands
 
@@ -190,12 +201,11 @@ class Chat:
         count = len(self.session.values(self.thread_id).get("messages", []))
         self.console.print(
             f"thread [bold]{self.thread_id}[/] · agent {self.session.name} · "
-            f"{count} messages · {self.session.home.path}",
+            f"{count} messages · {escape(str(self.session.home.path))}",
             highlight=False,
         )
         self.console.print(
-            f"[dim]continue it later with: agentctl run {self.spec} --thread {self.thread_id}[/]",
-            highlight=False,
+            f"[dim]continue it later with: {escape(self._resume_command())}[/]", highlight=False
         )
 
     def _show_todos(self) -> None:
@@ -215,7 +225,7 @@ class Chat:
         try:
             files = self.session.files(self.thread_id)
         except BackendError as exc:
-            self.console.print(f"[yellow]{exc}[/]", highlight=False)
+            self.console.print(f"[yellow]{escape(str(exc))}[/]", highlight=False)
             return
         if not files:
             self.console.print("[dim]no files yet[/]")
@@ -225,7 +235,7 @@ class Chat:
         table = Table.grid(padding=(0, 2))
         for info in files:
             size = f"{info.size:,} B" if info.size is not None else ""
-            table.add_row(info.path, f"[dim]{size}[/]")
+            table.add_row(escape(info.path), f"[dim]{size}[/]")
         self.console.print(table)
 
     # ------------------------------------------------------------------ opening
@@ -256,7 +266,7 @@ class Chat:
         )
         last_ai = next((m for m in reversed(messages) if m.type == "ai" and m.text), None)
         if last_ai is not None:
-            self.console.print(f"[dim]last answer:[/] {_first_line(last_ai.text)}")
+            self.console.print(f"[dim]last answer:[/] {escape(_first_line(last_ai.text))}")
         if self._answer_pending(thread_id):
             return
         state = self.session.state(thread_id)
