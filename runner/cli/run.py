@@ -119,7 +119,8 @@ def run(
     if message is None and answers is None and thread_id is None:
         raise click.UsageError(
             "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a "
-            "thread; in a terminal, no MESSAGE opens an interactive session"
+            "thread; in a terminal, no MESSAGE opens an interactive session (without --quiet "
+            "and --output jsonl)"
         )
     return run_turns(
         spec,
