@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
 
+    from runner.backends import FileInfo
     from runner.resolve import ResolvedAgent
     from runner.spec import AgentSpec
 
@@ -53,6 +54,7 @@ __all__ = [
     "RunResult",
     "Session",
     "ThreadInfo",
+    "Transcript",
     "default_home",
     "new_thread_id",
 ]
@@ -78,6 +80,17 @@ class ThreadInfo:
     created_at: str
     updated_at: str
     first_message: str
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A thread's saved conversation, read from its last checkpoint without building the agent
+    (so it works when the spec has moved, and starts no MCP server)."""
+
+    messages: list[Any]
+    """LangChain messages: human, ai (with `tool_calls`), tool."""
+    pending: list[Action]
+    """The tool calls waiting for approval."""
 
 
 class Home:
@@ -161,9 +174,29 @@ class Home:
         if agent:
             query += " WHERE agent = ?"
             args = (agent,)
+        # newest first; within one second (the timestamps' precision), the later registered
         with self._lock:
-            rows = self.conn.execute(query + " ORDER BY updated_at DESC", args).fetchall()
+            rows = self.conn.execute(
+                query + " ORDER BY updated_at DESC, rowid DESC", args
+            ).fetchall()
         return [ThreadInfo(*row) for row in rows]
+
+    def transcript(self, thread_id: str) -> Transcript | None:
+        """The thread's messages and pending approvals; None when it has no checkpoint."""
+        from types import SimpleNamespace
+
+        saved = self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
+        if saved is None:
+            return None
+        messages = list(saved.checkpoint.get("channel_values", {}).get("messages") or [])
+        interrupts = [
+            interrupt
+            for _task, channel, value in saved.pending_writes or ()
+            if channel == "__interrupt__"
+            for interrupt in value
+        ]
+        pending = pending_actions(SimpleNamespace(interrupts=interrupts))
+        return Transcript(messages, [action for _, actions in pending for action in actions])
 
     def delete(self, thread_id: str) -> bool:
         found = self.thread(thread_id) is not None
@@ -535,6 +568,15 @@ class Session:
     def values(self, thread_id: str) -> dict[str, Any]:
         return dict(self.state(thread_id).values or {})
 
+    def files(self, thread_id: str | None, *, limit: int = 200) -> list[FileInfo]:
+        """The files the agent sees on its backend (sorted by path, at most `limit`): on a
+        `state` backend those of the thread, else those on disk or in the store."""
+        if self.resolved.backend is None:
+            return []
+        values = self.values(thread_id) if thread_id else {}
+        backend = self.resolved.backend.get(values, self.home.store)
+        return backend.glob("**", "/")[:limit]
+
     # ----------------------------------------------------------------------- running
 
     def _input(
@@ -593,7 +635,7 @@ class Session:
         *,
         thread_id: str | None = None,
         decisions: Sequence[Decision] | None = None,
-    ) -> Iterator[RunEvent]:
+    ) -> Generator[RunEvent, None, None]:
         """Run one turn and yield its events: `Start` first, and last `Final`, `Interrupt` or
         `Error`.
 

@@ -168,7 +168,8 @@ EXAMPLES: dict[str, list[Example]] = {
 
 def test_every_example_has_a_cassette_and_a_run_here() -> None:
     names = sorted(path.stem for path, _ in find_specs([AGENTS]))
-    assert names == sorted([*EXAMPLES, "docs"])  # docs: tests/tools/test_mcp.py runs its CLI
+    # docs: tests/tools/test_mcp.py runs its CLI; showcase: tests/test_demo.py runs scripts/demo
+    assert names == sorted([*EXAMPLES, "docs", "showcase"])
     for name in names:
         assert (AGENTS / f"{name}.cassette.yaml").is_file(), name
 

@@ -124,3 +124,46 @@ def test_record_writes_a_cassette_that_replays(spine: Path, tmp_path: Path) -> N
     assert first.content == again.content == "The sum is 5."
     calls = [(e.name, e.args) for e in again.events if isinstance(e, ToolCall)]
     assert calls == [("add", {"a": 2, "b": 3})]
+
+
+def test_transcript_reads_a_thread_without_building_its_agent(spine: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    with Session(spine, db=db) as session:
+        thread = session.run("add").thread_id
+        session.run("now shout", thread_id=thread)
+    spine.unlink()  # the spec is gone; the thread is still readable
+    home = Home(db)
+    transcript = home.transcript(thread)
+    assert transcript is not None
+    assert [(m.type, m.text) for m in transcript.messages] == [
+        ("human", "add"),
+        ("ai", "Adding."),
+        ("tool", "5"),
+        ("ai", "The sum is 5."),
+        ("human", "now shout"),
+        ("ai", "Now shouting."),
+    ]
+    [action] = transcript.pending
+    assert (action.name, action.args, action.description) == (
+        "shout",
+        {"text": "hello"},
+        "Shouting needs a yes",
+    )
+    assert home.transcript("no-such-thread") is None
+
+
+def test_files_lists_what_the_agent_sees_on_its_backend(tmp_path: Path) -> None:
+    spec = tmp_path / "writer.yaml"
+    spec.write_text(
+        "name: writer\nmodel: replay:writer.cassette.yaml\nbackend: state\n", encoding="utf-8"
+    )
+    (tmp_path / "writer.cassette.yaml").write_text(
+        "- tool_calls: [{name: write_file, args: {file_path: /notes/a.md, content: hi}}]\n"
+        "- content: Written.\n",
+        encoding="utf-8",
+    )
+    with Session(spec, db=tmp_path / "db.sqlite") as session:
+        assert session.files(None) == []
+        thread = session.run("write").thread_id
+        assert [(f.path, f.size) for f in session.files(thread)] == [("/notes/a.md", 2)]
+        assert session.files(None) == []  # state files belong to a thread

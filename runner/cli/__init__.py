@@ -19,7 +19,7 @@ from runner import __version__
 # name -> (module, attribute, one-line help). The help is here so `agentctl --help` does not
 # import every command module.
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("runner.cli.run", "run", "Run an agent (one message, or resume a thread)."),
+    "run": ("runner.cli.run", "run", "Run an agent: one message, or a chat in a terminal."),
     "inspect": (
         "runner.cli.inspect",
         "inspect",
@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "validate": ("runner.cli.validate", "validate", "Check agent files and report every problem."),
     "schema": ("runner.cli.schema", "schema", "Print, write or check the agent JSON Schema."),
+    "threads": ("runner.cli.threads", "threads", "List, show or delete saved threads."),
+    "init": ("runner.cli.init", "init", "Start a new agent folder that runs offline at once."),
 }
 
 
@@ -56,9 +58,12 @@ def cli() -> None:
 
     \b
     Start with:
-      agentctl validate agents/          check every agent file in a folder
-      agentctl run agents/x.yaml "hi"    run an agent once
-      agentctl inspect agents/x.yaml     see the assembled agent
+      agentctl init my-agent              a starter agent that runs offline
+      agentctl run my-agent/agent.yaml    chat with it (in a terminal)
+      agentctl run agents/x.yaml "hi"     run an agent once
+      agentctl validate agents/           check every agent file in a folder
+      agentctl inspect agents/x.yaml      see the assembled agent
+      agentctl threads                    the saved conversations
     """
 
 

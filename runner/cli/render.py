@@ -7,9 +7,11 @@ under the `task` call when they come from a subagent. Nothing here uses colour c
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, TextIO
 
 from runner.events import (
+    Action,
     Error,
     Final,
     Interrupt,
@@ -37,10 +39,27 @@ def short_args(args: dict[str, Any], limit: int = MAX_ARG) -> str:
 
 
 def summarize_result(content: str) -> str:
-    lines = content.splitlines() or [""]
-    first = lines[0][:MAX_ARG] + ("…" if len(lines[0]) > MAX_ARG else "")
-    more = f" (+{len(lines) - 1} lines, {len(content)} chars)" if len(lines) > 1 else ""
-    return first + more
+    """A tool result in one line: its first line with words, and its size when longer."""
+    first, size = result_summary(content)
+    first = first[:MAX_ARG] + ("…" if len(first) > MAX_ARG else "")
+    return first + (f" ({size})" if size else "")
+
+
+_LINE_NUMBER = re.compile(r"^\s*\d+\t")
+EDITED_NOTE = "Note: a human reviewer replaced this tool call"
+EDITED_RESULT = "\n\nTool response:\n"
+
+
+def result_summary(content: str) -> tuple[str, str]:
+    """(the first line with words in it, a size note such as "+16 lines, 653 chars") for a tool
+    result. Line numbers that `read_file` puts in front of each line are left out."""
+    if content.startswith(EDITED_NOTE):  # LangChain's note before an edited call's result
+        content = content.partition(EDITED_RESULT)[2] or content
+    lines = content.splitlines()
+    texts = [_LINE_NUMBER.sub("", line).strip() for line in lines]
+    first = next((t for t in texts if any(c.isalnum() for c in t)), "")
+    size = f"+{len(lines) - 1} lines, {len(content):,} chars" if len(lines) > 1 else ""
+    return first, size
 
 
 class PlainRenderer:
@@ -111,6 +130,15 @@ class PlainRenderer:
             if not self.at_line_start:
                 self.out.write("\n")
             self.err.write(f"error: {event.message}\n")
+
+    def auto_approved(self, action: Action) -> None:
+        self.err.write(f"auto-approved {action.name}\n")
+
+    def pause(self) -> None:
+        if not self.at_line_start:
+            self.out.write("\n")
+            self.at_line_start = True
+        self.out.flush()
 
     @staticmethod
     def _json(value: Any) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 
-@click.command(short_help="Run an agent (one message, or resume a thread).")
+@click.command(short_help="Run an agent: one message, or a chat in a terminal.")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("message", required=False)
 @click.option(
@@ -33,7 +33,9 @@ import click
     show_default=True,
     help="jsonl: one JSON event per line.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print only the final answer.")
+@click.option(
+    "--quiet", "-q", is_flag=True, help="Print only the final answer (approvals, errors: stderr)."
+)
 @click.option(
     "--record",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -74,17 +76,22 @@ def run(
     edit_json: str | None,
     auto_approve: bool,
 ) -> int:
-    """Run the agent in SPEC with MESSAGE (`-` reads it from stdin).
+    """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
 
-    Without --thread a new thread is made; its id is printed so you can continue it with
-    `--thread ID`. A run that stops for approval exits 0 after printing what waits; answer with
+    Without MESSAGE, in a terminal: an interactive session, on --thread ID when given (/help
+    there lists its commands). Elsewhere, --thread ID without MESSAGE continues a run that was
+    cut off.
+
+    Every run is on a thread kept in the thread database: a new one unless --thread ID; its id
+    is printed so you can continue it. In a terminal, approvals are asked as they come.
+    Elsewhere a run that stops for approval exits 0 after printing what waits; answer with
     --approve, --reject [--reason TEXT] or --edit JSON on the same thread.
 
     Exit codes: 0 done (or waiting for approval), 1 the run failed, 2 bad spec or usage,
     130 interrupted.
     """
     from runner.cli.options import parse_vars
-    from runner.cli.session import decisions_from_flags, run_turns
+    from runner.cli.session import decisions_from_flags, is_terminal, run_turns
 
     answers = decisions_from_flags(
         approve=approve, reject=reject, reason=reason, edit_json=edit_json
@@ -97,12 +104,24 @@ def run(
         message = sys.stdin.read()
         if not message.strip():
             raise click.UsageError("MESSAGE is `-` but stdin was empty")
-    if message is None and answers is None and thread_id is None:
-        raise click.UsageError(
-            "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a thread"
-        )
     if message is not None and answers is not None:
         raise click.UsageError("send a MESSAGE or answer approvals, not both in one run")
+    interactive = (
+        message is None
+        and answers is None
+        and output == "text"
+        and not quiet
+        and is_terminal(sys.stdin)
+        and is_terminal(sys.stdout)
+    )
+    if interactive:
+        return _chat(spec, thread_id, parse_vars(vars_), model, record, db, auto_approve)
+    if message is None and answers is None and thread_id is None:
+        raise click.UsageError(
+            "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a "
+            "thread; in a terminal, no MESSAGE opens an interactive session (without --quiet "
+            "and --output jsonl)"
+        )
     return run_turns(
         spec,
         message=message,
@@ -116,3 +135,25 @@ def run(
         answers=answers,
         auto_approve=auto_approve,
     )
+
+
+def _chat(
+    spec: Path,
+    thread_id: str | None,
+    variables: dict[str, object],
+    model: str | None,
+    record: Path | None,
+    db: Path | None,
+    auto_approve: bool,
+) -> int:
+    from runner.cli.chat import chat
+    from runner.cli.session import local_context
+    from runner.run import Session
+
+    session = Session(
+        spec, model=model, vars=variables, db=db, record=record, local_context=local_context(spec)
+    )
+    try:
+        return chat(session, spec=spec, thread_id=thread_id, auto_approve=auto_approve)
+    finally:
+        session.close()

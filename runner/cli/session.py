@@ -1,15 +1,32 @@
-"""Driving a `Session` from the command line: decisions from flags, the turn loop, exit codes."""
+"""Driving a `Session` from the command line: decisions from flags, cancellable turns, approvals,
+the choice of renderer, exit codes.
+
+A turn runs in a worker thread while the main thread renders its events, so Ctrl-C reaches the
+person at once instead of after the step in flight. Cancelling stops the turn at its next event;
+the step in flight (a model call, a tool) still finishes in the background, because LangGraph
+waits for it, and its checkpoint stays consistent: the next message on the thread starts from the
+last completed step, and `PatchToolCallsMiddleware` answers any tool call left without a result.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import queue
 import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
+from runner.events import Action, Interrupt, RunEvent
 from runner.run import Decision
+
+if TYPE_CHECKING:
+    from runner.cli.approvals import TerminalApprover
+    from runner.run import Session
 
 
 def decisions_from_flags(
@@ -58,6 +75,192 @@ def local_context(spec_path: Path) -> str:
     )
 
 
+# --------------------------------------------------------------------------- cancellable turns
+
+_DONE = object()
+
+
+class TurnRunner:
+    """Runs `Session.stream` turns in a worker thread, one at a time, so they can be cancelled."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._worker: threading.Thread | None = None
+
+    @property
+    def busy(self) -> bool:
+        """The last turn's worker still runs: after a cancel, the step in flight finishing."""
+        return self._worker is not None and self._worker.is_alive()
+
+    def wait(self) -> None:
+        if self._worker is not None:
+            self._worker.join()
+            self._worker = None
+
+    def stream(
+        self,
+        message: str | None = None,
+        *,
+        thread_id: str | None = None,
+        decisions: Sequence[Decision] | None = None,
+    ) -> Iterator[RunEvent]:
+        """The turn's events; KeyboardInterrupt (or closing the iterator) cancels the turn."""
+        self.wait()
+        events: queue.Queue[Any] = queue.Queue()
+        cancel = threading.Event()
+
+        def work() -> None:
+            stream = self.session.stream(message, thread_id=thread_id, decisions=decisions)
+            try:
+                for event in stream:
+                    events.put(event)
+                    if cancel.is_set():
+                        break
+            except BaseException as exc:
+                events.put(exc)
+            finally:
+                stream.close()
+                events.put(_DONE)
+
+        self._worker = threading.Thread(target=work, name="agentctl-turn", daemon=True)
+        self._worker.start()
+        try:
+            while (item := events.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            cancel.set()  # a no-op when the turn ended by itself
+
+
+# --------------------------------------------------------------------------- views
+
+
+class View(Protocol):
+    """What shows a turn's events: JSON lines, plain text, or the terminal renderer."""
+
+    def handle(self, event: RunEvent) -> None: ...
+
+    def auto_approved(self, action: Action) -> None:
+        """`--auto-approve` answered this action."""
+
+    def pause(self) -> None:
+        """A prompt is about to be shown: finish what is on screen."""
+
+
+class JsonLines:
+    """`--output jsonl`: every event as one JSON line, nothing else."""
+
+    def handle(self, event: RunEvent) -> None:
+        from runner.run import to_json_line
+
+        click.echo(to_json_line(event))
+
+    def auto_approved(self, action: Action) -> None:
+        pass
+
+    def pause(self) -> None:
+        pass
+
+
+def choose_view(*, output: str, quiet: bool) -> View:
+    """JSON lines when asked; the rich renderer when stdout is a terminal (and not --quiet);
+    plain text otherwise, with no colour codes."""
+    from runner.cli.render import PlainRenderer
+
+    if output == "jsonl":
+        return JsonLines()
+    if quiet or not is_terminal(sys.stdout):
+        return PlainRenderer(sys.stdout, sys.stderr, quiet=quiet)
+    from runner.cli.terminal import TerminalRenderer
+
+    return TerminalRenderer(stdout_console(), err_console=stderr_console())
+
+
+def is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty()) and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+def can_ask() -> bool:
+    """Approvals can be asked: a person types on stdin and reads stderr."""
+    return is_terminal(sys.stdin) and is_terminal(sys.stderr)
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def terminal_approver() -> TerminalApprover:
+    from prompt_toolkit.output import create_output
+
+    from runner.cli.approvals import TerminalApprover
+
+    return TerminalApprover(stderr_console(), prompt_output=create_output(stdout=sys.stderr))
+
+
+# --------------------------------------------------------------------------- one turn
+
+
+def play_turn(
+    turns: TurnRunner,
+    view: View,
+    *,
+    message: str | None,
+    thread_id: str | None,
+    decisions: Sequence[Decision] | None = None,
+    auto_approve: bool = False,
+    approver: TerminalApprover | None = None,
+) -> RunEvent | None:
+    """Run one turn to its end, answering approvals on the way (all approved with
+    `auto_approve`, else asked with `approver`), and return its last event."""
+    answer: Callable[[Interrupt], list[Decision]] | None = None
+    if auto_approve:
+        answer = _approve_all(view)
+    elif approver is not None:
+        answer = _ask_with(approver, view)
+    while True:
+        last = None
+        for event in turns.stream(message, thread_id=thread_id, decisions=decisions):
+            last = event
+            if not isinstance(event, Interrupt) or answer is None or isinstance(view, JsonLines):
+                view.handle(event)
+        if answer is None or not isinstance(last, Interrupt):
+            return last
+        message, thread_id = None, last.thread_id
+        decisions = answer(last)
+
+
+def _approve_all(view: View) -> Callable[[Interrupt], list[Decision]]:
+    def answer(interrupt: Interrupt) -> list[Decision]:
+        for action in interrupt.actions:
+            view.auto_approved(action)
+        return [Decision("approve")] * len(interrupt.actions)
+
+    return answer
+
+
+def _ask_with(approver: TerminalApprover, view: View) -> Callable[[Interrupt], list[Decision]]:
+    def answer(interrupt: Interrupt) -> list[Decision]:
+        view.pause()
+        return approver.decide(interrupt)
+
+    return answer
+
+
+# --------------------------------------------------------------------------- one-shot runs
+
+
 def run_turns(
     spec: Path,
     *,
@@ -72,31 +275,54 @@ def run_turns(
     answers: list[Decision] | None,
     auto_approve: bool,
 ) -> int:
-    """Run until the turn ends (auto-approving when asked) and map the outcome to an exit code."""
-    from runner.cli.render import PlainRenderer
-    from runner.events import Error, Interrupt
-    from runner.run import Session, to_json_line
+    """Run one turn (answering approvals in the terminal when a person is there to ask) and map
+    the outcome to an exit code."""
+    from runner.events import Error
+    from runner.run import Session
 
     session = Session(
         spec, model=model, vars=variables, db=db, record=record, local_context=local_context(spec)
     )
-    renderer = PlainRenderer(sys.stdout, sys.stderr, quiet=quiet) if output == "text" else None
+    view = choose_view(output=output, quiet=quiet)
+    ask = output == "text" and not auto_approve and can_ask()
+    turns = TurnRunner(session)
     try:
-        while True:
-            last = None
-            for event in session.stream(message, thread_id=thread_id, decisions=answers):
-                last = event
-                if renderer is None:
-                    click.echo(to_json_line(event))
-                elif not (auto_approve and isinstance(event, Interrupt)):
-                    renderer.handle(event)
-            if auto_approve and isinstance(last, Interrupt):
-                message, thread_id = None, last.thread_id
-                answers = [Decision("approve")] * len(last.actions)
-                if renderer is not None:
-                    for action in last.actions:
-                        renderer.err.write(f"auto-approved {action.name}\n")
-                continue
-            return 1 if isinstance(last, Error) or last is None else 0
+        last = play_turn(
+            turns,
+            view,
+            message=message,
+            thread_id=thread_id,
+            decisions=answers,
+            auto_approve=auto_approve,
+            approver=terminal_approver() if ask else None,
+        )
+        return 1 if isinstance(last, Error) or last is None else 0
+    except KeyboardInterrupt:
+        view.pause()  # stop the spinners before saying anything
+        finish_cancelled(turns, session)
+        raise
     finally:
         session.close()
+
+
+def finish_cancelled(
+    turns: TurnRunner,
+    session: Session,
+    *,
+    note: str = "Interrupted: finishing the current step first",
+) -> None:
+    """Before the process exits: let a cancelled turn's step in flight finish, so the exit is
+    clean; a second Ctrl-C quits at once (the thread stays resumable, as after a crash)."""
+    if not turns.busy:
+        return
+    click.echo(f"{note} (Ctrl-C again to quit at once).", err=True)
+    try:
+        turns.wait()
+    except KeyboardInterrupt:
+        try:
+            session.resolved.close()  # stop MCP servers; the database needs nothing
+        finally:
+            click.echo("Interrupted.", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
