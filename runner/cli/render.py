@@ -69,6 +69,7 @@ class PlainRenderer:
         self.quiet = quiet
         self.at_line_start = True
         self.tokens_in = 0
+        self.thread_shown: str | None = None
         self.tokens_out = 0
         self.depth: dict[str | None, int] = {None: 0}
 
@@ -92,8 +93,12 @@ class PlainRenderer:
                 self._interrupt(event)
             return
         if isinstance(event, Start):
-            self.err.write(f"thread {event.thread_id}\n")
-            self.err.flush()
+            if (
+                event.thread_id != self.thread_shown
+            ):  # a resumed turn (after approval) is the same thread
+                self.thread_shown = event.thread_id
+                self.err.write(f"thread {event.thread_id}\n")
+                self.err.flush()
         elif isinstance(event, TextDelta):
             if event.parent_id:
                 return  # a subagent's text is summarised by its result
