@@ -34,6 +34,15 @@ class ImportTool(SpecModel):
 McpTransport = Literal["stdio", "streamable_http", "sse"]
 
 
+class McpToolSettings(SpecModel):
+    """Settings for one tool of an MCP server."""
+
+    description: str | None = None
+    """Replace the tool's description."""
+    return_direct: bool | None = None
+    """End the agent's turn with this tool's result as the answer."""
+
+
 class McpServer(SpecModel):
     """An MCP server whose tools the agent gets: a local process over stdio (`command`, `args`,
     `env`), or a remote one over streamable HTTP or SSE (`url`, `headers`)."""
@@ -61,6 +70,9 @@ class McpServer(SpecModel):
     prefix: bool | str = False
     """Prefix tool names to avoid clashes: `true` gives `<name>_<tool>`, a string gives
     `<string><tool>`."""
+    tools: dict[str, McpToolSettings] = Field(default_factory=dict)
+    """Per-tool settings by the server's tool name: `{search: {description: ..., return_direct:
+    true}}`. Approvals go under the agent's `interrupt_on`, by the final (prefixed) name."""
     timeout: float | None = Field(default=None, gt=0)
     """Seconds to wait for a tool call before it fails."""
 

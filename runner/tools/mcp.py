@@ -92,26 +92,37 @@ def tools_from_mcp(
             locate((), f"MCP server {server.name!r} failed to start: {exc}")
         ) from None
     available = [t.name for t in running.tools]
-    for key in ("include", "exclude"):
-        for index, wanted in enumerate(getattr(server, key) or ()):
-            if wanted not in available:
-                close = difflib.get_close_matches(wanted, available, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                listing = ", ".join(available) or "no tools at all"
-                raise ResolutionError.at(
-                    locate(
-                        (key, index),
-                        f"MCP server {server.name!r} has no tool {wanted!r}; {hint}"
-                        f"it has: {listing}",
-                    )
+    named: list[tuple[tuple[str | int, ...], str]] = [
+        ((key, index), wanted)
+        for key in ("include", "exclude")
+        for index, wanted in enumerate(getattr(server, key) or ())
+    ] + [(("tools", wanted), wanted) for wanted in server.tools]
+    for where, wanted in named:
+        if wanted not in available:
+            close = difflib.get_close_matches(wanted, available, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            listing = ", ".join(available) or "no tools at all"
+            raise ResolutionError.at(
+                locate(
+                    where,
+                    f"MCP server {server.name!r} has no tool {wanted!r}; {hint}it has: {listing}",
                 )
+            )
     chosen = [
         t
         for t in running.tools
         if (server.include is None or t.name in server.include) and t.name not in server.exclude
     ]
     prefix = f"{server.name}_" if server.prefix is True else server.prefix or ""
-    return [running.as_tool(t, name=prefix + t.name) for t in chosen]
+    tools = []
+    for t in chosen:
+        tool = running.as_tool(t, name=prefix + t.name)
+        settings = server.tools.get(t.name)
+        if settings is not None:
+            overrides = settings.model_dump(exclude_none=True)
+            tool = tool.model_copy(update=overrides) if overrides else tool
+        tools.append(tool)
+    return tools
 
 
 # --------------------------------------------------------------------------- the loop
@@ -153,7 +164,7 @@ class McpServers:
     def start(self, server: McpServer) -> _RunningServer:
         """Start `server` (or return it, already started with the same settings), blocking until
         its tools are listed. Raises McpStartError with the reason when it cannot start."""
-        key = server.model_dump_json(exclude={"include", "exclude", "prefix"})
+        key = server.model_dump_json(exclude={"include", "exclude", "prefix", "tools"})
         if key in self._servers:
             return self._servers[key]
         loop = self._ensure_loop()

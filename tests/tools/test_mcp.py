@@ -448,3 +448,39 @@ def test_remote_server_tools_reach_the_model(tmp_path: Path, remote: dict[str, A
         ("web_fail", "Error executing tool fail: no access", "error"),
     ]
     assert isinstance(result.events[-1], Final) and result.content == "Found it."
+
+
+def test_per_tool_settings_override_description_and_return_direct(tmp_path: Path) -> None:
+    from runner.run import Session
+
+    server = stdio_server(
+        include=["search", "whoami"],
+        tools={"whoami": {"description": "Say who the server runs as.", "return_direct": True}},
+    )
+    path = write_agent(tmp_path, [server], [call("whoami")])
+    with Session(path, db=tmp_path / "db") as session:
+        tools = {t.name: t for t in session.resolved.tools}
+        assert (tools["whoami"].description, tools["whoami"].return_direct) == (
+            "Say who the server runs as.",
+            True,
+        )
+        assert tools["search"].return_direct is False
+        result = session.run("who are you?")
+    # return_direct: the tool's result is the answer, with no second model call
+    assert result.final is not None and result.final.content != ""
+    assert len([e for e in result.events if e.type == "usage"]) == 1
+
+
+def test_settings_for_a_tool_the_server_lacks_are_located(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write_agent(
+        tmp_path, [stdio_server(tools={"serch": {"description": "x"}})], [{"content": "x"}]
+    )
+    with pytest.raises(ResolutionError) as caught:
+        runner.build_agent(path)
+    assert str(caught.value) == (
+        "agent.yaml:12:9: tools[0].mcp.tools.serch: MCP server 'notes' has no tool 'serch'; "
+        "did you mean 'search'? it has: search, read_note, fail, crash, nap, whoami"
+    )
