@@ -33,3 +33,18 @@ def test_text_view() -> None:
         "middleware  Todos → Filesystem → LargeInputs → Summarization → PatchToolCalls"
         in done.stdout
     )
+
+
+def test_every_example_describes_as_json() -> None:
+    """The library behind `inspect --json`, for every example (in-process: one CLI run above)."""
+    import json as jsonlib
+
+    from runner.inspection import describe
+    from runner.validate import find_specs
+
+    for path, _ in find_specs([AGENTS]):
+        info = jsonlib.loads(jsonlib.dumps(describe(path)))
+        assert info["name"] == path.stem
+        assert {"name", "model", "middleware", "tools", "subagents", "backend", "system_prompt"} <= set(info)
+        assert "Filesystem" in info["middleware"] and info["middleware"][-1] in ("PatchToolCalls", "HumanInTheLoop")
+        assert "ls" in info["tools"] and info["system_prompt"]
