@@ -333,7 +333,7 @@ class Resolver:
     ) -> list[Middleware]:
         from langchain.agents.middleware import AgentMiddleware
 
-        from runner.tools.imports import import_object
+        from runner.tools.imports import call_imported, import_object
 
         result: list[Middleware] = []
         for index, entry in enumerate(spec.middleware):
@@ -354,12 +354,7 @@ class Resolver:
                 raise ResolutionError.at(
                     locate(f"{entry.import_} is not middleware (found {type(obj).__name__})")
                 )
-            try:
-                made = obj(**entry.args)
-            except Exception as exc:
-                raise ResolutionError.at(
-                    locate(f"{entry.import_}(...) raised {type(exc).__name__}: {exc}")
-                ) from None
+            made = call_imported(obj, entry.import_, entry.args, locate)
             if not isinstance(made, AgentMiddleware):
                 raise ResolutionError.at(
                     locate(f"{entry.import_} gave {type(made).__name__}, not an AgentMiddleware")
@@ -740,7 +735,7 @@ class Resolver:
         return found
 
     def _import_runnable(self, entry: Any, at: KeyPath, locator: Locator) -> Any:
-        from runner.tools.imports import import_object
+        from runner.tools.imports import call_imported, import_object
 
         def locate(message: str) -> Problem:
             return locator((*at, "import"), message)
@@ -751,12 +746,7 @@ class Resolver:
                 raise ResolutionError.at(
                     locate(f"`args:` given, but {entry.import_} is not callable")
                 )
-            try:
-                obj = obj(**entry.args)
-            except Exception as exc:
-                raise ResolutionError.at(
-                    locate(f"{entry.import_}(...) raised {type(exc).__name__}: {exc}")
-                ) from None
+            obj = call_imported(obj, entry.import_, entry.args, locate)
         if not (hasattr(obj, "invoke") and hasattr(obj, "ainvoke")):
             raise ResolutionError.at(
                 locate(

@@ -113,28 +113,26 @@ def _as_tool(obj: Any, ref: str, locate: Locate, description: str | None) -> Bas
     )
 
 
+def call_imported(obj: Any, ref: str, args: dict[str, Any] | None, locate: Locate) -> Any:
+    """`obj(**args)` for a class or factory named in a spec; its failure is located there."""
+    try:
+        return obj(**(args or {}))
+    except Exception as exc:
+        raise _fail(locate, f"{ref}({_args(args)}) raised {type(exc).__name__}: {exc}") from None
+
+
 def tools_from_import(entry: ImportTool, locate: Locate) -> list[BaseTool]:
     """The tools one `import:` entry gives, with the entry's overrides applied."""
     ref = entry.import_
     obj = import_object(ref, locate)
     if isinstance(obj, type) and issubclass(obj, BaseTool):
-        try:
-            obj = obj(**(entry.args or {}))
-        except Exception as exc:
-            raise _fail(
-                locate, f"{ref}({_args(entry.args)}) raised {type(exc).__name__}: {exc}"
-            ) from None
+        obj = call_imported(obj, ref, entry.args, locate)
     elif entry.args is not None:
         if isinstance(obj, BaseTool) or not callable(obj):
             raise _fail(
                 locate, f"`args:` given, but {ref} is not a factory (a callable returning tools)"
             )
-        try:
-            obj = obj(**entry.args)
-        except Exception as exc:
-            raise _fail(
-                locate, f"{ref}({_args(entry.args)}) raised {type(exc).__name__}: {exc}"
-            ) from None
+        obj = call_imported(obj, ref, entry.args, locate)
     items = list(obj) if isinstance(obj, list | tuple) else [obj]
     if not items:
         raise _fail(locate, f"{ref} gave no tools")
