@@ -112,13 +112,16 @@ def steps_script(steps: int) -> Script:
     return script
 
 
-def spec_file(folder: Path, name: str, extra: dict[str, Any] | None = None) -> Path:
-    """An agentctl spec with the default harness and the `step` tool from this module."""
+def spec_file(
+    folder: Path, name: str, extra: dict[str, Any] | None = None, *, tool_ref: str | None = None
+) -> Path:
+    """An agentctl spec with the default harness and one tool (`step` from this module unless
+    `tool_ref` names another), plus the `extra` settings."""
     spec = {
         "version": 1,
         "name": name,
         "model": "openai:gpt-4.1",  # replaced by the instance passed to build_agent
-        "tools": [{"import": f"{Path(__file__).resolve()}:step"}],
+        "tools": [{"import": tool_ref or f"{Path(__file__).resolve()}:step"}],
         **(extra or {}),
     }
     path = folder / f"{name}.yaml"
@@ -152,6 +155,15 @@ def build(
     import runner
 
     return runner.build_agent(spec, model=model, checkpointer=checkpointer)
+
+
+def run_agent(agent: Any, message: Any, mode: str, config: Any = None) -> Any:
+    """`agent.invoke` or, for mode "ainvoke", `agent.ainvoke` in a fresh event loop."""
+    if mode == "invoke":
+        return agent.invoke(message, config)
+    import asyncio
+
+    return asyncio.run(agent.ainvoke(message, config))
 
 
 def median(values: Sequence[float]) -> float:
