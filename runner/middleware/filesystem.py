@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from runner.backends import (
@@ -36,6 +36,7 @@ from runner.backends import (
     validate_path,
 )
 from runner.middleware.prompt import PromptSection
+from runner.tools.runtime import harness_tool
 
 CHARS_PER_TOKEN = 4
 LONG_LINE = 5_000
@@ -588,6 +589,4 @@ def _with_message(
 def _tool(
     name: str, description: str, func: Callable[..., Any], coroutine: Callable[..., Awaitable[Any]]
 ) -> BaseTool:
-    return StructuredTool.from_function(
-        func=func, coroutine=coroutine, name=name, description=description
-    )
+    return harness_tool(name, description, func, coroutine)
