@@ -6,9 +6,12 @@ Run: .venv/bin/python bench/bench_files.py [--repeat 3] [--quick]
 Every figure is the time between two model calls of an instant scripted model, so it is what
 the tool calls cost inside the agent loop (tool node, middleware, state reducers):
 
-- 1,000 `write_file` calls on the state backend: all in ONE AI message; in 10 messages of 100
-  (per-write cost in the first batch vs the tenth, when 900 files exist); and one per step
-  (first vs last 50 steps; this one also pays for the growing conversation);
+- `write_file` on the state backend, 100 calls in ONE AI message, into a state that holds no
+  files and into one that holds 900 (the same short conversation): the per-write cost must not
+  grow with the number of files (the target);
+- 1,000 `write_file` calls: all in one AI message; in 10 messages of 100 in one run (first vs
+  tenth batch: the conversation grows by 200 messages a batch, and LangGraph's `add_messages`
+  reducer, run once per ToolMessage, grows with it); and one per step (first vs last 50 steps);
 - `grep` and `glob` over the 1,000 state files just written;
 - `grep` over 5,000 files on the filesystem backend (bench_backends.py has the raw backend).
 
@@ -16,13 +19,13 @@ the tool calls cost inside the agent loop (tool node, middleware, state reducers
 merging reducer, and naive Python `write_file` / `grep` / `glob` tools.
 
 Prints a table (median ms) and, last, one JSON line.
-Target (issue 10): per-write cost flat within 1.2x from the first to the last batch.
+Target (issue 10): per-write cost flat within 1.2x from the first to the thousandth file when
+the writes are batched (here: 900 files / no files).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import fnmatch
 import itertools
 import json
@@ -41,6 +44,7 @@ from _common import (
     median,
     replies_script,
     rotations,
+    run_agent,
     spec_file,
 )
 from langchain.agents import AgentState
@@ -51,6 +55,7 @@ from langgraph.types import Command
 
 FILES = 1_000
 BATCHES = 10
+SEEDED = 900
 TREE = 5_000
 WORD = "needle"
 
@@ -115,13 +120,15 @@ Reply = Callable[[], AIMessage]
 DONE: Reply = lambda: AIMessage(content="done")  # noqa: E731
 
 
+def batch(start: int, count: int) -> Reply:
+    """One AI message asking for `count` writes, of files start .. start + count - 1."""
+    return lambda: calls(*(write(i) for i in range(start, start + count)))
+
+
 def batched(batches: int) -> list[Reply]:
     """`batches` AI messages sharing the 1,000 writes, then grep, glob, and a final answer."""
     size = FILES // batches
-    replies: list[Reply] = [
-        lambda b=b: calls(*(write(i) for i in range(b * size, (b + 1) * size)))
-        for b in range(batches)
-    ]
+    replies = [batch(b * size, size) for b in range(batches)]
     replies.append(lambda: calls(("grep", {"pattern": WORD})))
     replies.append(lambda: calls(("glob", {"pattern": "/notes/n09*.md"})))
     return [*replies, DONE]
@@ -150,6 +157,7 @@ def gaps(stamps: list[float]) -> list[float]:
 
 
 def state_agents(model: dict[str, InstantModel], folder: Path) -> dict[str, Any]:
+    """The three agents with file tools on a state backend (or, bare, in a `files` dict)."""
     spec = spec_file(folder, "files", {"backend": "state", "tools": []})
     return {
         kind: build(
@@ -181,14 +189,12 @@ def disk_agents(model: dict[str, InstantModel], folder: Path, tree: Path) -> dic
     }
 
 
-def run(agent: Any, model: InstantModel, mode: str) -> list[float]:
+def run(agent: Any, model: InstantModel, mode: str, files: Any = None) -> list[float]:
     message: Any = {"messages": [{"role": "user", "content": "go"}]}
-    config = {"recursion_limit": 10 * FILES}
+    if files is not None:
+        message["files"] = files
     model.stamps.clear()
-    if mode == "invoke":
-        agent.invoke(message, config)
-    else:
-        asyncio.run(agent.ainvoke(message, config))
+    run_agent(agent, message, mode, {"recursion_limit": 10 * FILES})
     return gaps(model.stamps)
 
 
@@ -196,37 +202,68 @@ def scenario(
     results: dict[str, Any],
     name: str,
     replies: list[Reply],
-    make_agents: Callable[[dict[str, InstantModel]], dict[str, Any]],
+    agents: dict[str, Any],
+    models: dict[str, InstantModel],
     figures: Callable[[list[float]], dict[str, float]],
     repeat: int,
     mode: str,
+    files: dict[str, Any] | None = None,
 ) -> None:
-    models = {k: InstantModel(script=replies_script(replies)) for k in CONTENDERS}
-    agents = make_agents(models)
+    """Run `replies` through every contender (with `files[kind]` already in the state)."""
     seen: dict[str, dict[str, list[float]]] = {k: {} for k in CONTENDERS}
     for order in rotations(repeat):
         for kind in order:
-            for key, value in figures(run(agents[kind], models[kind], mode)).items():
+            models[kind].script = replies_script(replies)
+            gaps = run(agents[kind], models[kind], mode, (files or {}).get(kind))
+            for key, value in figures(gaps).items():
                 seen[kind].setdefault(key, []).append(value)
     for kind in CONTENDERS:
         for key, values in seen[kind].items():
             results[f"{kind}_{mode}_{name}_{key}"] = median(values) * 1e3
 
 
+def seed_files(agents: dict[str, Any], models: dict[str, InstantModel]) -> dict[str, Any]:
+    """Each contender's `files` after it wrote SEEDED files (in its own format)."""
+    seeded: dict[str, Any] = {}
+    for kind in CONTENDERS:
+        models[kind].script = replies_script([batch(FILES, SEEDED), DONE])
+        message: Any = {"messages": [{"role": "user", "content": "go"}]}
+        seeded[kind] = agents[kind].invoke(message)["files"]
+        assert len(seeded[kind]) == SEEDED
+    return seeded
+
+
 def bench(repeat: int, modes: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     window = 50
+    size = FILES // BATCHES
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         tree = folder / "tree"
         make_tree(tree)
-        size = FILES // BATCHES
+        models = {k: InstantModel(script=None) for k in CONTENDERS}
+        state = state_agents(models, folder)
+        disk = disk_agents(models, folder, tree)
+        seeded = seed_files(state, models)
         for mode in modes:
+            for label, files in (("empty", None), ("seeded", seeded)):
+                scenario(
+                    results,
+                    f"batch_{label}",
+                    [batch(0, size), DONE],
+                    state,
+                    models,
+                    lambda g: {"write": g[0] / size},
+                    repeat * 3,
+                    mode,
+                    files,
+                )
             scenario(
                 results,
                 "one_message",
                 batched(1),
-                lambda m: state_agents(m, folder),
+                state,
+                models,
                 lambda g: {"write": g[0] / FILES, "grep": g[1], "glob": g[2]},
                 repeat,
                 mode,
@@ -235,7 +272,8 @@ def bench(repeat: int, modes: list[str]) -> dict[str, Any]:
                 results,
                 "batches",
                 batched(BATCHES),
-                lambda m: state_agents(m, folder),
+                state,
+                models,
                 lambda g: {"first": g[0] / size, "last": g[BATCHES - 1] / size},
                 repeat,
                 mode,
@@ -244,33 +282,40 @@ def bench(repeat: int, modes: list[str]) -> dict[str, Any]:
                 results,
                 "per_step",
                 per_step(),
-                lambda m: state_agents(m, folder),
+                state,
+                models,
                 lambda g: {"first": median(g[:window]), "last": median(g[-window:])},
                 max(1, repeat - 1),
                 mode,
             )
             scenario(
-                results,
-                "disk",
-                disk_grep(),
-                lambda m: disk_agents(m, folder, tree),
-                lambda g: {"grep": g[0]},
-                repeat,
-                mode,
+                results, "disk", disk_grep(), disk, models, lambda g: {"grep": g[0]}, repeat, mode
             )
     return results
 
 
 ROWS = [
+    ("batch_empty_write", "write, 100 in one message, no files yet"),
+    ("batch_seeded_write", f"write, 100 in one message, {SEEDED} files"),
     ("one_message_write", "write, 1,000 in one message (per write)"),
-    ("batches_first", "write, batches of 100: first batch"),
-    ("batches_last", "write, batches of 100: tenth batch"),
+    ("batches_first", "write, 10 x 100 in one run: first batch"),
+    ("batches_last", "write, 10 x 100 in one run: tenth batch"),
     ("per_step_first", "write, one per step: first 50"),
     ("per_step_last", "write, one per step: last 50"),
     ("one_message_grep", "grep over 1,000 state files"),
     ("one_message_glob", "glob over 1,000 state files"),
     ("disk_grep", f"grep over {TREE:,} files on disk"),
 ]
+
+
+def flatness(results: dict[str, Any], kind: str, mode: str) -> tuple[float, float]:
+    """Per-write cost with SEEDED files / with none (same conversation), and tenth / first batch
+    of one run (the conversation grows too)."""
+    seeded = (
+        results[f"{kind}_{mode}_batch_seeded_write"] / results[f"{kind}_{mode}_batch_empty_write"]
+    )
+    batches = results[f"{kind}_{mode}_batches_last"] / results[f"{kind}_{mode}_batches_first"]
+    return seeded, batches
 
 
 def table(results: dict[str, Any], modes: list[str]) -> str:
@@ -281,10 +326,12 @@ def table(results: dict[str, Any], modes: list[str]) -> str:
         for key, label in ROWS:
             a, b, c = (results[f"{k}_{mode}_{key}"] for k in CONTENDERS)
             rows.append(f"{label:<44}{a:>18.3f}{b:>18.3f}{c:>18.3f}{c / a:>7.2f}{c / b:>7.2f}")
-        for kind in CONTENDERS:
-            first = results[f"{kind}_{mode}_batches_first"]
-            last = results[f"{kind}_{mode}_batches_last"]
-            rows.append(f"  {LABELS[kind]}: per-write cost, tenth / first batch {last / first:.2f}")
+        rows.append(f"per-write cost, {SEEDED} files / none:")
+        cells = [f"{flatness(results, k, mode)[0]:>18.2f}" for k in CONTENDERS]
+        rows[-1] = f"{rows[-1]:<44}" + "".join(cells)
+        rows.append("per-write cost, tenth / first batch:")
+        cells = [f"{flatness(results, k, mode)[1]:>18.2f}" for k in CONTENDERS]
+        rows[-1] = f"{rows[-1]:<44}" + "".join(cells)
         rows.append("")
     return "\n".join(rows).rstrip()
 
@@ -303,8 +350,9 @@ def main() -> None:
     summary.update({k: round(v, 4) for k, v in results.items()})
     for mode in modes:
         for kind in CONTENDERS:
-            ratio = results[f"{kind}_{mode}_batches_last"] / results[f"{kind}_{mode}_batches_first"]
-            summary[f"flat_{kind}_{mode}"] = round(ratio, 3)
+            seeded, batches = flatness(results, kind, mode)
+            summary[f"flat_seeded_{kind}_{mode}"] = round(seeded, 3)
+            summary[f"flat_batches_{kind}_{mode}"] = round(batches, 3)
     print(json.dumps(summary))
 
 
