@@ -112,6 +112,18 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
     return [m for m in chain if m is not None]
 
 
+def fused_chain(agent: ResolvedAgent, chain: list[Middleware]) -> list[Middleware]:
+    """`chain` with adjacent harness wrap hooks fused into one per kind (see
+    `runner.middleware.fused`). Only agentctl's own middleware is fused: the spec's middleware
+    and LangChain's keep their hooks (and their trace spans)."""
+    from runner.middleware.fused import fuse_wrap_hooks
+
+    users = {id(m) for m in agent.user_middleware}
+    return fuse_wrap_hooks(
+        chain, lambda m: id(m) not in users and type(m).__module__.startswith("runner.")
+    )
+
+
 def subagent_middleware(
     agent: ResolvedAgent, *, store: Any = None, compile: bool = True
 ) -> Middleware | None:
@@ -190,7 +202,7 @@ def build_graph(
             agent.model.require(),
             tools=agent.tools,
             system_prompt=static_prompt(prompt_parts(agent)[0]),
-            middleware=middleware,
+            middleware=fused_chain(agent, middleware),
             response_format=agent.response_format,
             checkpointer=checkpointer,
             store=store,

@@ -6,7 +6,8 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 |---|-----------------------|----------------------------------------------------------------------|
 | 0 | SystemPrompt          | only when a prompt section depends on the thread (memory, skills):   |
 |   |                       | static sections are joined once at build time, dynamic ones per call |
-| 1 | Todos                 | `write_todos`; first, as in the seeds                                |
+| 1 | Todos                 | `write_todos`; first, as in the seeds. No hooks: the tool itself     |
+|   |                       | rejects parallel calls                                               |
 | 2 | Memory                | loads AGENTS.md files once per thread                                |
 | 3 | Skills                | lists SKILL.md front matter; bodies are read on demand               |
 | 4 | Filesystem            | file tools; evicts large results (outermost tool wrapper, so it sees |
@@ -26,4 +27,10 @@ prompt, todos, memory, skills, filesystem (and execute), subagents, user middlew
 local context. Each middleware contributes its section through `runner.middleware.prompt`
 instead of appending in its own `wrap_model_call`: every wrap hook costs time on every model
 call, and most sections never change during a run.
+
+For the same reason `build_graph` hands LangChain the wrap hooks of adjacent harness middleware
+(nothing else's hook of that kind between them) as one hook per kind, composed in the order
+above (`runner.middleware.fused`): in the default chain Filesystem's and LargeInputs' tool hooks
+are one, and LargeInputs' and Summarization's model hooks are one. The spec's middleware and
+LangChain's own are never fused, and `middleware_chain` still lists the chain as above.
 """

@@ -8,6 +8,7 @@ keeps a wrap hook off each model call. `langchain-anthropic` is an optional extr
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from runner.resolve import ResolvedAgent
@@ -22,11 +23,11 @@ def uses_anthropic(agent: ResolvedAgent) -> bool:
     if any(p in ANTHROPIC_PROVIDERS for p in providers):
         return True
     models = [agent.model.chat_model, *agent.model.fallbacks]
-    try:
-        from langchain_anthropic import ChatAnthropic
-    except ImportError:
-        return False
-    return any(isinstance(m, ChatAnthropic) for m in models)
+    # A ChatAnthropic object exists only once its module is imported: look there instead of
+    # importing it (the Anthropic SDK takes seconds to import) to learn that none is.
+    module = sys.modules.get("langchain_anthropic")
+    chat_anthropic = getattr(module, "ChatAnthropic", None)
+    return chat_anthropic is not None and any(isinstance(m, chat_anthropic) for m in models)
 
 
 def prompt_caching_middleware(agent: ResolvedAgent) -> Any:

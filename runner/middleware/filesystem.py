@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from runner.backends import (
@@ -37,6 +37,7 @@ from runner.backends import (
 )
 from runner.backends.text import split_lines
 from runner.middleware.prompt import PromptSection
+from runner.tools.runtime import harness_tool
 
 CHARS_PER_TOKEN = 4
 LONG_LINE = 5_000
@@ -685,6 +686,4 @@ def _with_message(
 def _tool(
     name: str, description: str, func: Callable[..., Any], coroutine: Callable[..., Awaitable[Any]]
 ) -> BaseTool:
-    return StructuredTool.from_function(
-        func=func, coroutine=coroutine, name=name, description=description
-    )
+    return harness_tool(name, description, func, coroutine)

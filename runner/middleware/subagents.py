@@ -25,10 +25,10 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import ToolRuntime
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from runner.middleware.prompt import PromptSection
+from runner.tools.runtime import harness_tool
 
 EXCLUDED_STATE_KEYS = frozenset(
     {"messages", "todos", "structured_response", "jump_to", "remaining_steps"}
@@ -120,13 +120,7 @@ class SubAgentMiddleware(AgentMiddleware):
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
         description = (task_description or TASK_DESCRIPTION).replace("{agents}", listing)
         self.tools = [
-            StructuredTool.from_function(
-                func=self._task,
-                coroutine=self._atask,
-                name="task",
-                description=description,
-                parse_docstring=True,
-            )
+            harness_tool("task", description, self._task, self._atask, parse_docstring=True)
         ]
 
     def prompt_section(self) -> PromptSection | None:

@@ -8,8 +8,9 @@ from its ToolMessages. Before anything is replaced, the full text of the replace
 appended to `<history_dir><thread id>.md` on the agent's backend, and the summary says where.
 
 It runs inside the model call (`wrap_model_call`), not as a graph node of its own, and counts
-tokens (4 characters each) once per message, caching the count by message id, so a long
-conversation does not pay a recount on every step.
+tokens (4 characters each) once per message, caching the count by message id, and the total of
+the conversation as it was at the last call, so a long conversation pays neither a recount nor a
+re-sum on every step: only its new messages are counted.
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ class SummarizationMiddleware(AgentMiddleware):
         self.history_dir = history_dir if history_dir.endswith("/") else history_dir + "/"
         self._counts: dict[str, int] = {}
         self._static: dict[int, int] = {}
+        # The last conversation counted: (its first message id, its last one, length, tokens).
+        self._counted: tuple[str, str, int, int] | None = None
 
     # ----------------------------------------------------------------------- counting
 
@@ -178,6 +181,29 @@ class SummarizationMiddleware(AgentMiddleware):
             cached = self._static[key] = size // CHARS_PER_TOKEN
         return cached
 
+    def conversation_tokens(self, messages: Sequence[BaseMessage]) -> int:
+        """The tokens of `messages`. A conversation that only grew since the last call (same
+        first message, and the last one counted still in its place) is counted on from there:
+        messages keep their ids when edited and a removal shifts the rest, so the place of the
+        last counted id shows that nothing before it changed."""
+        start = total = 0
+        counted = self._counted
+        if counted is not None:
+            first, last, length, tokens = counted
+            if (
+                length <= len(messages)
+                and messages[0].id == first
+                and messages[length - 1].id == last
+            ):
+                start, total = length, tokens
+        new = messages[start:]
+        total += sum(self.count(m) for m in new)
+        if messages and all(m.id is not None for m in new):
+            first_id, last_id = messages[0].id, messages[-1].id
+            if first_id is not None and last_id is not None:
+                self._counted = (first_id, last_id, len(messages), total)
+        return total
+
     def should_summarize(self, request: ModelRequest) -> bool:
         """`messages` and `tokens` measure the conversation; a `fraction` of the context window
         measures the whole request, system prompt and tool schemas included, since all of it
@@ -185,7 +211,7 @@ class SummarizationMiddleware(AgentMiddleware):
         kind, amount = self.trigger
         if kind == "messages":
             return len(request.messages) >= amount
-        total = sum(self.count(m) for m in request.messages)
+        total = self.conversation_tokens(request.messages)
         if kind == "fraction" and self.window:
             return total + self._static_tokens(request) >= amount * self.window
         return total >= amount

@@ -6,7 +6,12 @@ attribute docstrings into JSON Schema descriptions, so editors show them on hove
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
 import re
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -51,14 +56,71 @@ def import_ref_is_file(ref: str) -> bool:
 
 
 class SpecModel(BaseModel):
-    """Base of every spec model: unknown keys are errors; docstrings become descriptions."""
+    """Base of every spec model: unknown keys are errors; docstrings become descriptions.
+
+    The descriptions are what pydantic's `use_attribute_docstrings` would give, found another
+    way: pydantic looks for each class's source by walking frames with `inspect.getmodule`,
+    which resolves the path of every loaded module (0.1 s per process once LangChain is loaded,
+    on every `agentctl run`); reading each spec module's source once costs a few milliseconds.
+    `defer_build` lets them be set before the validators are built, on first use.
+    """
 
     model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         populate_by_name=True,
         validate_default=False,
+        defer_build=True,
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        docstrings = attribute_docstrings(cls)
+        for name, field in cls.model_fields.items():
+            if field.description is None and name in docstrings:
+                field.description = docstrings[name]
+
+
+@functools.cache
+def _classes_in(module: str) -> dict[str, ast.ClassDef]:
+    """The class statements of a module's source by qualified name ({} without a source)."""
+    path = getattr(sys.modules.get(module), "__file__", None)
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8")) if path else None
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        tree = None
+    found: dict[str, ast.ClassDef] = {}
+
+    def collect(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                found[prefix + node.name] = node
+                collect(node.body, f"{prefix}{node.name}.")
+
+    collect(tree.body if tree else [], "")
+    return found
+
+
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """`{attribute: docstring}` for the annotated attributes of `cls` followed by a string
+    (pydantic's rule for `use_attribute_docstrings`)."""
+    node = _classes_in(cls.__module__).get(cls.__qualname__)
+    docstrings: dict[str, str] = {}
+    target: str | None = None
+    for statement in node.body if node else []:
+        if (
+            target is not None
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
+            docstrings[target] = inspect.cleandoc(statement.value.value)
+        target = (
+            statement.target.id
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+            else None
+        )
+    return docstrings
 
 
 class SourcePath(SpecModel):

@@ -1,0 +1,153 @@
+"""Cold start, whole process: agentctl's commands against the import floor of LangChain.
+
+Run: .venv/bin/python bench/bench_startup.py [--repeat 7]
+
+Each figure is a fresh `python` process, timed from spawn to exit (median of the repeats, run
+interleaved so machine noise hits all alike):
+
+- (a) floor: `python -c "from langchain.agents import create_agent"`, what any agent on
+  LangChain pays before it can do anything: to the end of the import (reported by the child)
+  and to exit (the interpreter's teardown of the loaded modules included);
+- (b) `python -c "from deepagents import create_deep_agent"`;
+- (c) `agentctl --help`, `agentctl validate agents/`, and `agentctl run agents/notes.yaml` with
+  a one-reply replay cassette: the time to its first model call (reported by the replay model
+  of the child process) and to its exit.
+
+Prints a table and, last, one JSON line.
+Targets (issue 10): `--help` and `validate` under 0.3 s; `run` within 10% of the floor: its first
+model call against the end of the floor's import, its exit against the floor's exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+AGENTCTL = str(Path(PYTHON).parent / "agentctl")
+MARK = "agentctl-bench-ready "
+
+# The child reports when it is ready (the imports done), before the interpreter's teardown.
+REPORT = f"import sys, time; sys.stderr.write('{MARK}%r\\n' % time.time())"
+
+# The child process of a `run`: agentctl's own entry point, with the replay model reporting
+# the wall-clock time of its first call on stderr.
+FIRST_CALL = f"""
+import sys, time
+import runner.models as models
+original = models.ReplayChatModel._stream
+def stream(self, *args, **kwargs):
+    sys.stderr.write("{MARK}%r\\n" % time.time())
+    sys.stderr.flush()
+    models.ReplayChatModel._stream = original
+    return original(self, *args, **kwargs)
+models.ReplayChatModel._stream = stream
+original_generate = models.ReplayChatModel._generate
+def generate(self, *args, **kwargs):
+    sys.stderr.write("{MARK}%r\\n" % time.time())
+    sys.stderr.flush()
+    return original_generate(self, *args, **kwargs)
+models.ReplayChatModel._generate = generate
+from runner.cli import main
+sys.argv[0] = "agentctl"
+main()
+"""
+
+
+def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float | None]:
+    """Wall seconds from spawn to exit, and to the first model call when the child reports it."""
+    started = time.time()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    ended = time.time()
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    first = None
+    for line in done.stderr.splitlines():
+        if line.startswith(MARK):
+            first = float(line.removeprefix(MARK)) - started
+            break
+    return ended - started, first
+
+
+def commands(folder: Path) -> dict[str, list[str]]:
+    cassette = folder / "notes.cassette.yaml"
+    cassette.write_text(yaml.safe_dump({"agents": {"notes": [{"content": "Done."}]}}))
+    run = ["run", "agents/notes.yaml", "hello", "--model", f"replay:{cassette}", "--quiet"]
+    return {
+        "floor": [PYTHON, "-c", "from langchain.agents import create_agent"],
+        "floor_ready": [PYTHON, "-c", f"from langchain.agents import create_agent\n{REPORT}"],
+        "deepagents": [PYTHON, "-c", "from deepagents import create_deep_agent"],
+        "help": [AGENTCTL, "--help"],
+        "validate": [AGENTCTL, "validate", "agents/"],
+        "run": [AGENTCTL, *run, "--db", str(folder / "run.db")],
+        "run_first_call": [PYTHON, "-c", FIRST_CALL, *run, "--db", str(folder / "first.db")],
+    }
+
+
+def bench(repeat: int) -> dict[str, float]:
+    env = dict(os.environ)
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        env["AGENTCTL_HOME"] = tmp
+        argvs = commands(Path(tmp))
+        for argv in argvs.values():  # warm the page cache and the bytecode cache
+            spawn(argv, env)
+        for index in range(repeat):
+            names = list(argvs)
+            names = names[index % len(names) :] + names[: index % len(names)]
+            for name in names:
+                total, first = spawn(argvs[name], env)
+                if name in ("run_first_call", "floor_ready"):
+                    assert first is not None, f"{name}: the child did not report"
+                    times.setdefault(name, []).append(first)
+                else:
+                    times.setdefault(name, []).append(total)
+    return {name: sorted(values)[len(values) // 2] for name, values in times.items()}
+
+
+def table(results: dict[str, float]) -> str:
+    floor = results["floor_ready"]
+    rows = [f"{'whole process, seconds':<60}{'median':>8}{'/ floor':>9}"]
+    for key, label in [
+        ("floor_ready", "(a) floor: from langchain.agents import create_agent, done"),
+        ("floor", "(a) floor, to exit"),
+        ("deepagents", "(b) python -c 'from deepagents import create_deep_agent'"),
+        ("help", "(c) agentctl --help"),
+        ("validate", "(c) agentctl validate agents/"),
+        ("run_first_call", "(c) agentctl run: first model call"),
+        ("run", "(c) agentctl run: exit"),
+    ]:
+        rows.append(f"{label:<60}{results[key]:>8.3f}{results[key] / floor:>9.2f}")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    results = bench(args.repeat)
+    print(f"cold start (warm page cache), median of {args.repeat}")
+    print(table(results))
+    summary: dict[str, Any] = {"bench": "startup", "repeat": args.repeat}
+    summary.update({f"{k}_s": round(v, 4) for k, v in results.items()})
+    first_call = results["run_first_call"]
+    summary["ratio_run_first_call_floor"] = round(first_call / results["floor_ready"], 3)
+    summary["ratio_run_floor"] = round(results["run"] / results["floor"], 3)
+    summary["ratio_run_first_call_deepagents"] = round(
+        results["run_first_call"] / results["deepagents"], 3
+    )
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

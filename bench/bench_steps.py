@@ -1,0 +1,155 @@
+"""Overhead per agent step: (a) bare create_agent, (b) deepagents, (c) agentctl, side by side.
+
+Run: .venv/bin/python bench/bench_steps.py [--repeat 5] [--quick]
+
+One step is a model call plus a tool call; the model answers at once (it reads only the last
+message), so a step's time is the harness's overhead. The three agents run the same script with
+the same tool, interleaved in rotating order, for 50 and 500 steps, under `invoke` and `ainvoke`,
+without and with a checkpointer (InMemorySaver). Also: the time to build each agent, and the
+cost of a step at the start and at the end of a 500-step run (must not grow where avoidable).
+
+Prints a table (median ms per step; ratios c/a and c/b) and, last, one JSON line. A 50-step
+run is repeated three times as often as a 500-step one.
+Targets (issue 10): c/a <= 1.5 and c/b < 1 under invoke and ainvoke; flat per-step cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    CONTENDERS,
+    LABELS,
+    InstantModel,
+    build,
+    median,
+    rotations,
+    spec_file,
+    steps_script,
+    timed,
+)
+
+WINDOW = 50  # steps compared at the start and the end of a long run
+
+
+def run_once(agent: Any, model: InstantModel, steps: int, mode: str, thread: str | None) -> float:
+    config: dict[str, Any] = {"recursion_limit": 4 * steps + 20}
+    if thread is not None:
+        config["configurable"] = {"thread_id": thread}
+    message: Any = {"messages": [{"role": "user", "content": "go"}]}
+    model.stamps.clear()
+    if mode == "invoke":
+        seconds = timed(lambda: agent.invoke(message, config))
+    else:
+        seconds = timed(lambda: asyncio.run(agent.ainvoke(message, config)))
+    assert len(model.stamps) == steps + 1, f"expected {steps + 1} model calls"
+    return seconds
+
+
+def growth(stamps: list[float]) -> tuple[float, float]:
+    """Median step time over the first and the last WINDOW steps of one run."""
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    return median(gaps[:WINDOW]), median(gaps[-WINDOW:])
+
+
+def bench_build(spec: Path, repeat: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+    for order in rotations(repeat):
+        for kind in order:
+            model = InstantModel(script=steps_script(1))
+            times[kind].append(timed(lambda k=kind, m=model: build(k, m, spec)))
+    return {k: median(v) for k, v in times.items()}
+
+
+def bench_steps(spec: Path, repeat: int, sizes: list[int]) -> dict[str, Any]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    results: dict[str, Any] = {}
+    threads = itertools.count()
+    for steps, mode, saver in itertools.product(sizes, ("invoke", "ainvoke"), (False, True)):
+        key = f"{steps}_{mode}_{'saver' if saver else 'none'}"
+        models = {k: InstantModel(script=steps_script(steps)) for k in CONTENDERS}
+        agents = {
+            k: build(k, models[k], spec, checkpointer=InMemorySaver() if saver else None)
+            for k in CONTENDERS
+        }
+        times: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+        starts: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+        ends: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+        # Short runs are noisier: give them more repeats (a 50-step run takes a tenth of a second).
+        for order in rotations(repeat * max(1, 150 // steps)):
+            for kind in order:
+                thread = f"t{next(threads)}" if saver else None
+                seconds = run_once(agents[kind], models[kind], steps, mode, thread)
+                times[kind].append(seconds / steps)
+                if steps >= 4 * WINDOW:
+                    first, last = growth(models[kind].stamps)
+                    starts[kind].append(first)
+                    ends[kind].append(last)
+        for kind in CONTENDERS:
+            results[f"{kind}_{key}_ms"] = median(times[kind]) * 1e3
+            if starts[kind]:
+                results[f"{kind}_{key}_first_ms"] = median(starts[kind]) * 1e3
+                results[f"{kind}_{key}_last_ms"] = median(ends[kind]) * 1e3
+    return results
+
+
+def table(results: dict[str, Any], builds: dict[str, float], sizes: list[int]) -> str:
+    head = f"{'ms per step':<32}" + "".join(f"{LABELS[k]:>18}" for k in CONTENDERS)
+    rows = [head + f"{'c/a':>7}{'c/b':>7}"]
+    for steps, mode, saver in itertools.product(sizes, ("invoke", "ainvoke"), ("none", "saver")):
+        key = f"{steps}_{mode}_{saver}"
+        a, b, c = (results[f"{k}_{key}_ms"] for k in CONTENDERS)
+        label = f"{steps} steps, {mode}" + (", checkpointer" if saver == "saver" else "")
+        rows.append(f"{label:<32}{a:>18.3f}{b:>18.3f}{c:>18.3f}{c / a:>7.2f}{c / b:>7.2f}")
+    a, b, c = (builds[k] * 1e3 for k in CONTENDERS)
+    label = "build the agent (ms)"
+    rows.append(f"{label:<32}{a:>18.1f}{b:>18.1f}{c:>18.1f}{c / a:>7.2f}{c / b:>7.2f}")
+    long = max(sizes)
+    rows += ["", f"per-step ms, first vs last {WINDOW} steps of a {long}-step run"]
+    rows.append(" " * 32 + "".join(f"{LABELS[k]:>18}" for k in CONTENDERS))
+    for mode, saver in itertools.product(("invoke", "ainvoke"), ("none", "saver")):
+        key = f"{long}_{mode}_{saver}"
+        if f"bare_{key}_first_ms" not in results:
+            continue
+        cells = "".join(
+            f"{results[f'{k}_{key}_first_ms']:>7.3f} ->{results[f'{k}_{key}_last_ms']:>7.3f}"
+            for k in CONTENDERS
+        )
+        label = mode + (", checkpointer" if saver == "saver" else "")
+        rows.append(f"{label:<32}{cells}")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="2 repeats, 50 and 200 steps")
+    args = parser.parse_args()
+    repeat = 2 if args.quick else args.repeat
+    sizes = [50, 200] if args.quick else [50, 500]
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = spec_file(Path(tmp), "steps")
+        builds = bench_build(spec, max(repeat, 5))
+        results = bench_steps(spec, repeat, sizes)
+    print(f"instant scripted model, one `step` tool call per step; median of {repeat} runs")
+    print(table(results, builds, sizes))
+    summary: dict[str, Any] = {"bench": "steps", "repeat": repeat}
+    summary.update({f"build_{k}_ms": round(v * 1e3, 2) for k, v in builds.items()})
+    summary.update({k: round(v, 4) for k, v in results.items()})
+    for steps, mode in itertools.product(sizes, ("invoke", "ainvoke")):
+        key = f"{steps}_{mode}_none"
+        c = results[f"agentctl_{key}_ms"]
+        summary[f"ratio_ca_{key}"] = round(c / results[f"bare_{key}_ms"], 3)
+        summary[f"ratio_cb_{key}"] = round(c / results[f"deepagents_{key}_ms"], 3)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
