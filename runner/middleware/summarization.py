@@ -93,6 +93,16 @@ def approx_tokens(message: BaseMessage) -> int:
     return size // CHARS_PER_TOKEN + 4
 
 
+def _size(message: BaseMessage) -> tuple[int, tuple[int, ...]]:
+    """A cheap signature of a message's size: its content's length and its tool-call argument
+    lengths (enough to tell a large argument from its short reference)."""
+    content = message.content
+    calls = getattr(message, "tool_calls", None) or ()
+    return len(content), tuple(
+        sum(len(v) for v in call["args"].values() if isinstance(v, str)) for call in calls
+    )
+
+
 def cut_point(
     messages: Sequence[BaseMessage],
     keep: Threshold,
@@ -144,7 +154,7 @@ class SummarizationMiddleware(AgentMiddleware):
         self.keep = keep
         self.window = context_window
         self.history_dir = history_dir if history_dir.endswith("/") else history_dir + "/"
-        self._counts: dict[str, int] = {}
+        self._counts: dict[str, tuple[tuple[int, tuple[int, ...]], int]] = {}
         self._static: dict[int, int] = {}
         # The last conversation counted: (its first message id, its last one, length, tokens).
         self._counted: tuple[str, str, int, int] | None = None
@@ -152,15 +162,18 @@ class SummarizationMiddleware(AgentMiddleware):
     # ----------------------------------------------------------------------- counting
 
     def count(self, message: BaseMessage) -> int:
+        """The message's tokens, cached by id and size: a message rewritten under its id (a
+        large input replaced by a reference) has a new size and is counted again."""
         key = message.id
         if key is None:
             return approx_tokens(message)
+        size = _size(message)
         cached = self._counts.get(key)
-        if cached is None:
+        if cached is None or cached[0] != size:
             if len(self._counts) > _CACHE_LIMIT:
                 self._counts.clear()
-            cached = self._counts[key] = approx_tokens(message)
-        return cached
+            cached = self._counts[key] = (size, approx_tokens(message))
+        return cached[1]
 
     def _static_tokens(self, request: ModelRequest) -> int:
         """The system prompt and tool schemas: counted once per distinct prompt/tool set."""
@@ -181,13 +194,16 @@ class SummarizationMiddleware(AgentMiddleware):
             cached = self._static[key] = size // CHARS_PER_TOKEN
         return cached
 
-    def conversation_tokens(self, messages: Sequence[BaseMessage]) -> int:
+    def conversation_tokens(
+        self, messages: Sequence[BaseMessage], *, rewritten: bool = False
+    ) -> int:
         """The tokens of `messages`. A conversation that only grew since the last call (same
         first message, and the last one counted still in its place) is counted on from there:
-        messages keep their ids when edited and a removal shifts the rest, so the place of the
-        last counted id shows that nothing before it changed."""
+        a removal shifts the rest, so the place of the last counted id shows that nothing
+        before it was removed. Messages rewritten in place under their ids (`rewritten`: large
+        inputs replaced this call) make the whole conversation count again."""
         start = total = 0
-        counted = self._counted
+        counted = None if rewritten else self._counted
         if counted is not None:
             first, last, length, tokens = counted
             if (
@@ -211,7 +227,8 @@ class SummarizationMiddleware(AgentMiddleware):
         kind, amount = self.trigger
         if kind == "messages":
             return len(request.messages) >= amount
-        total = self.conversation_tokens(request.messages)
+        rewritten = bool((request.state or {}).get("evicted_inputs"))
+        total = self.conversation_tokens(request.messages, rewritten=rewritten)
         if kind == "fraction" and self.window:
             return total + self._static_tokens(request) >= amount * self.window
         return total >= amount

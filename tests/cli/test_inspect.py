@@ -45,6 +45,17 @@ def test_every_example_describes_as_json() -> None:
     for path, _ in find_specs([AGENTS]):
         info = jsonlib.loads(jsonlib.dumps(describe(path)))
         assert info["name"] == path.stem
-        assert {"name", "model", "middleware", "tools", "subagents", "backend", "system_prompt"} <= set(info)
-        assert "Filesystem" in info["middleware"] and info["middleware"][-1] in ("PatchToolCalls", "HumanInTheLoop")
+        assert {
+            "name",
+            "model",
+            "middleware",
+            "tools",
+            "subagents",
+            "backend",
+            "system_prompt",
+        } <= set(info)
+        assert "Filesystem" in info["middleware"] and info["middleware"][-1] in (
+            "PatchToolCalls",
+            "HumanInTheLoop",
+        )
         assert "ls" in info["tools"] and info["system_prompt"]

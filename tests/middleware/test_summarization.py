@@ -137,3 +137,41 @@ def test_replayed_summaries_come_from_the_summary_replies(tmp_path: Path) -> Non
     assert "Six notes" not in text  # the summarizer's words are not shown as the agent's
     assert events[-1].content == "All written."  # type: ignore[attr-defined]
     assert "Six notes." in values["messages"][0].text
+
+
+def test_a_message_rewritten_under_its_id_is_counted_again(tmp_path: Path) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from runner.middleware.summarization import SummarizationMiddleware
+
+    middleware = SummarizationMiddleware(
+        model=None,
+        provider=None,
+        trigger=("tokens", 10**6),
+        keep=("messages", 2),
+        context_window=None,  # type: ignore[arg-type]
+    )
+    big = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "write_file", "args": {"file_path": "/a", "content": "x" * 40_000}, "id": "c1"}
+        ],
+        id="ai-1",
+    )
+    history = [HumanMessage("go", id="h-1"), big]
+    before = middleware.conversation_tokens(history)
+    evicted = big.model_copy(
+        update={
+            "tool_calls": [
+                {
+                    **big.tool_calls[0],
+                    "args": {"file_path": "/a", "content": "[40,000 characters, removed]"},
+                }
+            ]
+        }
+    )
+    after = middleware.conversation_tokens([history[0], evicted], rewritten=True)
+    assert before > 10_000 > after
+    # without the rewrite signal, a grown conversation is counted on from the last total
+    grown = middleware.conversation_tokens([history[0], evicted, HumanMessage("more", id="h-2")])
+    assert after < grown < after + 10
