@@ -34,6 +34,7 @@ from runner.spec.base import (
     json_schema_error,
     shorthand,
 )
+from runner.spec.json_schema import json_schema_problem
 from runner.spec.model import ModelInput
 from runner.spec.tools import MiddlewareRef, ToolEntry
 
@@ -282,16 +283,9 @@ class AgentCore(SpecModel):
     def _json_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is None:
             return None
-        import jsonschema
-
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            at = tuple(exc.path)
-            message = f"not a valid JSON Schema: {exc.message}"
-            if at and at[-1] == "type" and isinstance(exc.instance, str):
-                message = _json_type_message(exc.instance)
-            raise json_schema_error(message, at) from None
+        problem = json_schema_problem(schema)
+        if problem is not None:
+            raise json_schema_error(problem[1], problem[0])
         if schema.get("type") != "object":
             raise json_schema_error(
                 f"the answer's schema must be `type: object` (with `properties`), found "
@@ -299,17 +293,6 @@ class AgentCore(SpecModel):
                 ("type",) if "type" in schema else (),
             )
         return schema
-
-
-_JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
-
-
-def _json_type_message(found: str) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(found, _JSON_TYPES, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"expected a JSON Schema type ({', '.join(_JSON_TYPES)}), found {found!r}{hint}"
 
 
 class InlineSubagent(AgentCore):
