@@ -340,7 +340,7 @@ def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Doc
     """Parse `text` (named `file` in messages). Syntax errors become one located problem."""
     env = os.environ if env is None else env
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = compose(text)
     except yaml.MarkedYAMLError as exc:
         return Document(file, None, Pos(Loc(file, 1, 1)), [syntax_problem(exc, text, file)])
     except yaml.reader.ReaderError as exc:
@@ -357,6 +357,27 @@ def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Doc
     builder = _Builder(file, env, text)
     value, pos = builder.build(node, ())
     return Document(file, value, pos, builder.problems, builder.failed_paths)
+
+
+_FAST_LOADER: type[yaml.SafeLoader] | None = getattr(yaml, "CSafeLoader", None)
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The node graph of `text`.
+
+    libyaml (in every PyYAML wheel) composes it ten times faster than PyYAML's Python parser.
+    On any error the Python parser reads the text again, so errors and their wording are
+    PyYAML's own. Text with a tab, or a byte-order mark past its start, goes to the Python
+    parser only: libyaml accepts both in places where PyYAML reports them. What is left of the
+    difference (`tests/spec/test_yaml_parsers.py`): libyaml also accepts `? ` inside a plain
+    value, and places an empty value of a flow mapping (`{a: }`) at the next token.
+    """
+    if _FAST_LOADER is not None and "\t" not in text and "\ufeff" not in text[1:]:
+        try:
+            return yaml.compose(text, Loader=_FAST_LOADER)
+        except (yaml.YAMLError, UnicodeError):  # a lone surrogate cannot go to libyaml as UTF-8
+            pass
+    return yaml.compose(text, Loader=yaml.SafeLoader)
 
 
 _INDENTATION = ("'<block mapping start>'", "'<block sequence start>'", "'?'")
