@@ -81,7 +81,24 @@ def _show_warnings() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: run the CLI and map errors to exit codes."""
+    """Console entry point: run the CLI and map errors to exit codes.
+
+    Called without `argv` (as the `agentctl` program), the process ends when it returns, so the
+    objects it made are moved out of the cyclic garbage collector's sight first: the interpreter
+    then skips its last full collection over every loaded module's objects (about 30 ms of
+    `agentctl validate`'s exit, more after a run). Files, atexit handlers and finalizers of
+    objects outside reference cycles run as before; the memory goes back with the process.
+    """
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            import gc
+
+            gc.freeze()
+
+
+def _main(argv: list[str] | None) -> Any:
     from runner.errors import RunnerError
 
     _show_warnings()
