@@ -96,6 +96,9 @@ def commands(folder: Path) -> dict[str, list[str]]:
 
 def bench(repeat: int) -> dict[str, float]:
     env = dict(os.environ)
+    # An installed agentctl runs from cached bytecode; with this set (as in some sandboxes) every
+    # child would compile the modules changed since the last write, and time the compiler.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         env["AGENTCTL_HOME"] = tmp
