@@ -14,10 +14,17 @@ on the synchronous path too. Each call announces itself on the custom stream
 under the call that started it. A subagent's approvals pause the whole run: the subagent shares
 the parent's checkpointer, and resuming re-enters the same `task` call, which resumes the
 subagent from its checkpoint.
+
+Parallel subagents on the state backend each work on a copy of the parent's files, so two of
+them may change the same file. The first to finish keeps its version; a later one's version of
+that file is saved beside it (`/report.md.from-writer-1`) and its report says so, so the parent
+can merge the two. Nothing is lost and nothing is overwritten without the model being told.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +104,78 @@ def _state_update(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[s
     return update
 
 
+class ParallelChanges:
+    """Which files the `task` calls of one AI message changed, to catch two changing one file.
+
+    Keyed by the AI message that made the calls; an entry goes when all its `task` calls have
+    reported (at most `keep` entries are kept, for calls that never report).
+    """
+
+    def __init__(self, keep: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._keep = keep
+        # message id -> (task calls reported, {path: the content the first change left})
+        self._by_message: OrderedDict[str, tuple[int, dict[str, str | None]]] = OrderedDict()
+
+    def settle(
+        self,
+        message_id: str,
+        calls: int,
+        files: Mapping[str, Any],
+        changed: dict[str, Any],
+        name: str,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Claim the paths of `changed` for this call. A path another call of the message already
+        changed to different content is not applied: this call's version goes to a new path
+        beside it. Returns the update to apply and a note for each such path."""
+        with self._lock:
+            reported, claimed = self._by_message.pop(message_id, (0, {}))
+            applied: dict[str, Any] = {}
+            notes: list[str] = []
+            for path, data in changed.items():
+                content = data.get("content") if isinstance(data, Mapping) else None
+                if path not in claimed:
+                    claimed[path] = content
+                    applied[path] = data
+                    continue
+                if claimed[path] == content:
+                    continue  # the same change twice
+                if data is None:
+                    notes.append(
+                        f"{path} was also changed by a parallel task, whose version was kept; "
+                        f"this subagent's deletion of it was not applied."
+                    )
+                    continue
+                number = 1
+                while f"{path}.from-{name}-{number}" in claimed or (
+                    f"{path}.from-{name}-{number}" in files
+                ):
+                    number += 1
+                beside = f"{path}.from-{name}-{number}"
+                claimed[beside] = content
+                applied[beside] = data
+                kept = "deleted it" if claimed[path] is None else "changed it"
+                notes.append(
+                    f"{path}: a parallel task also {kept}, and its version was kept; this "
+                    f"subagent's version is in {beside}. Compare the two and merge them."
+                )
+            if reported + 1 < calls:
+                self._by_message[message_id] = (reported + 1, claimed)
+                while len(self._by_message) > self._keep:
+                    self._by_message.popitem(last=False)
+            return applied, notes
+
+
+def _calling_message(runtime: ToolRuntime) -> tuple[str, int] | None:
+    """The id of the AI message that made this tool call, and how many `task` calls it made."""
+    for message in reversed((runtime.state or {}).get("messages") or []):
+        calls = getattr(message, "tool_calls", None) or ()
+        if message.type == "ai" and any(c.get("id") == runtime.tool_call_id for c in calls):
+            tasks = sum(1 for c in calls if c.get("name") == "task")
+            return (message.id, tasks) if message.id else None
+    return None
+
+
 def _final_text(result: Mapping[str, Any], name: str) -> str:
     messages = result.get("messages") or []
     if not messages:
@@ -116,6 +195,7 @@ class SubAgentMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         self.subagents = {s.name: s for s in subagents}
+        self.parallel_changes = ParallelChanges()
         self.system_prompt = system_prompt
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
         description = (task_description or TASK_DESCRIPTION).replace("{agents}", listing)
@@ -167,12 +247,23 @@ class SubAgentMiddleware(AgentMiddleware):
                 f"subagent {subagent.name!r} returned {type(result).__name__}; a subagent's "
                 "state must be a mapping with `messages`"
             )
-        message = ToolMessage(
-            content=_final_text(result, subagent.name),
-            tool_call_id=runtime.tool_call_id or "",
-            name="task",
-        )
-        return Command(update={**_state_update(state, result), "messages": [message]})
+        update = _state_update(state, result)
+        text = _final_text(result, subagent.name)
+        calling = _calling_message(runtime)
+        if calling is not None and calling[1] > 1:
+            files = state.get("files")
+            update["files"], notes = self.parallel_changes.settle(
+                *calling,
+                files if isinstance(files, Mapping) else {},
+                update.get("files") or {},
+                subagent.name,
+            )
+            if not update["files"]:
+                del update["files"]
+            if notes:
+                text += "\n\n[agentctl] " + "\n[agentctl] ".join(notes)
+        message = ToolMessage(content=text, tool_call_id=runtime.tool_call_id or "", name="task")
+        return Command(update={**update, "messages": [message]})
 
     def _task(
         self, description: str, subagent_type: str, runtime: ToolRuntime

@@ -132,3 +132,95 @@ def test_a_ref_subagent_with_its_own_filesystem_backend_writes_in_its_folder(
     # the archivist's folder is relative to ITS spec file, and its files stay out of the parent's
     assert (refs / "archive" / "2024" / "note.md").read_text() == "ship it\n"
     assert list(result["files"]) == ["/mine.md"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_subagents_changing_one_file_keep_both_versions(tmp_path: Path, mode: str) -> None:
+    """Parallel subagents on the state backend each edit their own copy of the parent's files:
+    the first to finish keeps its version of the file, the later one's goes beside it, and its
+    report tells the parent (before, the later silently replaced the earlier)."""
+    draft = "# Embedded databases\nIntro: TODO\nList: TODO\n"
+    model = write_cassette(
+        tmp_path,
+        {
+            "lead": [
+                reply("", call("write_file", file_path="/draft.md", content=draft)),
+                reply(
+                    "Both sections at once.",
+                    task("t_scout", "scout", "Fill in the list in /draft.md."),
+                    task("t_scribe", "scribe", "Fill in the intro in /draft.md."),
+                ),
+                reply("Merged."),
+            ],
+            "scout": [
+                reply(
+                    "",
+                    call(
+                        "edit_file",
+                        file_path="/draft.md",
+                        old_string="List: TODO",
+                        new_string="List: SQLite, DuckDB",
+                    ),
+                ),
+                reply("Filled in the list."),
+            ],
+            "scribe": [
+                {
+                    "delay": 0.3,
+                    **reply(
+                        "",
+                        call(
+                            "edit_file",
+                            file_path="/draft.md",
+                            old_string="Intro: TODO",
+                            new_string="Intro: small and local",
+                        ),
+                    ),
+                },
+                reply("Filled in the intro."),
+            ],
+        },
+    )
+    subagents = [
+        {"name": "scout", "description": "Finds facts"},
+        {"name": "scribe", "description": "Writes prose"},
+    ]
+    spec = spec_file(tmp_path, name="lead", model=model, subagents=subagents)
+    result = run(runner.build_agent(spec), "Write the draft.", mode)
+    files = {p: f["content"] for p, f in result["files"].items()}
+    assert files == {
+        "/draft.md": draft.replace("List: TODO", "List: SQLite, DuckDB"),
+        "/draft.md.from-scribe-1": draft.replace("Intro: TODO", "Intro: small and local"),
+    }
+    reports = {m.tool_call_id: m.text for m in result["messages"] if m.type == "tool"}
+    assert reports["t_scout"] == "Filled in the list."
+    assert reports["t_scribe"] == (
+        "Filled in the intro.\n\n[agentctl] /draft.md: a parallel task also changed it, and its "
+        "version was kept; this subagent's version is in /draft.md.from-scribe-1. Compare the "
+        "two and merge them."
+    )
+
+
+def test_parallel_changes_keep_the_first_version_and_forget_settled_messages() -> None:
+    from runner.middleware.subagents import ParallelChanges
+
+    changes = ParallelChanges(keep=2)
+    old = {"/a.md": {"content": "old"}}
+    one = {"content": "one"}
+    applied, notes = changes.settle("m1", 3, old, {"/a.md": one, "/b.md": one}, "x")
+    assert (applied, notes) == ({"/a.md": one, "/b.md": one}, [])
+    # the same content twice is no conflict; a deletion of a changed file is not applied
+    applied, notes = changes.settle("m1", 3, old, {"/b.md": one, "/a.md": None}, "y")
+    assert applied == {}
+    assert notes == [
+        "/a.md was also changed by a parallel task, whose version was kept; this subagent's "
+        "deletion of it was not applied."
+    ]
+    two = {"content": "two"}
+    applied, notes = changes.settle("m1", 3, {"/a.md.from-z-1": two}, {"/a.md": two}, "z")
+    assert applied == {"/a.md.from-z-2": two}
+    # all three calls of m1 reported: a new call under the same id starts afresh
+    assert changes.settle("m1", 2, old, {"/a.md": two}, "z") == ({"/a.md": two}, [])
+    changes.settle("m2", 2, old, {}, "z")
+    changes.settle("m3", 2, old, {}, "z")  # m1 is dropped: at most two unsettled messages
+    assert changes.settle("m1", 2, old, {"/a.md": one}, "z") == ({"/a.md": one}, [])
