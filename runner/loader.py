@@ -211,7 +211,7 @@ class _Loader:
             if isinstance(entry, InlineSubagent):
                 self._resolve_core(entry, where, smap, variables)
             elif isinstance(entry, ImportSubagent):
-                entry.import_ = _import_ref(entry.import_, smap, (*where, "import"))
+                entry.import_ = self._import_ref(entry.import_, smap, (*where, "import"))
             else:
                 self._load_ref(entry, where, smap, (*stack, key))
         gp = spec.general_purpose_agent
@@ -281,6 +281,18 @@ class _Loader:
         for keypath, message in check_subagent_names(names, general_purpose=gp_on):
             self.problems.append(smap.problem(keypath, message))
 
+    def _import_ref(self, ref: str, smap: SourceMap, at: KeyPath) -> str:
+        """A `path/to/file.py:name` ref made absolute (against the file that wrote it), its
+        file checked to exist; `package.module:name` refs are left to import at run time."""
+        if not import_ref_is_file(ref):
+            return ref
+        target, attr = ref.rsplit(":", 1)
+        file = _host_path(target, _base_dir(smap, at))
+        if (smap.file_of(at), format_path(at)) not in self.unreadable and not file.is_file():
+            reason = "is a directory, not a Python file" if file.is_dir() else "file not found"
+            self.problems.append(smap.problem(at, f"{reason}: {display_path(file)}"))
+        return f"{file}:{attr}"
+
     def _resolve_core(
         self, core: AgentCore, where: KeyPath, smap: SourceMap, variables: dict[str, Any]
     ) -> None:
@@ -292,7 +304,7 @@ class _Loader:
         for index, tool in enumerate(core.tools):
             tool_at: KeyPath = (*where, "tools", index)
             if isinstance(tool, ImportTool):
-                tool.import_ = _import_ref(tool.import_, smap, (*tool_at, "import"))
+                tool.import_ = self._import_ref(tool.import_, smap, (*tool_at, "import"))
             elif isinstance(tool, McpTool):
                 server = tool.mcp
                 base = _base_dir(smap, (*tool_at, "mcp"))
@@ -300,7 +312,7 @@ class _Loader:
                 if server.command and ("/" in server.command) and not os.path.isabs(server.command):
                     server.command = str(_host_path(server.command, base))
         for index, mw in enumerate(core.middleware):
-            mw.import_ = _import_ref(mw.import_, smap, (*where, "middleware", index, "import"))
+            mw.import_ = self._import_ref(mw.import_, smap, (*where, "middleware", index, "import"))
         for key in ("memory", "skills"):
             for index, source in enumerate(getattr(core, key)):
                 if source.host is not None:
@@ -381,13 +393,6 @@ def _base_dir(smap: SourceMap, path: KeyPath) -> Path:
 def _host_path(value: str, base: Path) -> Path:
     path = Path(value).expanduser()
     return Path(os.path.normpath(path if path.is_absolute() else base / path))
-
-
-def _import_ref(ref: str, smap: SourceMap, at: KeyPath) -> str:
-    if not import_ref_is_file(ref):
-        return ref
-    target, attr = ref.rsplit(":", 1)
-    return f"{_host_path(target, _base_dir(smap, at))}:{attr}"
 
 
 def _resolve_model(model: ModelSpec, smap: SourceMap, at: KeyPath) -> None:

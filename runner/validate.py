@@ -6,7 +6,8 @@ the static checks that need no model and no network. Nothing here imports langch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +32,57 @@ def is_agent_file_name(path: Path) -> bool:
     )
 
 
-def find_specs(targets: Iterable[str | Path]) -> Iterator[tuple[Path, Problem | None]]:
-    """Each target file, or the agent files directly inside each target directory."""
+def not_an_agent(path: Path) -> str | None:
+    """Why the YAML file at `path`, found in a folder, is not an agent file (None if it may be):
+    its top level is a mapping in which no key is a key of agent files (other than `version` and
+    `description`, which other YAML has too) or a near-miss of one. A file that cannot be read,
+    or has the agent schema line at its top, counts as an agent file, so its problems show."""
+    import difflib
+
+    from runner.yamlsource import read_yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
+        return None
+    value = read_yaml(text, str(path), env={}).value
+    if not isinstance(value, dict) or not value:
+        return None
+    keys = _agent_keys()
+    for key in value:
+        # 0.72: `nmae` (0.75) is a typo of `name`; `services` and `stages` (0.67) are not
+        if key in keys or difflib.get_close_matches(str(key).lower(), keys, n=1, cutoff=0.72):
+            return None
+    return "not an agent file: none of its top-level keys is an agent key"
+
+
+def _agent_keys() -> list[str]:
+    names = {field.alias or name for name, field in AgentSpec.model_fields.items()}
+    return sorted((names | {"include"}) - {"version", "description"})
+
+
+def find_specs(
+    targets: Iterable[str | Path], on_skip: Callable[[Path, str], None] | None = None
+) -> Iterator[tuple[Path, Problem | None]]:
+    """Each target file, or the agent files directly inside each target directory. Files of a
+    directory that pass the name rule but are other YAML (`not_an_agent`) go to `on_skip`."""
     for target in targets:
         path = Path(target)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and is_agent_file_name(p))
+            found = 0
+            for candidate in sorted(path.iterdir()):
+                if not (candidate.is_file() and is_agent_file_name(candidate)):
+                    continue
+                reason = not_an_agent(candidate)
+                if reason is None:
+                    found += 1
+                    yield candidate, None
+                elif on_skip is not None:
+                    on_skip(candidate, reason)
             if not found:
                 yield path, Problem(display_path(path), 0, 0, "", "no agent files (*.yaml) here")
-            for spec in found:
-                yield spec, None
         elif path.exists():
             yield path, None
         else:
@@ -57,8 +99,40 @@ def validate_file(
     try:
         spec = load_spec(path, vars=vars, env=env)
     except SpecError as exc:
-        return exc.problems
+        return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
     return sorted(set(skill_problems(spec)))
+
+
+def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
+    """The host skills folders named at the top of a file that did not load (so its other
+    problems and these show together): missing folders and bad SKILL.md files."""
+    from runner.skills import discover
+    from runner.yamlsource import read_yaml
+
+    try:
+        doc = read_yaml(path.read_text(encoding="utf-8"), display_path(path), env)
+    except (OSError, UnicodeDecodeError):
+        return []
+    skills = doc.value.get("skills") if isinstance(doc.value, dict) else None
+    if not isinstance(skills, list) or ("skills",) in doc.failed_paths:
+        return []
+    problems: list[Problem] = []
+    for index, entry in enumerate(skills):
+        if not isinstance(entry, str) or entry.startswith("/") or ("skills", index) in (
+            doc.failed_paths
+        ):
+            continue  # a backend folder, or a value the loader reports itself
+        folder = Path(os.path.normpath(path.parent / Path(entry).expanduser()))
+        if folder.is_dir():
+            problems.extend(discover([(folder, "/skills/")]).problems)
+        else:
+            loc = doc.pos.children["skills"].children[index].loc
+            problems.append(
+                loc.problem(
+                    f"skills[{index}]", f"skills folder not found: {display_path(folder)}"
+                )
+            )
+    return problems
 
 
 def skill_problems(spec: AgentSpec, seen: set[str] | None = None) -> list[Problem]:

@@ -10,7 +10,7 @@ import yaml
 
 import runner
 from runner.build import middleware_chain
-from runner.errors import ResolutionError
+from runner.errors import ResolutionError, SpecError
 from runner.resolve import Resolver
 from tests.conftest import ROOT
 from tests.fakes import ScriptedChatModel, ai
@@ -234,7 +234,6 @@ class TestImportTools:
                 {"import": f"{TOOLS}:make_greeters", "args": {"greeting": "Hi"}, "name": "x"},
                 "gave 2 tools; `name` and `description` can only override one tool",
             ),
-            ("./missing.py:x", "no such Python file:"),
         ],
     )
     def test_errors_are_located(
@@ -246,6 +245,14 @@ class TestImportTools:
         text = str(caught.value)
         assert text.startswith("agent.yaml:4:") and ": tools[0].import: " in text
         assert message in text
+
+    def test_a_missing_tool_file_is_a_spec_problem_before_any_import(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(SpecError) as caught:
+            self.tools(tmp_path, ["./missing.py:x"])
+        assert str(caught.value) == "agent.yaml:4:3: tools[0].import: file not found: missing.py"
 
 
 def test_prompt_caching_only_for_anthropic_models(tmp_path: Path) -> None:

@@ -37,6 +37,9 @@ def schema(output: Path | None, check: bool) -> int:
         except FileNotFoundError:
             click.echo(f"{target}: missing; run `agentctl schema -o {target}`", err=True)
             return 1
+        except (OSError, UnicodeDecodeError) as exc:
+            click.echo(f"{target}: cannot read it ({_reason(exc)})", err=True)
+            return 2
         if current != text:
             click.echo(f"{target}: out of date; run `agentctl schema -o {target}`", err=True)
             return 1
@@ -45,7 +48,19 @@ def schema(output: Path | None, check: bool) -> int:
     if output is None:
         click.echo(text, nl=False)
         return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        click.echo(f"{output}: cannot write the schema there ({_reason(exc)})", err=True)
+        return 2
     click.echo(f"wrote {output}")
     return 0
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        return "a folder on its path is a file"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[0].lower() + exc.strerror[1:]
+    return str(exc)

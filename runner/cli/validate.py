@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -27,7 +28,12 @@ def validate(targets: tuple[str, ...], vars_: tuple[str, ...], as_json: bool) ->
 
     variables = parse_vars(vars_)
     failed = checked = 0
-    for path, problem in find_specs(targets):
+
+    def skipped(path: Path, reason: str) -> None:
+        if not as_json:
+            click.echo(f"skipped: {display_path(path)} ({reason})")
+
+    for path, problem in find_specs(targets, on_skip=skipped):
         problems = [problem] if problem else validate_file(path, vars=variables)
         checked += 1
         if problems:

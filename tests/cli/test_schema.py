@@ -48,3 +48,13 @@ def test_check_fails_on_a_stale_or_missing_schema(tmp_path: Path) -> None:
     assert result.stderr == (
         "schemas/agent.schema.json: missing; run `agentctl schema -o schemas/agent.schema.json`\n"
     )
+
+
+def test_a_path_it_cannot_write_is_a_clear_error_not_a_bug(tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("a file, not a folder")
+    result = run_cli("schema", "-o", "notes/agent.schema.json", cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        "notes/agent.schema.json: cannot write the schema there (a folder on its path is a file)\n",
+    )

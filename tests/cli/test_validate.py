@@ -75,6 +75,36 @@ def test_directory_rule_skips_cassettes_fragments_hidden_and_subfolders(tmp_path
     assert result.stderr == "_base.yaml:1:7: name: expected text, found a list\n"
 
 
+def test_directory_rule_skips_other_yaml_but_not_broken_agents(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "agent.yaml": "name: agent\n",
+            "docker-compose.yml": 'version: "3"\nservices:\n  web: {image: nginx}\n',
+            "mkdocs.yml": "site_name: Docs\nnav: [index.md]\n",
+            "typo.yaml": "nmae: typo\n",  # a near-miss of an agent key: an agent with a typo
+            "only-tools.yaml": "tools: [pkg.mod:fn]\n",  # an agent key: an agent missing `name`
+            "schema-line.yaml": "# yaml-language-server: $schema=../agent.schema.json\nx: 1\n",
+            "syntax.yaml": "name: [unclosed\n",
+        },
+    )
+    result = run_cli("validate", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    skip = "(not an agent file: none of its top-level keys is an agent key)"
+    assert result.stdout == (
+        f"ok: agent.yaml\nskipped: docker-compose.yml {skip}\nskipped: mkdocs.yml {skip}\n"
+    )
+    assert result.stderr.splitlines()[-1] == "4 of 5 files have problems"
+    assert [line.split(":")[0] for line in result.stderr.splitlines()[:-1]] == [
+        "only-tools.yaml",
+        "schema-line.yaml",
+        "syntax.yaml",
+        "typo.yaml",
+    ]
+    # named on the command line, it is checked whatever it holds
+    assert run_cli("validate", "mkdocs.yml", cwd=tmp_path).returncode == 2
+
+
 def test_missing_paths_empty_folders_and_unreadable_files(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
@@ -212,3 +242,35 @@ def test_the_readme_example_is_what_validate_prints(tmp_path: Path) -> None:
     result = run_cli("validate", "helper.yaml", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == console
+
+
+def test_skills_folders_are_checked_even_when_the_file_has_other_problems(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            "ok.yaml": "name: ok\nskills: [./skills]\n",
+            "missing.yaml": "name: missing\nskills: [./skills, ./nowhere]\n",
+            "both.yaml": "name: both\ndescripton: typo\nskills: [./nowhere, ./skills]\n",
+            "skills/good/SKILL.md": "---\nname: good\ndescription: Does good things\n---\nBody\n",
+        },
+    )
+    assert run_cli("validate", "ok.yaml", cwd=tmp_path).returncode == 0
+    result = run_cli("validate", "missing.yaml", "both.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "missing.yaml:2:20: skills[1]: skills folder not found: nowhere",
+        "both.yaml:2:1: descripton: unknown key; did you mean 'description'?",
+        "both.yaml:3:10: skills[0]: skills folder not found: nowhere",
+        "2 of 2 files have problems",
+    ]
+    (tmp_path / "skills" / "bad").mkdir()
+    (tmp_path / "skills" / "bad" / "SKILL.md").write_text("---\nname: bad\n---\nNo description\n")
+    result = run_cli("validate", "ok.yaml", "both.yaml", cwd=tmp_path)
+    assert [line.split(": ")[0] for line in result.stderr.splitlines()[:-1]] == [
+        "skills/bad/SKILL.md:2:1",
+        "both.yaml:2:1",
+        "both.yaml:3:10",
+        "skills/bad/SKILL.md:2:1",
+    ]

@@ -189,6 +189,7 @@ def test_includes_nest_and_resolve_paths_against_their_own_file(tmp_path: Path) 
             """,
             "shared/prompt.md": "From the shared folder.\n",
             "shared/deeper/tools.yaml": "tools: [./tools.py:search]\n",
+            "shared/deeper/tools.py": "def search(q: str) -> str:\n    return q\n",
         },
     )
     spec = runner.load_spec(path)
@@ -373,6 +374,10 @@ def test_every_path_like_key_resolves_against_the_spec_file(tmp_path: Path) -> N
             """,
             "specs/prompts/main.md": "Main prompt.\n",
             "specs/prompts/inline.md": "Inline prompt.\n",
+            "specs/tools.py": "",
+            "specs/lib/helpers.py": "",
+            "specs/mw.py": "",
+            "specs/graphs.py": "",
         },
     )
     here = tmp_path / "specs"
