@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -190,17 +191,44 @@ def parallel_spec(tmp_path: Path, count: int, delay: float) -> Path:
     return path
 
 
-def test_parallel_task_calls_run_concurrently_sync_and_async(tmp_path: Path) -> None:
-    # Timing here only guards against running one after another (5 x 0.3 s = 1.5 s);
-    # bench/bench_subagents.py measures the real figures.
-    agent = runner.build_agent(parallel_spec(tmp_path, 5, 0.3))
-    start = time.perf_counter()
+class AllAtOnce:
+    """Stands in for the replay model's delay: a worker's model call returns only once all
+    `count` workers are inside theirs, so calls made one after another never get through (they
+    fail after `timeout`). Proves concurrency without timing anything;
+    bench/bench_subagents.py measures the figures."""
+
+    def __init__(self, count: int, timeout: float = 30) -> None:
+        self.barrier = threading.Barrier(count, timeout=timeout)
+        self.count, self.timeout = count, timeout
+        self.arrived = 0
+        self.all_in: asyncio.Event | None = None
+
+    def sleep(self, delay: float) -> None:
+        self.barrier.wait()
+
+    async def asleep(self, delay: float) -> None:
+        self.all_in = self.all_in or asyncio.Event()
+        self.arrived += 1
+        if self.arrived == self.count:
+            self.all_in.set()
+        await asyncio.wait_for(self.all_in.wait(), self.timeout)
+
+
+def test_parallel_task_calls_run_concurrently_sync_and_async(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runner.models
+
+    agent = runner.build_agent(parallel_spec(tmp_path, 5, 0.01))
+    gate = AllAtOnce(5)
+    monkeypatch.setattr(runner.models, "time", SimpleNamespace(sleep=gate.sleep))
+    monkeypatch.setattr(runner.models, "asyncio", SimpleNamespace(sleep=gate.asleep))
     result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
-    sync_elapsed = time.perf_counter() - start
     assert [m.text for m in result["messages"] if m.type == "tool"] == [
         f"w{i} done" for i in range(5)
     ]
-    start = time.perf_counter()
-    asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}))
-    async_elapsed = time.perf_counter() - start
-    assert sync_elapsed < 1.2 and async_elapsed < 1.2, (sync_elapsed, async_elapsed)
+    result = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}))
+    assert [m.text for m in result["messages"] if m.type == "tool"] == [
+        f"w{i} done" for i in range(5)
+    ]
+    assert gate.arrived == 5
