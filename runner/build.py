@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain.agents.middleware import AgentMiddleware
+
 from runner.errors import BuildError
 from runner.middleware.prompt import PromptSection, split_for_user_middleware, static_prompt
 from runner.resolve import ResolvedAgent, Resolver
 from runner.spec import AgentSpec
 
 if TYPE_CHECKING:
-    from langchain.agents.middleware import AgentMiddleware
-
     Middleware = AgentMiddleware[Any, Any, Any]
     from langchain_core.language_models.chat_models import BaseChatModel
     from langgraph.graph.state import CompiledStateGraph
@@ -47,6 +47,19 @@ def _limits(agent: ResolvedAgent) -> list[Middleware]:
     return found
 
 
+class _Described(AgentMiddleware):
+    """A middleware that needs model objects, in a chain resolved without them: it has its
+    name and no hooks, so `inspect` shows the chain that a build makes."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+
 def _model_resilience(agent: ResolvedAgent) -> list[Middleware]:
     from langchain.agents.middleware import (
         ModelFallbackMiddleware,
@@ -58,6 +71,8 @@ def _model_resilience(agent: ResolvedAgent) -> list[Middleware]:
     if agent.model.fallbacks:
         first, *rest = agent.model.fallbacks
         found.append(ModelFallbackMiddleware(first, *rest))
+    elif agent.model.fallback_ids:  # resolved to describe (`inspect`): no model objects
+        found.append(_Described("ModelFallbackMiddleware"))
     retries = agent.spec.retries
     for policy, cls in (
         (retries.model, ModelRetryMiddleware),

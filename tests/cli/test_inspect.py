@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+import runner
 from tests.conftest import AGENTS, run_cli
 
 
@@ -59,3 +62,23 @@ def test_every_example_describes_as_json() -> None:
             "HumanInTheLoop",
         )
         assert "ls" in info["tools"] and info["system_prompt"]
+
+
+def test_the_chain_shown_is_the_chain_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fallbacks too, which need model objects: inspect resolves without models."""
+    from runner.build import middleware_chain, subagent_middleware
+    from runner.inspection import describe
+    from runner.resolve import Resolver
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    spec = runner.load_spec(AGENTS / "researcher.yaml")
+    assert spec.model is not None and spec.model.fallbacks
+    resolved = Resolver().resolve(spec)
+    resolved.harness["subagents"] = subagent_middleware(resolved, compile=False)
+    try:
+        built = [m.name.removesuffix("Middleware") for m in middleware_chain(resolved)]
+    finally:
+        resolved.close()
+    assert "ModelFallback" in built
+    assert describe(AGENTS / "researcher.yaml")["middleware"] == built
