@@ -120,6 +120,10 @@ def _main(argv: list[str] | None) -> Any:
         click.echo(str(exc) if located else f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
+        # The reader left (`| head`). Point stdout at /dev/null so the interpreter's final flush
+        # does not fail again and print "Exception ignored ... BrokenPipeError".
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
     except Exception as exc:
         if os.environ.get("AGENTCTL_DEBUG"):

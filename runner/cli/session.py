@@ -119,7 +119,10 @@ class TurnRunner:
             except BaseException as exc:
                 events.put(exc)
             finally:
-                stream.close()
+                try:
+                    stream.close()
+                except BaseException as exc:  # e.g. the reader left and the process is ending
+                    events.put(exc)
                 events.put(_DONE)
 
         self._worker = threading.Thread(target=work, name="agentctl-turn", daemon=True)
