@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BeforeValidator,
     Discriminator,
     Field,
@@ -165,8 +166,12 @@ class FilesystemSpec(SpecModel):
     replaced by a reference to the file holding them; `null` keeps them."""
     system_prompt: str | None = None
     """Replace the filesystem section of the system prompt."""
-    tool_descriptions: dict[FilesystemToolName, str] = Field(default_factory=dict)
-    """Replace the description of a file tool."""
+    tool_descriptions: dict[FilesystemToolName, str] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("tool_descriptions", "custom_tool_descriptions"),
+    )
+    """Replace the description of a file tool (`custom_tool_descriptions`, the seeds' name, is
+    accepted too)."""
 
 
 class PromptCachingSpec(SpecModel):

@@ -520,3 +520,11 @@ def test_inline_block_prompt_problem_is_on_its_line_in_the_yaml_file(tmp_path: P
         "a.yaml:9:7: subagents[0].prompt: undefined template variable 'vars.nope'; "
         "the spec defines no `vars`"
     ]
+
+
+def test_custom_tool_descriptions_is_another_name_for_tool_descriptions(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {"agent.yaml": "name: agent\nfilesystem:\n  custom_tool_descriptions: {ls: List it.}\n"},
+    )
+    assert runner.load_spec(path).filesystem.tool_descriptions == {"ls": "List it."}
