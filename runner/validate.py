@@ -118,8 +118,10 @@ def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> li
         return []
     problems: list[Problem] = []
     for index, entry in enumerate(skills):
-        if not isinstance(entry, str) or entry.startswith("/") or ("skills", index) in (
-            doc.failed_paths
+        if (
+            not isinstance(entry, str)
+            or entry.startswith("/")
+            or ("skills", index) in (doc.failed_paths)
         ):
             continue  # a backend folder, or a value the loader reports itself
         folder = Path(os.path.normpath(path.parent / Path(entry).expanduser()))
@@ -128,9 +130,7 @@ def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> li
         else:
             loc = doc.pos.children["skills"].children[index].loc
             problems.append(
-                loc.problem(
-                    f"skills[{index}]", f"skills folder not found: {display_path(folder)}"
-                )
+                loc.problem(f"skills[{index}]", f"skills folder not found: {display_path(folder)}")
             )
     return problems
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,11 @@ import yaml
 from runner.errors import Problem
 
 KeyPath = tuple[str | int, ...]
+
+BUILTIN_VARIABLES = {"AGENTCTL_PYTHON": sys.executable}
+"""`${NAME}`s that have a value when the environment does not set them: `AGENTCTL_PYTHON` is the
+Python running agentctl (in its virtualenv), for stdio MCP servers and scripts that need the
+packages installed with it."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,8 @@ def interpolate(
                 value = match.group(0)
             elif name in env:
                 value = env[name]
+            elif name in BUILTIN_VARIABLES:
+                value = BUILTIN_VARIABLES[name]
             elif sep:
                 value = default
             else:

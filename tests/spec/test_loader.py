@@ -528,3 +528,13 @@ def test_custom_tool_descriptions_is_another_name_for_tool_descriptions(tmp_path
         {"agent.yaml": "name: agent\nfilesystem:\n  custom_tool_descriptions: {ls: List it.}\n"},
     )
     assert runner.load_spec(path).filesystem.tool_descriptions == {"ls": "List it."}
+
+
+def test_agentctl_python_is_the_running_interpreter_unless_set(tmp_path: Path) -> None:
+    import sys
+
+    from runner.yamlsource import read_yaml
+
+    text = "command: ${AGENTCTL_PYTHON}\n"
+    assert read_yaml(text, "a.yaml", {}).value == {"command": sys.executable}
+    assert read_yaml(text, "a.yaml", {"AGENTCTL_PYTHON": "/opt/py"}).value == {"command": "/opt/py"}
