@@ -527,20 +527,27 @@ class Resolver:
             return candidate + "/"
 
         memory_files: list[MemoryFile] = []
+        memory_mounts: dict[Path, tuple[str, set[str]]] = {}
         for entry in core.memory:
             if entry.backend is not None:
                 memory_files.append(MemoryFile(entry.backend, entry.backend))
                 continue
             host = Path(entry.path)
-            if not host.is_file():
-                logging.getLogger("agentctl").warning("memory file %s not found; skipped", host)
+            # a file not created yet is kept (the agent may start it) when its folder exists
+            if not (host.is_file() or (not host.exists() and host.parent.is_dir())):
+                reason = "is not a file" if host.exists() else "is in a folder that does not exist"
+                logging.getLogger("agentctl").warning("memory file %s %s; skipped", host, reason)
                 continue
             agent_path = backend.host_path(str(host))
-            if agent_path is None:
-                prefix = free_prefix("/memory")
-                mounts.append(Mount(prefix, host.parent, only=frozenset({host.name})))
+            if agent_path is None:  # files of one folder share one mount
+                prefix, names = memory_mounts.get(host.parent) or (free_prefix("/memory"), set())
+                memory_mounts[host.parent] = (prefix, names | {host.name})
                 agent_path = prefix + host.name
             memory_files.append(MemoryFile(agent_path, str(host), host=str(host)))
+        mounts += [
+            Mount(prefix, folder, only=frozenset(names))
+            for folder, (prefix, names) in memory_mounts.items()
+        ]
 
         sources: list[Source] = []
         for index, entry in enumerate(core.skills):

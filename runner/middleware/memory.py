@@ -5,8 +5,10 @@ about a project), and the agent keeps them up to date with `edit_file`. They are
 agent's backend, so an edit lands where the file lives: on disk for a host file (mounted at
 `/memory/` when no directory backend already reaches it), in the store for `/memories/...` on a
 store route. Loading happens in `before_agent` once per thread, into a private state key, so the
-prompt stays stable for the whole conversation (and Anthropic's prompt cache stays valid); a file
-missing at load time is skipped with a warning.
+prompt stays stable for the whole conversation (and Anthropic's prompt cache stays valid). A file
+that does not exist yet is listed as such, so the agent knows where to start one (seeds: the
+memory section and its guide whenever memory is configured); a file that cannot be read is
+skipped with a warning.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ specific; never store secrets or details of one task.
 
 {files}"""
 
+NOT_CREATED = "(not created yet: create it with `write_file` when there is something to keep)"
+
 
 @dataclass(frozen=True)
 class MemoryFile:
@@ -49,16 +53,22 @@ class MemoryFile:
 
 
 class MemoryState(TypedDict):
-    memory_contents: NotRequired[Annotated[dict[str, str], OmitFromInput, OmitFromOutput]]
+    memory_contents: NotRequired[Annotated[dict[str, str | None], OmitFromInput, OmitFromOutput]]
+    """Each memory file's text, None for a file that does not exist yet."""
 
 
-def render_memory(contents: Mapping[str, str] | None) -> str | None:
+def render_memory(contents: Mapping[str, str | None] | None) -> str | None:
     if not contents:
         return None
     files = "\n\n".join(
-        f"### {path}\n\n{text.strip() or '(empty)'}" for path, text in contents.items()
+        f"### {path}\n\n{NOT_CREATED if text is None else text.strip() or '(empty)'}"
+        for path, text in contents.items()
     )
     return MEMORY_SECTION.format(files=files)
+
+
+def _missing(exc: BaseException) -> bool:
+    return isinstance(exc, BackendError) and exc.template == "File not found: {0}"
 
 
 class MemoryMiddleware(AgentMiddleware):
@@ -79,8 +89,14 @@ class MemoryMiddleware(AgentMiddleware):
             )
         return str(result.content)
 
-    def load(self, state: Mapping[str, Any] | None, store: Any) -> dict[str, str]:
-        contents: dict[str, str] = {}
+    def _unread(self, contents: dict[str, str | None], file: MemoryFile, exc: Exception) -> None:
+        if _missing(exc):
+            contents[file.agent_path] = None
+        else:
+            log.warning("memory file %s skipped: %s", file.shown, exc)
+
+    def load(self, state: Mapping[str, Any] | None, store: Any) -> dict[str, str | None]:
+        contents: dict[str, str | None] = {}
         backend = self.provider.get(state, store)
         for file in self.files:
             try:
@@ -88,18 +104,18 @@ class MemoryMiddleware(AgentMiddleware):
                     file.shown, backend.read(file.agent_path, 0, MAX_MEMORY_LINES)
                 )
             except (BackendError, OSError) as exc:
-                log.warning("memory file %s skipped: %s", file.shown, exc)
+                self._unread(contents, file, exc)
         return contents
 
-    async def aload(self, state: Mapping[str, Any] | None, store: Any) -> dict[str, str]:
-        contents: dict[str, str] = {}
+    async def aload(self, state: Mapping[str, Any] | None, store: Any) -> dict[str, str | None]:
+        contents: dict[str, str | None] = {}
         backend = self.provider.get(state, store)
         for file in self.files:
             try:
                 result = await backend.aread(file.agent_path, 0, MAX_MEMORY_LINES)
                 contents[file.agent_path] = self._loaded(file.shown, result)
             except (BackendError, OSError) as exc:
-                log.warning("memory file %s skipped: %s", file.shown, exc)
+                self._unread(contents, file, exc)
         return contents
 
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -119,18 +135,20 @@ class MemoryMiddleware(AgentMiddleware):
             preview=lambda: render_memory(self._preview()),
         )
 
-    def _preview(self) -> dict[str, str]:
+    def _preview(self) -> dict[str, str | None]:
         """The memory as a new thread would load it, without touching any backend (`inspect`
         must not create folders): host files are read directly, backend files are named."""
         from pathlib import Path
 
-        contents: dict[str, str] = {}
+        contents: dict[str, str | None] = {}
         for file in self.files:
             if file.host is None:
                 contents[file.agent_path] = "(read from the backend when a thread starts)"
                 continue
             try:
                 contents[file.agent_path] = Path(file.host).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                contents[file.agent_path] = None
             except (OSError, UnicodeDecodeError) as exc:
                 log.warning("memory file %s skipped: %s", file.shown, exc)
         return contents

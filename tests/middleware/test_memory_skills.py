@@ -133,20 +133,30 @@ class TestMemory:
         run(agent, "hi", "b")
         assert "remember: spaces, not spaces" in system_text(model, 2)
 
-    def test_missing_files_are_skipped_with_a_warning(
+    def test_files_not_created_yet_are_listed_and_the_agent_can_start_them(
         self, tmp_path: Path, caplog: pytest.LogCaptureFixture
     ) -> None:
         (tmp_path / "AGENTS.md").write_text("kept\n", encoding="utf-8")
-        model = ScriptedChatModel(script=[ai("ok")])
+        model = ScriptedChatModel(
+            script=[
+                ai("", ("write_file", {"file_path": "/memory/NEW.md", "content": "x"})),
+                ai("ok"),
+            ]
+        )
+        memory = ["./AGENTS.md", "./NEW.md", "./no/such/folder.md", "./", "/nowhere.md"]
         with caplog.at_level(logging.WARNING, logger="agentctl"):
-            agent = runner.build_agent(
-                spec(tmp_path, memory=["./AGENTS.md", "./GONE.md", "/nowhere.md"]), model=model
-            )
+            agent = runner.build_agent(spec(tmp_path, memory=memory), model=model)
             agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
-        assert "kept" in system_text(model)
-        warnings = [r.getMessage() for r in caplog.records]
-        assert any("GONE.md not found; skipped" in w for w in warnings)
-        assert any("/nowhere.md skipped: File not found: '/nowhere.md'" in w for w in warnings)
+        system = system_text(model)
+        assert "### /memory/AGENTS.md\n\nkept" in system
+        for path in ("/memory/NEW.md", "/nowhere.md"):
+            assert f"### {path}\n\n(not created yet: create it with `write_file`" in system
+        assert "folder.md" not in system
+        assert (tmp_path / "NEW.md").read_text() == "x"  # the agent started it, on the host
+        warnings = sorted(r.getMessage() for r in caplog.records)
+        assert len(warnings) == 2, warnings
+        assert warnings[0].endswith("is not a file; skipped")
+        assert warnings[1].endswith("folder.md is in a folder that does not exist; skipped")
 
     def test_memory_is_not_inherited_by_subagents(self, tmp_path: Path) -> None:
         (tmp_path / "AGENTS.md").write_text("secret preference\n", encoding="utf-8")
