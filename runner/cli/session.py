@@ -65,14 +65,57 @@ def decisions_from_flags(
     return None
 
 
-def local_context(spec_path: Path) -> str:
+PROJECT_FILES = (
+    "README.md",
+    "AGENTS.md",
+    "pyproject.toml",
+    "package.json",
+    "Cargo.toml",
+    "go.mod",
+    "pom.xml",
+    "Makefile",
+)
+
+
+def local_context(spec_path: Path, cwd: Path | None = None) -> str:
+    """The last section of a CLI run's system prompt (seeds: the date, the current directory
+    and what project it is in). Read from the disk, not by running git."""
     import datetime
 
-    return (
-        "## Local context\n\n"
-        f"- Today is {datetime.date.today().isoformat()}.\n"
-        f"- You are run by agentctl from the agent file {spec_path.name}."
-    )
+    cwd = cwd or Path.cwd()
+    lines = [
+        f"- Today is {datetime.date.today().isoformat()}.",
+        f"- You are run by agentctl from the agent file {spec_path.name}, in the directory "
+        f"{cwd}. Your file tools work in your backend (see above), which may be elsewhere.",
+    ]
+    repository = git_repository(cwd)
+    if repository is not None:
+        root, head = repository
+        lines.append(f"- That directory is in the git repository {root} ({head}).")
+    found = [name for name in PROJECT_FILES if (cwd / name).is_file()]
+    if found:
+        lines.append(f"- Project files there: {', '.join(found)}.")
+    return "## Local context\n\n" + "\n".join(lines)
+
+
+def git_repository(start: Path) -> tuple[Path, str] | None:
+    """The git work tree holding `start` and what its HEAD is ("branch main", "commit 1a2b3c4"),
+    from the `.git` folder (or a worktree's `.git` file); None outside one."""
+    for folder in (start, *start.parents):
+        dot_git = folder / ".git"
+        try:
+            if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
+                pointer = dot_git.read_text(encoding="utf-8").strip().removeprefix("gitdir:")
+                dot_git = (folder / pointer.strip()).resolve()
+            if not dot_git.is_dir():
+                continue
+            head = (dot_git / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if head.startswith("ref: refs/heads/"):
+            return folder, f"branch {head.removeprefix('ref: refs/heads/')}"
+        return folder, f"commit {head[:7]}" if head else "no commit yet"
+    return None
 
 
 # --------------------------------------------------------------------------- cancellable turns
