@@ -599,7 +599,8 @@ class Session:
             if len(decisions) != total:
                 raise RunError(
                     f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
-                    f"not {len(decisions)}"
+                    f"not {len(decisions)} (from the command line: --decisions with a JSON "
+                    f"list of {total}, in the order the calls are listed)"
                 )
             answers: dict[str, Any] = {}
             position = 0

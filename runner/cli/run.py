@@ -58,6 +58,13 @@ import click
     help="Run the waiting tool call with these arguments instead.",
 )
 @click.option(
+    "--decisions",
+    "decisions_json",
+    metavar="JSON",
+    help="One answer per waiting call, in order: "
+    '\'["approve", {"type": "edit", "args": {...}}, "reject"]\'.',
+)
+@click.option(
     "--auto-approve", is_flag=True, help="Approve every tool call that asks for approval."
 )
 def run(
@@ -74,6 +81,7 @@ def run(
     reject: bool,
     reason: str | None,
     edit_json: str | None,
+    decisions_json: str | None,
     auto_approve: bool,
 ) -> int:
     """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
@@ -85,7 +93,8 @@ def run(
     Every run is on a thread kept in the thread database: a new one unless --thread ID; its id
     is printed so you can continue it. In a terminal, approvals are asked as they come.
     Elsewhere a run that stops for approval exits 0 after printing what waits; answer with
-    --approve, --reject [--reason TEXT] or --edit JSON on the same thread.
+    --approve, --reject [--reason TEXT] or --edit JSON on the same thread (--approve and
+    --reject answer every waiting call; --decisions JSON answers several one by one).
 
     Exit codes: 0 done (or waiting for approval), 1 the run failed, 2 bad spec or usage,
     130 interrupted.
@@ -94,11 +103,15 @@ def run(
     from runner.cli.session import decisions_from_flags, is_terminal, run_turns
 
     answers = decisions_from_flags(
-        approve=approve, reject=reject, reason=reason, edit_json=edit_json
+        approve=approve,
+        reject=reject,
+        reason=reason,
+        edit_json=edit_json,
+        decisions_json=decisions_json,
     )
     if answers is not None and thread_id is None:
         raise click.UsageError(
-            "--approve, --reject and --edit answer a waiting thread: add --thread ID"
+            "--approve, --reject, --edit and --decisions answer a waiting thread: add --thread ID"
         )
     if message == "-":
         message = sys.stdin.read()

@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import click
 
@@ -30,7 +30,12 @@ if TYPE_CHECKING:
 
 
 def decisions_from_flags(
-    *, approve: bool, reject: bool, reason: str | None, edit_json: str | None
+    *,
+    approve: bool,
+    reject: bool,
+    reason: str | None,
+    edit_json: str | None,
+    decisions_json: str | None = None,
 ) -> list[Decision] | None:
     chosen = [
         flag
@@ -38,6 +43,7 @@ def decisions_from_flags(
             ("--approve", approve),
             ("--reject", reject),
             ("--edit", edit_json is not None),
+            ("--decisions", decisions_json is not None),
         )
         if on
     ]
@@ -45,6 +51,8 @@ def decisions_from_flags(
         raise click.UsageError(f"choose one of {', '.join(chosen)}")
     if reason is not None and not reject:
         raise click.UsageError("--reason goes with --reject")
+    if decisions_json is not None:
+        return parse_decisions(decisions_json)
     if approve:
         return [Decision("approve")]
     if reject:
@@ -75,6 +83,51 @@ PROJECT_FILES = (
     "pom.xml",
     "Makefile",
 )
+
+
+DecisionType = Literal["approve", "edit", "reject"]
+
+DECISIONS_SHAPE = (
+    'a JSON list with one decision per waiting call, in the order they are listed: "approve", '
+    '"reject", {"type": "reject", "message": "why"} or {"type": "edit", "args": {...}}'
+)
+
+
+def parse_decisions(text: str) -> list[Decision]:
+    """`--decisions`: one answer per waiting tool call, for threads that wait on several."""
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(
+            f"not valid JSON: {exc.msg} at column {exc.colno}", param_hint="--decisions"
+        ) from None
+    if not isinstance(items, list) or not items:
+        raise click.BadParameter(f"expected {DECISIONS_SHAPE}", param_hint="--decisions")
+    decisions: list[Decision] = []
+    for index, item in enumerate(items):
+        if item in ("approve", "reject"):
+            item = {"type": item}
+        kind = item.get("type") if isinstance(item, dict) else None
+        extra = set(item) - {"type", "args", "message"} if isinstance(item, dict) else set()
+        args = item.get("args") if isinstance(item, dict) else None
+        message = item.get("message") if isinstance(item, dict) else None
+        problem = None
+        if kind not in ("approve", "edit", "reject"):
+            problem = "needs a type: approve, edit or reject"
+        elif extra:
+            problem = f"has unknown keys: {', '.join(sorted(extra))}"
+        elif kind == "edit" and not isinstance(args, dict):
+            problem = "an edit needs args: a JSON object of the call's arguments"
+        elif kind != "edit" and args is not None:
+            problem = "only an edit has args"
+        elif message is not None and (kind != "reject" or not isinstance(message, str)):
+            problem = "only a reject has a message (text)"
+        if problem:
+            raise click.BadParameter(
+                f"decision {index + 1} ({json.dumps(item)}) {problem}", param_hint="--decisions"
+            )
+        decisions.append(Decision(cast(DecisionType, kind), args=args, message=message))
+    return decisions
 
 
 def local_context(spec_path: Path, cwd: Path | None = None) -> str:

@@ -83,11 +83,63 @@ def test_stdin_message_and_vars(spine: Path, tmp_path: Path) -> None:
     assert events(done.stdout)[-1]["content"] == "The sum is 5."
 
 
+def test_decisions_answer_several_waiting_calls_one_by_one(spine: Path, tmp_path: Path) -> None:
+    cassette = spine.parent / "twice.cassette.yaml"
+    cassette.write_text(
+        "- content: Shouting twice.\n"
+        "  tool_calls:\n"
+        "    - {name: shout, args: {text: one}}\n"
+        "    - {name: shout, args: {text: two}}\n"
+        "- content: Done.\n"
+    )
+    first = run_cli(
+        "run",
+        str(spine),
+        "shout",
+        "--model",
+        f"replay:{cassette}",
+        "--output",
+        "jsonl",
+        cwd=tmp_path,
+    )
+    waiting = events(first.stdout)[-1]
+    assert [a["args"] for a in waiting["actions"]] == [{"text": "one"}, {"text": "two"}]
+    thread = waiting["thread_id"]
+    answer = ["run", str(spine), "--model", f"replay:{cassette}", "--thread", thread]
+    one = run_cli(*answer, "--edit", '{"text": "edited"}', cwd=tmp_path)
+    assert one.returncode == 1
+    assert "waits on 2 approvals; give 2 decisions, not 1 (from the command line: --decisions" in (
+        one.stderr
+    )
+    done = run_cli(
+        *answer,
+        "--decisions",
+        '[{"type": "edit", "args": {"text": "edited"}}, {"type": "reject", "message": "no"}]',
+        "--output",
+        "jsonl",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    results = [
+        (e["content"], e.get("status")) for e in events(done.stdout) if e["type"] == "tool_result"
+    ]
+    edited, rejected = sorted(results)
+    assert edited[0].endswith("\nEDITED") and edited[1] == "success"
+    assert rejected == ("User rejected the tool call for `shout` with reason: no", "error")
+    assert events(done.stdout)[-1]["content"] == "Done."
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         ((), "give a MESSAGE"),
-        (("--approve",), "--approve, --reject and --edit answer a waiting thread: add --thread ID"),
+        (
+            ("--approve",),
+            "--approve, --reject, --edit and --decisions answer a waiting thread: add --thread ID",
+        ),
+        (("--thread", "x", "--decisions", '["approve", "maybe"]'), 'decision 2 ("maybe") needs'),
+        (("--thread", "x", "--decisions", "[]"), "expected a JSON list with one decision"),
+        (("--thread", "x", "--approve", "--decisions", '["approve"]'), "choose one of"),
         (("hi", "--thread", "x", "--approve"), "send a MESSAGE or answer approvals, not both"),
         (("--thread", "x", "--edit", "{nope"), "not valid JSON"),
         (("--thread", "x", "--reason", "r"), "--reason goes with --reject"),
