@@ -87,7 +87,7 @@ class Action:
 @dataclass(frozen=True, kw_only=True)
 class Interrupt(RunEvent):
     """The run paused for approval; answer with `agentctl run --thread ID --approve` (or
-    `--reject` / `--edit`), or `Session.resume(...)`."""
+    `--reject`, `--edit`, `--decisions`), or `Session.stream(thread_id=..., decisions=[...])`."""
 
     type: ClassVar[str] = "interrupt"
     thread_id: str
