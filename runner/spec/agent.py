@@ -136,6 +136,7 @@ class SummarizationSpec(SpecModel):
     window, else 6 messages. The replaced messages are saved to the backend first."""
 
     enabled: bool = True
+    """`false` turns it off (the same as writing `false` for the whole key)."""
     trigger: Threshold | None = None
     """When to summarize."""
     keep: Threshold | None = None
@@ -178,6 +179,7 @@ class PromptCachingSpec(SpecModel):
     """Anthropic prompt caching (ignored for other providers)."""
 
     enabled: bool = True
+    """`false` turns it off (the same as writing `false` for the whole key)."""
     ttl: Literal["5m", "1h"] = "5m"
     """How long Anthropic keeps the cached prefix."""
 
@@ -379,6 +381,7 @@ class GeneralPurposeAgentSpec(SpecModel):
     """The built-in `general-purpose` subagent: the main agent's tools, a fresh context."""
 
     enabled: bool = True
+    """`false` turns it off (the same as writing `false` for the whole key)."""
     description: str | None = None
     """Replace its description in the `task` tool."""
     prompt: str | None = None

@@ -19,12 +19,14 @@ class StateBackendSpec(SpecModel):
     """Files in the thread's graph state: private to the thread, saved with its checkpoints."""
 
     kind: Literal["state"]
+    """Files in the thread's graph state: they live and die with the thread."""
 
 
 class FilesystemBackendSpec(SpecModel):
     """A real directory on the host."""
 
     kind: Literal["filesystem"]
+    """Files in a folder on the host (`root_dir`)."""
     root_dir: str
     """The directory (relative to this spec file); created when missing."""
     virtual_mode: bool = True
@@ -38,6 +40,7 @@ class StoreBackendSpec(SpecModel):
     """Files in a LangGraph store, under a namespace: they outlive the thread (long-term memory)."""
 
     kind: Literal["store"]
+    """Files in the LangGraph store: they outlive the thread."""
     namespace: list[str] = Field(default_factory=lambda: ["files"], min_length=1)
     """The store namespace, e.g. `[memories]`."""
 
@@ -50,6 +53,7 @@ class LocalShellBackendSpec(SpecModel):
     keys in the runner's environment do not leak into commands."""
 
     kind: Literal["local_shell"]
+    """A host folder, plus `execute` to run shell commands in it."""
     root_dir: str
     """The directory (relative to this spec file) where files live and commands run."""
     virtual_mode: bool = True
@@ -93,6 +97,7 @@ class CompositeBackendSpec(SpecModel):
     (the longest matching prefix wins). `execute` always runs on the default backend."""
 
     kind: Literal["composite"]
+    """A `default` backend, with path prefixes routed to other backends."""
     default: Annotated[
         LeafBackendSpec,
         BeforeValidator(

@@ -101,6 +101,7 @@ class McpTool(SpecModel):
     """The tools of one MCP server."""
 
     mcp: McpServer
+    """An MCP server whose tools the agent gets: stdio (`command`) or HTTP (`url`)."""
 
 
 def _tool_kind(value: Any) -> str | None:
