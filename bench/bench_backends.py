@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     args = parser.parse_args(argv)
     repeat = 3 if args.quick else 7
-    grep_sizes, state_sizes = [1_000, 5_000], [100, 1_000]
+    grep_sizes, state_sizes = [100, 1_000, 5_000], [100, 1_000]
     results = {**bench_grep(grep_sizes, repeat), **bench_state(state_sizes, repeat)}
     print(table(results, grep_sizes, state_sizes))
     print(json.dumps({"bench": "backends", **{k: round(v, 6) for k, v in results.items()}}))
