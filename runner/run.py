@@ -411,6 +411,7 @@ def pending_actions(
                     Action(
                         name=request.get("name", ""),
                         args=dict(request.get("args") or {}),
+                        id=request.get("id"),
                         description=request.get("description"),
                         allowed_decisions=list(
                             config.get("allowed_decisions", ["approve", "edit", "reject"])

@@ -53,11 +53,24 @@ def hitl_config(
     return config
 
 
+class ApprovalsMiddleware(HumanInTheLoopMiddleware):
+    """LangChain's middleware, with each action request naming the tool call it is about
+    (`id`), so run events and answers can point at one call among several."""
+
+    def _create_action_and_config(self, tool_call: Any, *args: Any, **kwargs: Any) -> Any:
+        action, review = super()._create_action_and_config(tool_call, *args, **kwargs)
+        return {**action, "id": tool_call.get("id")}, review
+
+    @property
+    def name(self) -> str:
+        return "HumanInTheLoopMiddleware"
+
+
 def approvals_middleware(
     interrupt_on: Mapping[str, bool | InterruptOn],
 ) -> HumanInTheLoopMiddleware | None:
     config = hitl_config(interrupt_on)
-    return HumanInTheLoopMiddleware(interrupt_on=config) if config else None
+    return ApprovalsMiddleware(interrupt_on=config) if config else None
 
 
 def approvals_section(interrupt_on: Mapping[str, bool | InterruptOn]) -> PromptSection | None:

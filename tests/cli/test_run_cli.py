@@ -104,6 +104,8 @@ def test_decisions_answer_several_waiting_calls_one_by_one(spine: Path, tmp_path
     )
     waiting = events(first.stdout)[-1]
     assert [a["args"] for a in waiting["actions"]] == [{"text": "one"}, {"text": "two"}]
+    calls = [e["id"] for e in events(first.stdout) if e["type"] == "tool_call"]
+    assert [a["id"] for a in waiting["actions"]] == calls and all(calls)  # which call each is
     thread = waiting["thread_id"]
     answer = ["run", str(spine), "--model", f"replay:{cassette}", "--thread", thread]
     one = run_cli(*answer, "--edit", '{"text": "edited"}', cwd=tmp_path)
