@@ -11,7 +11,7 @@ without them so it works with no API key set.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from runner.cassette import Cassette
+    from runner.spec import McpServer
     from runner.tools.mcp import McpServers
 
 __all__ = [
@@ -368,6 +369,9 @@ class Resolver:
         """The main agent of `spec`, with its subagents. What was opened on the way (MCP
         servers) is closed again when resolution fails."""
         try:
+            servers = list(_mcp_servers_in(spec, set()))
+            if len(servers) > 1:  # start them side by side; each is collected where it is named
+                self.mcp_servers().prestart(servers)
             return self._agent(
                 spec,
                 name=spec.name,
@@ -762,6 +766,21 @@ class Resolver:
                 )
             )
         return obj
+
+
+def _mcp_servers_in(spec: AgentCore, seen: set[int]) -> Iterator[McpServer]:
+    """The `mcp:` servers named by an agent, its inline subagents and its `ref:` files."""
+    from runner.spec import InlineSubagent, McpTool, RefSubagent
+
+    if id(spec) in seen:
+        return
+    seen.add(id(spec))
+    yield from (t.mcp for t in spec.tools if isinstance(t, McpTool))
+    for entry in getattr(spec, "subagents", ()):
+        if isinstance(entry, InlineSubagent):
+            yield from _mcp_servers_in(entry, seen)
+        elif isinstance(entry, RefSubagent) and entry._spec is not None:
+            yield from _mcp_servers_in(entry._spec, seen)
 
 
 def resolve(

@@ -37,7 +37,7 @@ import os
 import signal
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from runner.errors import Problem, ResolutionError
@@ -134,6 +134,7 @@ class McpServers:
     def __init__(self, *, start_timeout: float = START_TIMEOUT) -> None:
         self.start_timeout = start_timeout
         self._servers: dict[str, _RunningServer] = {}
+        self._starting: dict[str, tuple[_RunningServer, concurrent.futures.Future[None]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -161,16 +162,33 @@ class McpServers:
             raise RuntimeError("the MCP servers of this build are closed")
         return asyncio.run_coroutine_threadsafe(coro, loop)
 
-    def start(self, server: McpServer) -> _RunningServer:
-        """Start `server` (or return it, already started with the same settings), blocking until
-        its tools are listed. Raises McpStartError with the reason when it cannot start."""
-        key = server.model_dump_json(exclude={"include", "exclude", "prefix", "tools"})
-        if key in self._servers:
-            return self._servers[key]
+    @staticmethod
+    def _key(server: McpServer) -> str:
+        return server.model_dump_json(exclude={"include", "exclude", "prefix", "tools"})
+
+    def _launch(self, server: McpServer) -> tuple[_RunningServer, concurrent.futures.Future[None]]:
         loop = self._ensure_loop()
         running = _RunningServer(server, self)
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         running.task_future = asyncio.run_coroutine_threadsafe(running.serve(ready), loop)
+        return running, ready
+
+    def prestart(self, servers: Iterable[McpServer]) -> None:
+        """Begin starting `servers` at once, without waiting: several servers then take as
+        long as the slowest, not the sum. `start` collects each (and reports its failure)."""
+        for server in servers:
+            key = self._key(server)
+            if key not in self._servers and key not in self._starting:
+                self._starting[key] = self._launch(server)
+
+    def start(self, server: McpServer) -> _RunningServer:
+        """Start `server` (or return it, already started with the same settings), blocking until
+        its tools are listed. Raises McpStartError with the reason when it cannot start."""
+        key = self._key(server)
+        if key in self._servers:
+            return self._servers[key]
+        launched = self._starting.pop(key) if key in self._starting else self._launch(server)
+        running, ready = launched
         try:
             # `serve` times the handshake itself and stops a failed process before it reports
             # (at most 3 * STOP_GRACE); this bound only guards against a stuck loop.
@@ -195,6 +213,8 @@ class McpServers:
         if loop is None or thread is None:
             return
         for running in self._servers.values():
+            running.stop()
+        for running, _ready in self._starting.values():  # prestarted, never collected
             running.stop()
         # Anything still running on the loop (a call, a server that ignored its stop) ends here.
         with contextlib.suppress(RuntimeError, concurrent.futures.TimeoutError):

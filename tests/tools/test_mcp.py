@@ -194,6 +194,29 @@ def test_a_server_listed_twice_starts_once_and_clashing_names_fail_the_build(
     assert not is_running(pid), "a failed build left the server running"
 
 
+def test_the_servers_of_an_agent_and_its_subagents_start_side_by_side(tmp_path: Path) -> None:
+    """Each server waits, before its handshake, for the other two to have started: started
+    one after another, the first would never finish starting."""
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
+    env = {"MCP_TEST_MEET": str(meeting), "MCP_TEST_MEET_COUNT": "3"}
+    servers = [
+        stdio_server(name=name, env=env, include=["search"], prefix=True) for name in ("a", "b")
+    ]
+    helper = {
+        "name": "helper",
+        "description": "Searches more",
+        "tools": [{"mcp": stdio_server(name="c", env=env, include=["search"], prefix=True)}],
+    }
+    path = write_agent(tmp_path, servers, [], subagents=[helper])
+    resolved = Resolver(with_models=False).resolve(runner.load_spec(path))
+    try:
+        assert [t.name for t in resolved.tools] == ["a_search", "b_search"]
+        assert len(list(meeting.iterdir())) == 3
+    finally:
+        resolved.close()
+
+
 def test_a_slow_call_times_out_as_an_error_the_model_sees(tmp_path: Path) -> None:
     path = write_agent(
         tmp_path,

@@ -58,11 +58,26 @@ def whoami() -> str:
     return f"{os.getpid()} {os.environ.get('MCP_TEST_SECRET', '-')}"
 
 
+def meet(folder: str, count: int) -> None:
+    """Sign in, then wait until `count` servers have: starts that are not concurrent fail."""
+    import pathlib
+    import time
+
+    pathlib.Path(folder, str(os.getpid())).touch()
+    for _ in range(400):
+        if len(os.listdir(folder)) >= count:
+            return
+        time.sleep(0.05)
+    sys.exit("the other servers never started")
+
+
 if __name__ == "__main__":
     starts = os.environ.get("MCP_TEST_STARTS")
     if starts:
         with open(starts, "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\n")
+    if os.environ.get("MCP_TEST_MEET"):
+        meet(os.environ["MCP_TEST_MEET"], int(os.environ["MCP_TEST_MEET_COUNT"]))
     if len(sys.argv) == 3:
         server.settings.port = int(sys.argv[2])
         server.run("streamable-http" if sys.argv[1] == "http" else "sse")
