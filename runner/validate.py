@@ -6,13 +6,13 @@ the static checks that need no model and no network. Nothing here imports langch
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, SpecError
-from runner.loader import display_path, load_spec
+from runner.loader import _host_path, display_path, load_spec
 from runner.spec import AgentSpec
 
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
@@ -106,7 +106,6 @@ def validate_file(
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
     """The host skills folders named at the top of a file that did not load (so its other
     problems and these show together): missing folders and bad SKILL.md files."""
-    from runner.skills import discover
     from runner.yamlsource import read_yaml
 
     try:
@@ -117,28 +116,28 @@ def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> li
     if not isinstance(skills, list) or ("skills",) in doc.failed_paths:
         return []
     problems: list[Problem] = []
+    failed = doc.failed_paths
     for index, entry in enumerate(skills):
-        if (
-            not isinstance(entry, str)
-            or entry.startswith("/")
-            or ("skills", index) in (doc.failed_paths)
-        ):
+        if not isinstance(entry, str) or entry.startswith("/") or ("skills", index) in failed:
             continue  # a backend folder, or a value the loader reports itself
-        folder = Path(os.path.normpath(path.parent / Path(entry).expanduser()))
-        if folder.is_dir():
-            problems.extend(discover([(folder, "/skills/")]).problems)
-        else:
-            loc = doc.pos.children["skills"].children[index].loc
-            problems.append(
-                loc.problem(f"skills[{index}]", f"skills folder not found: {display_path(folder)}")
-            )
+        at = doc.pos.children["skills"].children[index].loc.problem(f"skills[{index}]", "")
+        problems += _skills_folder_problems(_host_path(entry, path.parent), at)
     return problems
+
+
+def _skills_folder_problems(folder: Path, at: Problem) -> list[Problem]:
+    """A missing host skills folder (located where `at` is, the key that names it), or the
+    problems of its SKILL.md files (located in them)."""
+    from runner.skills import discover
+
+    if not folder.is_dir():
+        return [replace(at, message=f"skills folder not found: {display_path(folder)}")]
+    return discover([(folder, "/skills/")]).problems
 
 
 def skill_problems(spec: AgentSpec, seen: set[str] | None = None) -> list[Problem]:
     """Problems in the host skills folders of an agent, its inline subagents and its ref'd
     files: a missing folder (located at the spec's key), a bad SKILL.md (located in it)."""
-    from runner.skills import discover
     from runner.spec import InlineSubagent, RefSubagent
 
     seen = set() if seen is None else seen
@@ -154,16 +153,8 @@ def skill_problems(spec: AgentSpec, seen: set[str] | None = None) -> list[Proble
         for index, entry in enumerate(core.skills):
             if entry.host is None:
                 continue  # in the backend: checked when the agent runs
-            folder = Path(entry.host)
-            if not folder.is_dir():
-                problems.append(
-                    spec.problem(
-                        (*where, "skills", index),
-                        f"skills folder not found: {display_path(folder)}",
-                    )
-                )
-                continue
-            problems.extend(discover([(folder, "/skills/")]).problems)
+            at = spec.problem((*where, "skills", index), "")
+            problems += _skills_folder_problems(Path(entry.host), at)
     for entry in spec.subagents:
         if isinstance(entry, RefSubagent) and entry._spec is not None:
             problems.extend(skill_problems(entry._spec, seen))
