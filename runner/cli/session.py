@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
@@ -58,12 +58,7 @@ def decisions_from_flags(
     if reject:
         return [Decision("reject", message=reason)]
     if edit_json is not None:
-        try:
-            args = json.loads(edit_json)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(
-                f"not valid JSON: {exc.msg} at column {exc.colno}", param_hint="--edit"
-            ) from None
+        args = _json_option(edit_json, "--edit")
         if not isinstance(args, dict):
             raise click.BadParameter(
                 'expected a JSON object of arguments, like \'{"path": "/a.md"}\'',
@@ -71,6 +66,55 @@ def decisions_from_flags(
             )
         return [Decision("edit", args=args)]
     return None
+
+
+DECISIONS_SHAPE = (
+    'a JSON list with one decision per waiting call, in the order they are listed: "approve", '
+    '"reject", {"type": "reject", "message": "why"} or {"type": "edit", "args": {...}}'
+)
+
+
+def parse_decisions(text: str) -> list[Decision]:
+    """`--decisions`: one answer per waiting tool call, for threads that wait on several."""
+    items = _json_option(text, "--decisions")
+    if not isinstance(items, list) or not items:
+        raise click.BadParameter(f"expected {DECISIONS_SHAPE}", param_hint="--decisions")
+    decisions: list[Decision] = []
+    for index, item in enumerate(items):
+        entry = {"type": item} if item in ("approve", "reject") else item
+        problem = _decision_problem(entry)
+        if problem:
+            raise click.BadParameter(
+                f"decision {index + 1} ({json.dumps(item)}) {problem}", param_hint="--decisions"
+            )
+        decisions.append(
+            Decision(entry["type"], args=entry.get("args"), message=entry.get("message"))
+        )
+    return decisions
+
+
+def _decision_problem(entry: Any) -> str | None:
+    if not isinstance(entry, dict) or entry.get("type") not in ("approve", "edit", "reject"):
+        return "needs a type: approve, edit or reject"
+    if extra := set(entry) - {"type", "args", "message"}:
+        return f"has unknown keys: {', '.join(sorted(extra))}"
+    kind, args, message = entry["type"], entry.get("args"), entry.get("message")
+    if kind == "edit" and not isinstance(args, dict):
+        return "an edit needs args: a JSON object of the call's arguments"
+    if kind != "edit" and args is not None:
+        return "only an edit has args"
+    if message is not None and (kind != "reject" or not isinstance(message, str)):
+        return "only a reject has a message (text)"
+    return None
+
+
+def _json_option(text: str, option: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(
+            f"not valid JSON: {exc.msg} at column {exc.colno}", param_hint=option
+        ) from None
 
 
 PROJECT_FILES = (
@@ -83,51 +127,6 @@ PROJECT_FILES = (
     "pom.xml",
     "Makefile",
 )
-
-
-DecisionType = Literal["approve", "edit", "reject"]
-
-DECISIONS_SHAPE = (
-    'a JSON list with one decision per waiting call, in the order they are listed: "approve", '
-    '"reject", {"type": "reject", "message": "why"} or {"type": "edit", "args": {...}}'
-)
-
-
-def parse_decisions(text: str) -> list[Decision]:
-    """`--decisions`: one answer per waiting tool call, for threads that wait on several."""
-    try:
-        items = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(
-            f"not valid JSON: {exc.msg} at column {exc.colno}", param_hint="--decisions"
-        ) from None
-    if not isinstance(items, list) or not items:
-        raise click.BadParameter(f"expected {DECISIONS_SHAPE}", param_hint="--decisions")
-    decisions: list[Decision] = []
-    for index, item in enumerate(items):
-        if item in ("approve", "reject"):
-            item = {"type": item}
-        kind = item.get("type") if isinstance(item, dict) else None
-        extra = set(item) - {"type", "args", "message"} if isinstance(item, dict) else set()
-        args = item.get("args") if isinstance(item, dict) else None
-        message = item.get("message") if isinstance(item, dict) else None
-        problem = None
-        if kind not in ("approve", "edit", "reject"):
-            problem = "needs a type: approve, edit or reject"
-        elif extra:
-            problem = f"has unknown keys: {', '.join(sorted(extra))}"
-        elif kind == "edit" and not isinstance(args, dict):
-            problem = "an edit needs args: a JSON object of the call's arguments"
-        elif kind != "edit" and args is not None:
-            problem = "only an edit has args"
-        elif message is not None and (kind != "reject" or not isinstance(message, str)):
-            problem = "only a reject has a message (text)"
-        if problem:
-            raise click.BadParameter(
-                f"decision {index + 1} ({json.dumps(item)}) {problem}", param_hint="--decisions"
-            )
-        decisions.append(Decision(cast(DecisionType, kind), args=args, message=message))
-    return decisions
 
 
 def local_context(spec_path: Path, cwd: Path | None = None) -> str:
