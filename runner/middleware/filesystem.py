@@ -37,7 +37,7 @@ from runner.backends import (
 )
 from runner.backends.text import split_lines
 from runner.middleware.prompt import PromptSection
-from runner.tools.runtime import harness_tool
+from runner.tools.runtime import calling_message, harness_tool
 
 CHARS_PER_TOKEN = 4
 LONG_LINE = 5_000
@@ -295,24 +295,17 @@ class FilesystemMiddleware(AgentMiddleware):
         replace the earlier one (on the state backend the last update wins) while both report
         success. Refusing the later call tells the model to make that change next turn.
         """
-        call_id = runtime.tool_call_id
-        if call_id is None:
-            return
-        for message in reversed((runtime.state or {}).get("messages") or []):
-            calls = getattr(message, "tool_calls", None) or ()
-            if message.type != "ai" or not any(c.get("id") == call_id for c in calls):
-                continue
-            for call in calls:
-                if call.get("id") == call_id:
-                    return
-                if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path):
-                    raise BackendError(
-                        "{0} is also changed by an earlier call in this same message, and "
-                        "parallel changes to one file overwrite each other; make this change in "
-                        "your next message",
-                        path,
-                    )
-            return
+        message = calling_message(runtime)
+        for call in message.tool_calls if message is not None else ():
+            if call.get("id") == runtime.tool_call_id:
+                return
+            if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path):
+                raise BackendError(
+                    "{0} is also changed by an earlier call in this same message, and "
+                    "parallel changes to one file overwrite each other; make this change in "
+                    "your next message",
+                    path,
+                )
 
     def _guard(self, call: Callable[[], Result], runtime: ToolRuntime, name: str) -> Result:
         try:

@@ -35,7 +35,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from runner.middleware.prompt import PromptSection
-from runner.tools.runtime import harness_tool
+from runner.tools.runtime import calling_message, harness_tool
 
 EXCLUDED_STATE_KEYS = frozenset(
     {"messages", "todos", "structured_response", "jump_to", "remaining_steps"}
@@ -166,16 +166,6 @@ class ParallelChanges:
             return applied, notes
 
 
-def _calling_message(runtime: ToolRuntime) -> tuple[str, int] | None:
-    """The id of the AI message that made this tool call, and how many `task` calls it made."""
-    for message in reversed((runtime.state or {}).get("messages") or []):
-        calls = getattr(message, "tool_calls", None) or ()
-        if message.type == "ai" and any(c.get("id") == runtime.tool_call_id for c in calls):
-            tasks = sum(1 for c in calls if c.get("name") == "task")
-            return (message.id, tasks) if message.id else None
-    return None
-
-
 def _final_text(result: Mapping[str, Any], name: str) -> str:
     messages = result.get("messages") or []
     if not messages:
@@ -249,11 +239,13 @@ class SubAgentMiddleware(AgentMiddleware):
             )
         update = _state_update(state, result)
         text = _final_text(result, subagent.name)
-        calling = _calling_message(runtime)
-        if calling is not None and calling[1] > 1:
+        calling = calling_message(runtime)
+        tasks = sum(c.get("name") == "task" for c in calling.tool_calls) if calling else 0
+        if calling is not None and calling.id and tasks > 1:
             files = state.get("files")
             update["files"], notes = self.parallel_changes.settle(
-                *calling,
+                calling.id,
+                tasks,
                 files if isinstance(files, Mapping) else {},
                 update.get("files") or {},
                 subagent.name,

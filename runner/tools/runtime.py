@@ -70,3 +70,16 @@ def _lean(schema: type[BaseModel]) -> type[BaseModel]:
         __doc__=schema.__doc__,
         **fields,
     )
+
+
+def calling_message(runtime: Any) -> Any | None:
+    """The AI message in the tool runtime's state that made the runtime's tool call (None
+    without a call id or such a message): what parallel calls of one model reply share."""
+    call_id = runtime.tool_call_id
+    if call_id is None:
+        return None
+    for message in reversed((runtime.state or {}).get("messages") or []):
+        calls = getattr(message, "tool_calls", None) or ()
+        if message.type == "ai" and any(c.get("id") == call_id for c in calls):
+            return message
+    return None
