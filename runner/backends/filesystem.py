@@ -30,6 +30,7 @@ from runner.backends.paths import (
     validate_path,
 )
 from runner.backends.protocol import (
+    FILE_NOT_FOUND,
     BackendError,
     EditResult,
     FileInfo,
@@ -115,7 +116,7 @@ class FilesystemBackend(SyncBackend):
         try:
             fd = os.open(host, os.O_RDONLY | os.O_NONBLOCK | self._nofollow)
         except FileNotFoundError:
-            raise BackendError("File not found: {0}", agent) from None
+            raise BackendError(FILE_NOT_FOUND, agent) from None
         except OSError as exc:
             raise _os_error(exc, verb, agent) from None
         try:

@@ -19,7 +19,7 @@ from runner.backends.paths import (
     relative_to,
     validate_path,
 )
-from runner.backends.protocol import BackendError, FileData, FileInfo, GrepMatch
+from runner.backends.protocol import FILE_NOT_FOUND, BackendError, FileData, FileInfo, GrepMatch
 from runner.backends.text import check_grep_pattern, grep_text
 
 __all__ = [
@@ -106,7 +106,7 @@ def missing_file_error(path: str, items: Items) -> BackendError:
     """The error for reading or editing `path` that holds no file: not found, or a directory."""
     if path == "/" or any(is_within(key, path) for key, _ in items):
         return BackendError("{0} is a directory, not a file; use ls to list it", path)
-    return BackendError("File not found: {0}", path)
+    return BackendError(FILE_NOT_FOUND, path)
 
 
 def check_creatable(path: str, existing: dict[str, bool]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from runner.backends.base import SyncBackend
 from runner.backends.filesystem import FilesystemBackend
 from runner.backends.protocol import (
+    FILE_NOT_FOUND,
     BackendError,
     EditResult,
     FileInfo,
@@ -49,7 +50,7 @@ class MountedBackend(SyncBackend):
 
     def _check(self, path: str, *, writing: bool) -> None:
         if not self._visible(path):
-            raise BackendError("File not found: {0}", path)
+            raise BackendError(FILE_NOT_FOUND, path)
         if writing and self.read_only:
             raise BackendError("{0} is read-only: it belongs to a skills folder", path)
 

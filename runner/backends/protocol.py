@@ -68,6 +68,11 @@ class BackendError(Exception):
         return type(self)(self.template, *moved)
 
 
+FILE_NOT_FOUND = "File not found: {0}"
+"""The template of the error for reading a path that holds no file; callers that treat a
+missing file as normal (memory not created yet) compare `BackendError.template` with it."""
+
+
 class PathError(BackendError):
     """The path is refused before any backend looks at it (or resolves outside the root)."""
 

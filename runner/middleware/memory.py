@@ -22,6 +22,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import OmitFromInput, OmitFromOutput
 
 from runner.backends import BackendError, BackendProvider
+from runner.backends.protocol import FILE_NOT_FOUND
 from runner.middleware.prompt import PromptSection
 
 log = logging.getLogger("agentctl")
@@ -68,7 +69,7 @@ def render_memory(contents: Mapping[str, str | None] | None) -> str | None:
 
 
 def _missing(exc: BaseException) -> bool:
-    return isinstance(exc, BackendError) and exc.template == "File not found: {0}"
+    return isinstance(exc, BackendError) and exc.template == FILE_NOT_FOUND
 
 
 class MemoryMiddleware(AgentMiddleware):
