@@ -121,6 +121,18 @@ class Final(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunWarning(RunEvent):
+    """Something the user should know that did not stop the run (a reply cut off by the length
+    limit, an empty reply, execute running without a sandbox...). `code` is a stable, short
+    machine-readable name (`truncated_reply`, `empty_reply`, `no_sandbox`, ...); `message` is
+    the sentence for people."""
+
+    type: ClassVar[str] = "warning"
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Error(RunEvent):
     """The run failed; `kind` is the error class name, `message` says what to fix."""
 
@@ -128,6 +140,17 @@ class Error(RunEvent):
     message: str
     kind: str = "RunError"
     thread_id: str | None = None
+
+
+def emit_warning(stream_writer: Any, code: str, message: str) -> None:
+    """Report a `RunWarning` from inside the graph (a middleware or a tool).
+
+    It travels on LangGraph's "custom" stream as `{"agentctl": "warning", ...}`, which `Session`
+    turns into a `RunWarning` naming the agent it came from; `stream_writer` is
+    `runtime.stream_writer` (None or a no-op outside a streamed run, when nobody listens).
+    """
+    if stream_writer is not None:
+        stream_writer({"agentctl": "warning", "code": code, "message": message})
 
 
 EVENT_TYPES: tuple[type[RunEvent], ...] = (
@@ -139,6 +162,7 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
     Interrupt,
     Usage,
     Final,
+    RunWarning,
     Error,
 )
 
@@ -149,10 +173,12 @@ __all__ = [
     "Final",
     "Interrupt",
     "RunEvent",
+    "RunWarning",
     "Start",
     "TextDelta",
     "TodosUpdate",
     "ToolCall",
     "ToolResult",
     "Usage",
+    "emit_warning",
 ]

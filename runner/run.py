@@ -30,6 +30,7 @@ from runner.events import (
     Final,
     Interrupt,
     RunEvent,
+    RunWarning,
     Start,
     TextDelta,
     TodosUpdate,
@@ -311,12 +312,21 @@ class EventTranslator:
             yield from self._updates(namespace, data)
 
     def _custom(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
-        if isinstance(data, dict) and data.get("agentctl") == "subagent_start":
+        if not isinstance(data, dict):
+            return
+        if data.get("agentctl") == "subagent_start":
             ns = str(data.get("namespace") or "")
             root = ns.split("|")[0] if ns else None
             if root:
                 self.subagents[root] = (str(data.get("agent")), data.get("tool_call_id"))
-        return iter(())
+        elif data.get("agentctl") == "warning":
+            agent, parent = self._agent(namespace)
+            yield RunWarning(
+                agent=agent,
+                parent_id=parent,
+                code=str(data.get("code") or "warning"),
+                message=str(data.get("message") or ""),
+            )
 
     def _message_chunk(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
         message, meta = data

@@ -16,6 +16,7 @@ from runner.events import (
     Final,
     Interrupt,
     RunEvent,
+    RunWarning,
     Start,
     TextDelta,
     TodosUpdate,
@@ -89,6 +90,8 @@ class PlainRenderer:
                 self.out.write(event.content + ("\n" if not event.content.endswith("\n") else ""))
             elif isinstance(event, Error):
                 self.err.write(f"error: {event.message}\n")
+            elif isinstance(event, RunWarning):
+                self.err.write(f"warning: {event.message}\n")
             elif isinstance(event, Interrupt):
                 self._interrupt(event)
             return
@@ -131,6 +134,10 @@ class PlainRenderer:
             )
         elif isinstance(event, Interrupt):
             self._interrupt(event)
+        elif isinstance(event, RunWarning):
+            self.pause()
+            self.err.write(f"warning: {event.message}\n")
+            self.err.flush()
         elif isinstance(event, Error):
             if not self.at_line_start:
                 self.out.write("\n")

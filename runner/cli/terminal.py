@@ -25,6 +25,7 @@ from runner.events import (
     Final,
     Interrupt,
     RunEvent,
+    RunWarning,
     Start,
     TextDelta,
     TodosUpdate,
@@ -128,6 +129,9 @@ class TerminalRenderer:
             self._final(event)
         elif isinstance(event, Interrupt):
             self._waiting(event)
+        elif isinstance(event, RunWarning):
+            self._settle()
+            self.err.print(f"[bold yellow]! warning:[/] {_escape(event.message)}", highlight=False)
         elif isinstance(event, Error):
             self._settle()
             self.err.print(f"[bold red]✗ error:[/] {_escape(event.message)}", highlight=False)

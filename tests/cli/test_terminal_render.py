@@ -21,6 +21,7 @@ from runner.events import (
     Action,
     Error,
     Final,
+    RunWarning,
     Start,
     TextDelta,
     TodosUpdate,
@@ -144,6 +145,32 @@ def test_errors_and_failed_results_are_marked() -> None:
     assert lines[1:3] == ["● edit_file(file_path='/x')", "  ⎿ ✗ Error: not found"]
     assert lines[3] == "✗ error: replay cassette ran out"
     assert lines[4].startswith("✗ failed in ")
+
+
+def test_warnings_get_their_own_line_and_the_turn_goes_on() -> None:
+    lines = lines_of(
+        render(
+            Start(agent="a", thread_id="t"),
+            RunWarning(agent="a", code="empty_reply", message="the model sent an empty reply"),
+            Final(agent="a", thread_id="t", content=""),
+        )
+    )
+    assert "! warning: the model sent an empty reply" in lines
+    assert not any(line.startswith("✗") for line in lines)
+
+
+def test_warnings_travel_on_the_custom_stream() -> None:
+    from runner.events import emit_warning
+    from runner.run import EventTranslator
+
+    sent: list[object] = []
+    emit_warning(sent.append, "truncated_reply", "cut off")
+    emit_warning(None, "ignored", "nobody listens")
+    translator = EventTranslator("main")
+    events = list(translator.feed((), "custom", sent[0]))
+    assert [event.to_dict() for event in events] == [
+        {"type": "warning", "agent": "main", "code": "truncated_reply", "message": "cut off"}
+    ]
 
 
 def test_plain_consoles_get_no_escape_codes() -> None:
