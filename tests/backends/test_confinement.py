@@ -36,10 +36,22 @@ _AUDITED = {"open", "os.scandir", "os.listdir", "os.mkdir", "os.remove", "os.ren
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _recording is not None and event in _AUDITED and args:
-        target = args[0]
-        if isinstance(target, str | bytes | os.PathLike):
-            _recording.append((event, os.fsdecode(target)))
+    """Record absolute paths opened, listed or created. A name opened relative to a directory
+    descriptor (how the backends resolve every path) is recorded with that directory's path when
+    the event carries the descriptor (os.mkdir does; open does not: those are judged by their
+    effects, which `check` and `check_seen` test)."""
+    if _recording is None or event not in _AUDITED or not args:
+        return
+    target = args[0]
+    if not isinstance(target, str | bytes | os.PathLike):
+        return
+    name = os.fsdecode(target)
+    if not os.path.isabs(name):
+        dir_fd = args[2] if event == "os.mkdir" and len(args) > 2 else None
+        if not isinstance(dir_fd, int) or dir_fd < 0:
+            return
+        name = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
+    _recording.append((event, name))
 
 
 sys.addaudithook(_audit)
