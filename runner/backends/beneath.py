@@ -31,6 +31,7 @@ from typing import NamedTuple
 from runner.backends.protocol import BackendError, PathError
 
 __all__ = [
+    "EDIT_FLAGS",
     "MAX_LINKS",
     "MAX_WALK_DEPTH",
     "READ_FLAGS",
@@ -48,8 +49,10 @@ _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _LINK_ERRORS = {errno.ELOOP, errno.ENOTDIR, getattr(errno, "EMLINK", errno.ELOOP)}
 """What `openat(..., O_NOFOLLOW)` answers when the name is a symbolic link (EMLINK on BSDs)."""
 
-READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | _NOCTTY
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | _NOCTTY | _CLOEXEC
 """Opening for reading never blocks on a FIFO and never takes a terminal."""
+EDIT_FLAGS = os.O_RDWR | os.O_NONBLOCK | _NOCTTY | _CLOEXEC
+"""Reading and writing back through one descriptor."""
 
 
 def _escape(agent: str) -> PathError:
@@ -77,10 +80,9 @@ class WalkEntry(NamedTuple):
 class Root:
     """A directory opened once; paths below it are resolved from its descriptor.
 
-    `follow_links`: whether links inside the root are followed at all (they are in every mode;
-    the flag exists for callers that must not, such as walks). A path given to the methods here
-    is a list of components relative to the root (`["src", "main.py"]`), already checked by
-    `paths.validate_path`; `agent` is the path as the agent wrote it, for messages.
+    A path given to the methods here is a list of components relative to the root
+    (`["src", "main.py"]`), already checked by `paths.validate_path`; `agent` is the path as the
+    agent wrote it, for messages.
     """
 
     def __init__(self, path: str) -> None:

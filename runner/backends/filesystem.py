@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 
 from runner.backends.base import SyncBackend
-from runner.backends.beneath import READ_FLAGS, Root, is_plain_file
+from runner.backends.beneath import EDIT_FLAGS, READ_FLAGS, Root, is_plain_file
 from runner.backends.paths import (
     compile_glob,
     file_filter,
@@ -227,7 +227,7 @@ class FilesystemBackend(SyncBackend):
     ) -> EditResult:
         agent, parts = self._parts(path)
         # One descriptor for reading and writing back: the file changed is the file read.
-        fd = self._open_file(agent, parts, os.O_RDWR | READ_FLAGS & ~os.O_RDONLY, "edit")
+        fd = self._open_file(agent, parts, EDIT_FLAGS, "edit")
         try:
             try:
                 text = self._content(agent, fd).decode("utf-8")
