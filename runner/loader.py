@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from runner.errors import Problem, SpecError
 from runner.spec import (
     AgentSpec,
-    CompositeBackendSpec,
     FilesystemBackendSpec,
     ImportSubagent,
     ImportTool,
@@ -33,6 +32,7 @@ from runner.spec import (
     import_ref_is_file,
 )
 from runner.spec.agent import AgentCore
+from runner.spec.backend import backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec_errors import problems_from_validation
 from runner.templating import TemplateProblem, render
@@ -320,18 +320,17 @@ class _Loader:
                         _host_path(source.host, _base_dir(smap, (*where, key, index)))
                     )
         if core.backend is not None:
-            backend_at: KeyPath = (*where, "backend")
-            leaves: list[tuple[Any, KeyPath]] = [(core.backend, backend_at)]
-            if isinstance(core.backend, CompositeBackendSpec):
-                leaves = [(core.backend.default, (*backend_at, "default"))] + [
-                    (route, (*backend_at, "routes", prefix))
-                    for prefix, route in core.backend.routes.items()
-                ]
-            for leaf, leaf_at in leaves:
+            for leaf, leaf_at in backend_leaves(core.backend, (*where, "backend")):
                 if isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):
                     leaf.root_dir = str(
                         _host_path(leaf.root_dir, _base_dir(smap, (*leaf_at, "root_dir")))
                     )
+                if isinstance(leaf, LocalShellBackendSpec):
+                    for key in ("read_only_paths", "writable_paths"):
+                        paths: list[str] = getattr(leaf, key)
+                        for index, path in enumerate(paths):
+                            base = _base_dir(smap, (*leaf_at, key, index))
+                            paths[index] = str(_host_path(path, base))
         if core.prompt is not None:
             core.prompt = self._render(core.prompt, (*where, "prompt"), smap, variables)
 

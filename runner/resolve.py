@@ -497,9 +497,13 @@ class Resolver:
     ) -> BackendProvider:
         """The agent's own backend, else its parent's (so files are shared), else `state`."""
         from runner.backends import provider_from_spec
+        from runner.backends.sandbox import sandbox_problems
 
         if core.backend is None and parent is not None and parent.backend is not None:
             return parent.backend
+        if core.backend is not None:
+            for at, message in sandbox_problems(core.backend, (*where, "backend")):
+                raise ResolutionError.at(locator(at, message))
         try:
             return provider_from_spec(core.backend)
         except BuildError as exc:

@@ -556,6 +556,7 @@ class Session:
             raise
         self.name = self.resolved.name
         self.record_path = Path(record) if record else None
+        self.no_sandbox = _no_sandbox_warning(self.resolved)
 
     # ----------------------------------------------------------------------- threads
 
@@ -683,6 +684,8 @@ class Session:
                 thread_id, agent=self.name, spec=self.spec.source, first_message=message
             )
         yield Start(agent=self.name, thread_id=thread_id)
+        if self.no_sandbox is not None:
+            yield self.no_sandbox
         callbacks = []
         if self.record_path is not None:
             recorder = _Recorder(self.record_path, main_agent=self.name, append=not new_thread)
@@ -784,6 +787,40 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _no_sandbox_warning(agent: ResolvedAgent) -> RunWarning | None:
+    """The `no_sandbox` warning a run starts with when some agent's `execute` asked for
+    `sandbox: auto` and this machine has no working sandbox (None when all are sandboxed).
+
+    Said at the start of every run, before the model can call `execute` (or the user approve a
+    command): it is a fact about the run's setup, so one place says it once per run, instead of
+    the execute tool keeping per-run memory in a middleware shared by many runs."""
+    names: list[str] = []
+    reasons: set[str] = set()
+    pending, seen = [agent], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        tools = getattr(current.harness.get("filesystem"), "tool_names", ())
+        if current.backend is not None and "execute" in tools:
+            if (reason := current.backend.unsandboxed_because()) is not None:
+                names.append(current.name)
+                reasons.add(reason)
+        pending += [sub.agent for sub in current.subagents if sub.agent is not None]
+    if not names:
+        return None
+    return RunWarning(
+        agent=agent.name,
+        code="no_sandbox",
+        message=(
+            f"execute runs WITHOUT a sandbox for {', '.join(sorted(names))}: commands have "
+            f"agentctl's rights on this machine ({'; '.join(sorted(reasons))}). Set "
+            "`sandbox: none` on the backend to run unsandboxed on purpose."
+        ),
+    )
 
 
 def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> str:

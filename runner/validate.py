@@ -100,7 +100,7 @@ def validate_file(
         spec = load_spec(path, vars=vars, env=env)
     except SpecError as exc:
         return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
-    return sorted(set(skill_problems(spec)))
+    return sorted(set(skill_problems(spec)) | set(sandbox_spec_problems(spec)))
 
 
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
@@ -158,4 +158,31 @@ def skill_problems(spec: AgentSpec, seen: set[str] | None = None) -> list[Proble
     for entry in spec.subagents:
         if isinstance(entry, RefSubagent) and entry._spec is not None:
             problems.extend(skill_problems(entry._spec, seen))
+    return problems
+
+
+def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list[Problem]:
+    """What this machine lacks for the `local_shell` sandboxes of an agent, its inline subagents
+    and its ref'd files (`sandbox: bubblewrap` without bubblewrap, missing extra paths), located
+    at the key."""
+    from runner.backends.sandbox import sandbox_problems
+    from runner.spec import InlineSubagent, RefSubagent
+
+    seen = set() if seen is None else seen
+    if spec.source in seen:
+        return []
+    seen.add(spec.source or "")
+    cores: list[tuple[tuple[str | int, ...], Any]] = [((), spec)]
+    cores += [
+        (("subagents", i), s) for i, s in enumerate(spec.subagents) if isinstance(s, InlineSubagent)
+    ]
+    problems = [
+        spec.problem(at, message)
+        for where, core in cores
+        if core.backend is not None
+        for at, message in sandbox_problems(core.backend, (*where, "backend"))
+    ]
+    for entry in spec.subagents:
+        if isinstance(entry, RefSubagent) and entry._spec is not None:
+            problems.extend(sandbox_spec_problems(entry._spec, seen))
     return problems

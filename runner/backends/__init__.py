@@ -12,7 +12,8 @@ protocol.py     Backend / SandboxBackend, results, BackendError, can_execute
 paths.py        validate_path (the one path gate), glob patterns
 state.py        files in graph state (+ FilesState, merge_files)
 filesystem.py   a real directory, confined to root_dir in virtual mode
-local_shell.py  filesystem + execute (timeout, output cap, clean environment)
+local_shell.py  filesystem + execute (sandbox, timeout, output cap, clean environment)
+sandbox.py      the bubblewrap command line execute runs in, and whether this machine has it
 store.py        a LangGraph BaseStore namespace
 composite.py    a default backend plus prefix routes
 ```
@@ -170,6 +171,10 @@ class _DirectoryNode(_Node):
                     max_output_bytes=spec.max_output_bytes,
                     env=spec.env,
                     inherit_env=spec.inherit_env,
+                    sandbox=spec.sandbox,
+                    network=spec.network,
+                    read_only_paths=spec.read_only_paths,
+                    writable_paths=spec.writable_paths,
                 )
             else:
                 self._backend = FilesystemBackend(
@@ -190,9 +195,36 @@ class _DirectoryNode(_Node):
                 env += " + " + ", ".join(sorted(spec.env))
             text += (
                 f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s, output cap "
-                f"{spec.max_output_bytes:,} bytes, environment: {env}"
+                f"{spec.max_output_bytes:,} bytes, environment: {env}; sandbox: {self.sandbox()}"
             )
         return text
+
+    def sandbox(self) -> str:
+        """The sandbox `execute` gets on this machine, in words (for `inspect`)."""
+        from runner.backends.sandbox import choose_sandbox
+
+        spec = self.spec
+        assert isinstance(spec, LocalShellBackendSpec)
+        if spec.sandbox == "none":
+            return "none (`sandbox: none`: commands run on the host with agentctl's rights)"
+        kind, reason = choose_sandbox("auto")
+        if kind == "none":
+            return f"NONE, commands run on the host with agentctl's rights ({reason})"
+        extras = [
+            "network on" if spec.network else "no network",
+            *(f"read-only {p}" for p in spec.read_only_paths),
+            *(f"writable {p}" for p in spec.writable_paths),
+        ]
+        return f"bubblewrap (only the root writable, {', '.join(extras)})"
+
+    def unsandboxed_because(self) -> str | None:
+        """Why `execute` runs without the sandbox `sandbox: auto` asked for, or None."""
+        from runner.backends.sandbox import choose_sandbox
+
+        spec = self.spec
+        if not isinstance(spec, LocalShellBackendSpec) or spec.sandbox != "auto":
+            return None
+        return choose_sandbox("auto")[1]
 
 
 class _CompositeNode(_Node):
@@ -280,6 +312,12 @@ class BackendProvider:
     def uses_store(self) -> bool:
         """Whether some files live in the LangGraph store, so the graph needs a store."""
         return any(isinstance(node, _StoreNode) for node in self._leaves())
+
+    def unsandboxed_because(self) -> str | None:
+        """Why this backend's `execute` runs without the sandbox `sandbox: auto` asked for (no
+        working bubblewrap here), or None: sandboxed, opted out, or no `execute` at all."""
+        node = self._node.default if isinstance(self._node, _CompositeNode) else self._node
+        return node.unsandboxed_because() if isinstance(node, _DirectoryNode) else None
 
     def describe(self) -> str:
         """A short description for `agentctl inspect` (composite: one line per route)."""

@@ -1,18 +1,25 @@
 """The `local_shell` backend: a filesystem backend that can also run shell commands in `root_dir`.
 
-This is NOT a sandbox: commands run on the host with the runner's privileges, and only the file
-tools are confined to `root_dir`. What it does guarantee:
+What `execute` guarantees:
 
+- an OS sandbox (`sandbox: auto`, the default, when bubblewrap works here; see `sandbox.py`):
+  only `root_dir` is writable, agentctl's process and environment are out of sight, no network.
+  Without one (`sandbox: none`, or `auto` on a machine without bubblewrap) commands run on the
+  host with the runner's privileges and only the file tools are confined to `root_dir`;
 - a clean environment: commands see only `ENV_ALLOWLIST` taken from the runner's environment plus
   the spec's `env`, so API keys in the runner's environment do not leak into commands unless the
   spec says `inherit_env: true`;
-- a timeout: the command runs in its own session, and when the timeout passes the whole process
-  group is killed (children and grandchildren too) and the output says so;
+- no process outlives its call: the call ends when the shell exits or the timeout passes, and then
+  whatever the command started and is still running is killed (the sandbox's PID namespace; without
+  a sandbox, the command's process group, which a process leaving its session escapes);
 - an output cap: stdout and stderr are merged in the order written, at most `max_output_bytes` are
   kept (the rest is read and dropped so the command never blocks on a full pipe), and the result is
   flagged `truncated`.
 
-The async twin uses asyncio subprocesses, so a long command never blocks the event loop.
+The output is read from a pipe agentctl owns, by a reader that never stops (sync: a selector;
+async: an event-loop reader), and the call waits for the shell's exit, not for the pipe's end: a
+background process holding the pipe open cannot stretch a call, and neither path can block on a
+reader that was paused or cancelled.
 """
 
 from __future__ import annotations
@@ -25,11 +32,18 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
-from typing import IO, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from runner.backends.filesystem import DEFAULT_MAX_FILE_SIZE, FilesystemBackend
 from runner.backends.protocol import BackendError, ExecuteResult
+from runner.backends.sandbox import (
+    SandboxMode,
+    SandboxUnavailable,
+    bubblewrap_command,
+    choose_sandbox,
+    find_bubblewrap,
+)
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -45,6 +59,10 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_OUTPUT_BYTES = 100_000
 SHELL = "/bin/sh"
 _CHUNK = 65536
+_PIPE_MAX = 1 << 20
+"""The most a pipe holds on Linux (`/proc/sys/fs/pipe-max-size`)."""
+_POLL = 0.05
+"""Seconds between checks whether the shell exited, where no pidfd can signal it (macOS)."""
 
 
 def command_environment(
@@ -98,8 +116,62 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _exit_signal(pid: int) -> int | None:
+    """A descriptor that becomes readable when `pid` exits (Linux pidfd), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _drain(fd: int, output: _Output) -> None:
+    """Read what the (non-blocking) pipe holds now: the last words of a finished command. At most
+    a full pipe's worth, so a writer that escaped the kill cannot keep the call going."""
+    for _ in range(_PIPE_MAX // _CHUNK + 1):
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not chunk:
+            return
+        output.add(chunk)
+
+
+def _pump_until_exit(
+    process: subprocess.Popen[bytes], fd: int, output: _Output, deadline: float
+) -> bool:
+    """Read the pipe into `output` until the shell exits (True) or the deadline passes (False)."""
+    exit_fd = _exit_signal(process.pid)
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            if exit_fd is not None:
+                selector.register(exit_fd, selectors.EVENT_READ)
+            while process.poll() is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                wait = remaining if exit_fd is not None else min(remaining, _POLL)
+                for key, _ in selector.select(wait):
+                    if key.fd != fd:
+                        continue
+                    try:
+                        chunk = os.read(fd, _CHUNK)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    if chunk:
+                        output.add(chunk)
+                    else:  # every writer closed the pipe: only the exit is left to wait for
+                        selector.unregister(fd)
+            return True
+    finally:
+        if exit_fd is not None:
+            os.close(exit_fd)
+
+
 class LocalShellBackend(FilesystemBackend):
-    """A `FilesystemBackend` plus `execute`: `/bin/sh -c COMMAND` in `root_dir`."""
+    """A `FilesystemBackend` plus `execute`: `/bin/sh -c COMMAND` in `root_dir`, sandboxed when
+    the machine can (`sandbox`), with a timeout, an output cap and a clean environment."""
 
     def __init__(
         self,
@@ -112,6 +184,10 @@ class LocalShellBackend(FilesystemBackend):
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
         ripgrep: str | bool = True,
+        sandbox: SandboxMode = "auto",
+        network: bool = False,
+        read_only_paths: Sequence[str | os.PathLike[str]] = (),
+        writable_paths: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         super().__init__(
             root_dir,
@@ -123,20 +199,47 @@ class LocalShellBackend(FilesystemBackend):
         self.max_output_bytes = max_output_bytes
         self.env = dict(env or {})
         self.inherit_env = inherit_env
+        self.network = network
+        self.read_only_paths = tuple(os.path.realpath(p) for p in read_only_paths)
+        self.writable_paths = tuple(os.path.realpath(p) for p in writable_paths)
+        try:
+            self.sandbox, self.unsandboxed_because = choose_sandbox(sandbox)
+        except SandboxUnavailable as exc:
+            raise BackendError(str(exc)) from None
 
     def environment(self) -> dict[str, str]:
         """The environment commands run with (computed per command from the runner's)."""
-        return command_environment(self.env, inherit=self.inherit_env)
+        env = command_environment(self.env, inherit=self.inherit_env)
+        if self.sandbox == "bubblewrap" and "TMPDIR" in env and "TMPDIR" not in self.env:
+            env["TMPDIR"] = "/tmp"  # the host's TMPDIR is not there; the private /tmp is
+        return env
 
-    def _process_options(self) -> dict[str, Any]:
+    def command_line(self, command: str) -> list[str]:
+        """The program and arguments that run `command`: the shell, inside the sandbox if any."""
+        shell = [SHELL, "-c", command]
+        if self.sandbox == "none":
+            return shell
+        bwrap = find_bubblewrap()
+        if bwrap is None:  # it was there when the backend was made
+            raise BackendError("the sandbox program `bwrap` is gone from PATH; cannot run commands")
+        return bubblewrap_command(
+            bwrap,
+            shell,
+            root=self.root,
+            network=self.network,
+            read_only_paths=self.read_only_paths,
+            writable_paths=self.writable_paths,
+        )
+
+    def _process_options(self, output: int) -> dict[str, Any]:
         """How every command starts: in the root, clean environment, its own session (so its
-        process group can be killed), stdin closed, stderr merged into stdout."""
+        process group can be killed), stdin closed, stdout and stderr both into `output`."""
         return {
             "cwd": self.root,
             "env": self.environment(),
             "stdin": subprocess.DEVNULL,
-            "stdout": subprocess.PIPE,
-            "stderr": subprocess.STDOUT,
+            "stdout": output,
+            "stderr": output,
             "start_new_session": True,
         }
 
@@ -149,64 +252,65 @@ class LocalShellBackend(FilesystemBackend):
 
     def execute(self, command: str, timeout: float | None = None) -> ExecuteResult:
         limit = self._limit(timeout)
+        argv = self.command_line(command)
         output = _Output(self.max_output_bytes)
-        process = subprocess.Popen([SHELL, "-c", command], **self._process_options())
-        deadline = time.monotonic() + limit
-        finished = False
+        read_end, write_end = os.pipe()
         try:
-            assert process.stdout is not None
-            finished = self._pump(process.stdout, output, deadline)
-            if finished:
-                try:
-                    process.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    finished = False
+            try:
+                process = subprocess.Popen(argv, **self._process_options(write_end))
+            finally:
+                os.close(write_end)
+            deadline = time.monotonic() + limit
+            exited = False
+            try:
+                exited = _pump_until_exit(process, read_end, output, deadline)
+            finally:
+                _kill_group(process.pid)  # what the command started and left running dies now
+                process.wait()
+            os.set_blocking(read_end, False)
+            _drain(read_end, output)
         finally:
-            if not finished:
-                _kill_group(process.pid)
-            process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
-        return output.result(process.returncode, None if finished else limit)
-
-    @staticmethod
-    def _pump(stream: IO[bytes], output: _Output, deadline: float) -> bool:
-        """Read `stream` into `output` until EOF (True) or the deadline (False)."""
-        fd = stream.fileno()
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(fd, _CHUNK)
-                if not chunk:
-                    return True
-                output.add(chunk)
+            os.close(read_end)
+        return output.result(process.returncode, None if exited else limit)
 
     async def aexecute(self, command: str, timeout: float | None = None) -> ExecuteResult:
         limit = self._limit(timeout)
+        argv = self.command_line(command)
         output = _Output(self.max_output_bytes)
-        process = await asyncio.create_subprocess_exec(
-            SHELL, "-c", command, **self._process_options()
-        )
-
-        async def pump() -> None:
-            assert process.stdout is not None
-            while chunk := await process.stdout.read(_CHUNK):
-                output.add(chunk)
-            await process.wait()
-
-        finished = False
+        loop = asyncio.get_running_loop()
+        read_end, write_end = os.pipe()
         try:
-            await asyncio.wait_for(pump(), limit)
-            finished = True
-        except TimeoutError:
-            pass
-        finally:
-            if not finished:
-                _kill_group(process.pid)
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *argv, **self._process_options(write_end)
+                )
+            finally:
+                os.close(write_end)
+            os.set_blocking(read_end, False)
+
+            def read() -> None:  # called by the loop whenever the pipe has data (or its end)
+                try:
+                    chunk = os.read(read_end, _CHUNK)
+                except (BlockingIOError, InterruptedError):
+                    return
+                if chunk:
+                    output.add(chunk)
+                else:
+                    loop.remove_reader(read_end)
+
+            loop.add_reader(read_end, read)
+            exited = False
+            try:
+                # No asyncio pipe: process.wait() returns at the exit, whoever holds the pipe.
+                await asyncio.wait_for(process.wait(), limit)
+                exited = True
+            except TimeoutError:
+                pass
+            finally:
+                loop.remove_reader(read_end)
+                _kill_group(process.pid)  # what the command started and left running dies now
                 await asyncio.shield(process.wait())
-        return output.result(process.returncode, None if finished else limit)
+            _drain(read_end, output)
+        finally:
+            os.close(read_end)
+        return output.result(process.returncode, None if exited else limit)

@@ -8,7 +8,7 @@ tool; `composite` routes path prefixes to other backends. The short form `backen
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -48,7 +48,8 @@ class StoreBackendSpec(SpecModel):
 class LocalShellBackendSpec(SpecModel):
     """A real directory plus an `execute` tool that runs shell commands in it.
 
-    Commands run on the host with the runner's privileges: this is not a sandbox. The environment
+    Commands run in an OS sandbox when the machine has one (`sandbox`): only `root_dir` is
+    writable, agentctl's process and environment are hidden, there is no network. The environment
     is clean (PATH, HOME, LANG and a few more) unless `inherit_env` or `env` add variables, so API
     keys in the runner's environment do not leak into commands."""
 
@@ -57,17 +58,27 @@ class LocalShellBackendSpec(SpecModel):
     root_dir: str
     """The directory (relative to this spec file) where files live and commands run."""
     virtual_mode: bool = True
-    """Confine file tool paths to `root_dir` (commands themselves are not confined)."""
+    """Confine file tool paths to `root_dir` (commands are confined by `sandbox`)."""
     max_file_size_mb: float = Field(default=10, gt=0)
     """Files larger than this are not read or searched."""
     timeout: float = Field(default=120, gt=0)
-    """Seconds before a command's process group is killed."""
+    """Seconds before a command and every process it started are killed."""
     max_output_bytes: int = Field(default=100_000, gt=0)
     """Output beyond this many bytes is cut off and flagged as truncated."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables added to the commands' environment."""
     inherit_env: bool = False
     """Pass the runner's whole environment to commands (API keys included)."""
+    sandbox: Literal["auto", "bubblewrap", "none"] = "auto"
+    """`auto`: bubblewrap when it works on this machine, else unsandboxed with a warning;
+    `bubblewrap`: required (an error where it is missing); `none`: commands run on the host."""
+    network: bool = False
+    """Let sandboxed commands use the network (off by default)."""
+    read_only_paths: list[str] = Field(default_factory=list)
+    """Host paths (relative to this spec file) sandboxed commands see read-only: one under the
+    private /tmp or /run, or a part of `root_dir` to protect (like `.git`)."""
+    writable_paths: list[str] = Field(default_factory=list)
+    """More host paths (relative to this spec file) sandboxed commands may change."""
 
 
 LeafBackendSpec = Annotated[
@@ -137,3 +148,15 @@ BackendInput = Annotated[
 ]
 
 BACKEND_KINDS = ("state", "filesystem", "store", "local_shell", "composite")
+
+
+def backend_leaves(
+    backend: BackendSpec, at: tuple[str | int, ...]
+) -> list[tuple[Any, tuple[str | int, ...]]]:
+    """Each leaf backend of `backend` (itself, or a composite's default and routes) with its key
+    path, given the key path `at` of `backend`."""
+    if isinstance(backend, CompositeBackendSpec):
+        return [(backend.default, (*at, "default"))] + [
+            (route, (*at, "routes", prefix)) for prefix, route in backend.routes.items()
+        ]
+    return [(backend, at)]
