@@ -11,11 +11,16 @@ import pytest
 
 from runner.backends import BackendError, ExecuteResult, LocalShellBackend
 from runner.backends.local_shell import ENV_ALLOWLIST
+from runner.backends.sandbox import bubblewrap_problem
 
 
-@pytest.fixture
-def shell(tmp_path: Path) -> LocalShellBackend:
-    return LocalShellBackend(tmp_path / "root", timeout=10)
+@pytest.fixture(params=["bubblewrap", "none"])
+def shell(tmp_path: Path, request: pytest.FixtureRequest) -> LocalShellBackend:
+    """The backend with each sandbox this machine has (`test_sandbox.py` attacks the sandbox;
+    here both must behave alike)."""
+    if request.param == "bubblewrap" and (problem := bubblewrap_problem()) is not None:
+        pytest.skip(f"bubblewrap cannot sandbox here: {problem}")
+    return LocalShellBackend(tmp_path / "root", timeout=10, sandbox=request.param)
 
 
 def run(backend: LocalShellBackend, mode: str, command: str, **kwargs: float) -> ExecuteResult:
@@ -42,7 +47,10 @@ def live_members(pgid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_timeout_kills_the_whole_process_group(shell: LocalShellBackend, mode: str) -> None:
+def test_timeout_kills_the_whole_process_group(tmp_path: Path, mode: str) -> None:
+    # Without a sandbox the process group is what gets killed (with one, the PID namespace:
+    # test_sandbox.py::test_the_timeout_kills_the_whole_tree).
+    shell = LocalShellBackend(tmp_path / "root", sandbox="none")
     command = "cut -d' ' -f5 /proc/self/stat; sleep 30 & sleep 30; echo never"
     started = time.monotonic()
     result = run(shell, mode, command, timeout=0.5)
