@@ -123,7 +123,7 @@ def test_composite_routes_and_static_facts(tmp_path: Path) -> None:
     spec = CompositeBackendSpec.model_validate(
         {
             "kind": "composite",
-            "default": {"kind": "local_shell", "root_dir": str(tmp_path / "ws")},
+            "default": {"kind": "local_shell", "root_dir": str(tmp_path / "ws"), "sandbox": "none"},
             "routes": {"/memories/": "store", "/scratch/": {"kind": "state"}},
         }
     )
@@ -133,7 +133,8 @@ def test_composite_routes_and_static_facts(tmp_path: Path) -> None:
         "composite (the longest matching prefix wins)",
         f"  /           -> local_shell at {tmp_path / 'ws'} (`/` is the root; reads up to 10 MB); "
         "execute: /bin/sh in the root, timeout 120 s, output cap 100,000 bytes, environment: "
-        "only PATH, HOME, LANG, LC_ALL, TERM, TZ, USER, SHELL, TMPDIR",
+        "only PATH, HOME, LANG, LC_ALL, TERM, TZ, USER, SHELL, TMPDIR; sandbox: none "
+        "(`sandbox: none`: commands run on the host with agentctl's rights)",
         "  /memories/  -> store (namespace ['files'] in the LangGraph store; outlives threads)",
         "  /scratch/   -> state (files in the thread's graph state)",
     ]
@@ -202,3 +203,35 @@ def test_from_a_yaml_file_root_dir_is_relative_to_the_spec(tmp_path: Path) -> No
 def test_every_example_agent_has_a_backend(path: Path) -> None:
     provider = provider_from_spec(runner.load_spec(path).backend)
     assert provider.describe()
+
+
+def test_the_description_names_the_sandbox_in_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.backends import sandbox
+
+    spec = LocalShellBackendSpec.model_validate(
+        {
+            "kind": "local_shell",
+            "root_dir": str(tmp_path),
+            "network": True,
+            "writable_paths": ["/srv/cache"],
+        }
+    )
+    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: None)
+    assert (
+        provider_from_spec(spec)
+        .describe()
+        .endswith("; sandbox: bubblewrap (only the root writable, network on, writable /srv/cache)")
+    )
+    assert provider_from_spec(spec).unsandboxed_because() is None
+    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "`bwrap` not found on PATH")
+    assert (
+        provider_from_spec(spec)
+        .describe()
+        .endswith(
+            "; sandbox: NONE, commands run on the host with agentctl's rights "
+            "(`bwrap` not found on PATH)"
+        )
+    )
+    assert provider_from_spec(spec).unsandboxed_because() == "`bwrap` not found on PATH"
