@@ -805,10 +805,11 @@ def _no_sandbox_warning(agent: ResolvedAgent) -> RunWarning | None:
             continue
         seen.add(id(current))
         tools = getattr(current.harness.get("filesystem"), "tool_names", ())
-        if current.backend is not None and "execute" in tools:
-            if (reason := current.backend.unsandboxed_because()) is not None:
-                names.append(current.name)
-                reasons.add(reason)
+        backend = current.backend if "execute" in tools else None
+        reason = backend.unsandboxed_because() if backend is not None else None
+        if reason is not None:
+            names.append(current.name)
+            reasons.add(reason)
         pending += [sub.agent for sub in current.subagents if sub.agent is not None]
     if not names:
         return None
