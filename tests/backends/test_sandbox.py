@@ -398,3 +398,24 @@ def test_bubblewrap_required_without_it_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(BackendError) as caught:
         LocalShellBackend(tmp_path / "root", sandbox="bubblewrap")
     assert str(caught.value).startswith("sandbox: bubblewrap is not available: `bwrap` not found")
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_a_cancelled_async_call_leaves_nothing_running(tmp_path: Path, sandbox: str) -> None:
+    if sandbox == "bubblewrap" and NO_BUBBLEWRAP is not None:
+        pytest.skip(f"bubblewrap cannot sandbox here: {NO_BUBBLEWRAP}")
+    backend = LocalShellBackend(tmp_path / "root", sandbox=sandbox)  # type: ignore[arg-type]
+    token = unique_seconds()
+
+    async def cancel_midway() -> None:
+        call = asyncio.ensure_future(backend.aexecute(f"touch started; sleep {token}"))
+        for _ in range(3000):  # until the command runs (at most 30 s)
+            if Path(backend.root, "started").exists():
+                break
+            await asyncio.sleep(0.01)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(cancel_midway())
+    wait_until_gone(token)
