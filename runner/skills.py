@@ -6,6 +6,11 @@ calls for it. Front matter is validated like a spec, every problem located in it
 `agentctl validate` reports them as errors; at run time a bad skill is skipped with a warning.
 Later folders override earlier ones by name.
 
+Keys we do not know are accepted and ignored: the Agent Skills format lets other tools add
+their own (`trigger` in seed 004, `argument-hint`, `model`, ...), and a skill written for them
+must not disappear here. Only a key that looks like a misspelling of one of ours
+(`descripton`, `allowed_tools`) is an error, with a "did you mean".
+
 Nothing here imports langchain: `agentctl validate` uses it.
 """
 
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from runner.errors import Problem
 from runner.spec.base import SpecModel
@@ -26,12 +31,17 @@ SKILL_NAME_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
 
 class SkillFrontMatter(SpecModel):
-    """The keys a SKILL.md front matter may have."""
+    """The keys of a SKILL.md front matter that agentctl reads; others are kept in
+    `model_extra` and ignored (see the module docstring)."""
+
+    model_config = ConfigDict(extra="allow")
 
     name: str = Field(pattern=SKILL_NAME_PATTERN, max_length=64)
     """Lowercase letters, digits and single hyphens; the skill's folder has the same name."""
     description: str = Field(min_length=1, max_length=1024)
     """What the skill does and when to use it (the agent decides from this alone)."""
+    trigger: str | None = None
+    """When to use the skill (seed 004's front matter); listed after the description."""
     license: str | None = None
     allowed_tools: list[str] | None = Field(default=None, alias="allowed-tools")
     """Tools the skill expects to use."""
@@ -54,6 +64,35 @@ class Skill:
     allowed_tools: list[str] = field(default_factory=list)
     agent_path: str = ""
     """Where the agent reads it with read_file."""
+    trigger: str = ""
+    """When to use it, if the front matter says (`trigger:`)."""
+
+
+def skill_from(meta: SkillFrontMatter, path: PurePath, agent_path: str) -> Skill:
+    """The skill a validated front matter describes."""
+    return Skill(
+        name=meta.name,
+        description=meta.description.strip(),
+        path=path,
+        allowed_tools=list(meta.allowed_tools or []),
+        agent_path=agent_path,
+        trigger=(meta.trigger or "").strip(),
+    )
+
+
+def _misspelt_key(key: str) -> str | None:
+    """The known key that `key` (not a known one) looks like a misspelling of, if any: a case,
+    `-`/`_` variant or a close spelling. Other unknown keys belong to other tools."""
+    import difflib
+
+    known = [
+        field.alias or name for name, field in SkillFrontMatter.model_fields.items()
+    ]  # `allowed-tools`, not `allowed_tools`
+    folded = {k.lower().replace("_", "-"): k for k in known}
+    if key.lower().replace("_", "-") in folded:
+        return folded[key.lower().replace("_", "-")]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 def _front_matter(text: str) -> tuple[str, int] | None:
@@ -105,15 +144,28 @@ def parse_skill(
                 "front matter must be a mapping with `name:` and `description:`",
             )
         ]
+    smap = SourceMap(doc.pos if doc.pos else Pos(Loc(shown, 1, 1)))
     try:
         meta = SkillFrontMatter.model_validate(doc.value)
     except ValidationError as exc:
-        smap = SourceMap(doc.pos if doc.pos else Pos(Loc(shown, 1, 1)))
         return None, [
             shift(p) for p in problems_from_validation(exc, doc.value, smap, SkillFrontMatter)
         ]
+    for key in meta.model_extra or {}:
+        meant = _misspelt_key(key)
+        if meant is not None and meant not in doc.value:
+            loc = smap.key_loc((key,))
+            return None, [
+                Problem(
+                    shown,
+                    loc.line + first_line - 1,
+                    loc.col,
+                    key,
+                    f"unknown key; did you mean {meant!r}?",
+                )
+            ]
     if folder_name is not None and meta.name != folder_name:
-        loc = SourceMap(doc.pos).value_loc(("name",))
+        loc = smap.value_loc(("name",))
         return None, [
             Problem(
                 shown,
@@ -155,12 +207,10 @@ def discover(folders: Iterable[tuple[Path, str]]) -> SkillSet:
             found.problems.extend(problems)
             if meta is None:
                 continue
-            found.skills[meta.name] = Skill(
-                name=meta.name,
-                description=meta.description.strip(),
-                path=skill_file,
-                allowed_tools=list(meta.allowed_tools or []),
-                agent_path=f"{agent_prefix.rstrip('/')}/{skill_file.parent.name}/{SKILL_FILE}",
+            found.skills[meta.name] = skill_from(
+                meta,
+                skill_file,
+                f"{agent_prefix.rstrip('/')}/{skill_file.parent.name}/{SKILL_FILE}",
             )
     return found
 
@@ -179,5 +229,6 @@ def skills_section(skills: Iterable[Skill]) -> str | None:
     rows = []
     for skill in sorted(skills, key=lambda s: s.name):
         tools = f" (uses: {', '.join(skill.allowed_tools)})" if skill.allowed_tools else ""
-        rows.append(f"- **{skill.name}** (`{skill.agent_path}`): {skill.description}{tools}")
+        when = f" Use when: {skill.trigger}" if skill.trigger else ""
+        rows.append(f"- **{skill.name}** (`{skill.agent_path}`): {skill.description}{when}{tools}")
     return SKILLS_SECTION.format(listing="\n".join(rows)) if rows else None

@@ -19,7 +19,7 @@ from langchain.agents.middleware.types import OmitFromInput, OmitFromOutput
 
 from runner.backends import BackendError, BackendProvider
 from runner.middleware.prompt import PromptSection
-from runner.skills import SKILL_FILE, Skill, parse_skill, skills_section
+from runner.skills import SKILL_FILE, Skill, parse_skill, skill_from, skills_section
 
 log = logging.getLogger("agentctl")
 
@@ -71,13 +71,7 @@ class BackendSkillsMiddleware(SkillsMiddleware):
             log.warning("skill skipped: %s", problem)
         if meta is None:
             return None
-        return Skill(
-            meta.name,
-            meta.description.strip(),
-            PurePosixPath(path),
-            list(meta.allowed_tools or []),
-            path,
-        )
+        return skill_from(meta, PurePosixPath(path), path)
 
     def discover(self, state: Mapping[str, Any] | None, store: Any) -> dict[str, dict[str, Any]]:
         backend = self.provider.get(state, store)
