@@ -46,6 +46,4 @@ def test_a_misspelt_key_of_ours_is_still_an_error_with_its_line() -> None:
     meta, problems = parse_skill(
         "---\nname: x\ndescription: d\ntriger: soon\n---\n", "x/SKILL.md", folder_name="x"
     )
-    assert [(p.line, p.message) for p in problems] == [
-        (4, "unknown key; did you mean 'trigger'?")
-    ]
+    assert [(p.line, p.message) for p in problems] == [(4, "unknown key; did you mean 'trigger'?")]

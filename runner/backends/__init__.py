@@ -168,6 +168,7 @@ class _DirectoryNode(_Node):
                     virtual_mode=spec.virtual_mode,
                     max_file_size_bytes=size,
                     timeout=spec.timeout,
+                    max_timeout=max(spec.max_timeout, spec.timeout),
                     max_output_bytes=spec.max_output_bytes,
                     env=spec.env,
                     inherit_env=spec.inherit_env,
@@ -194,7 +195,8 @@ class _DirectoryNode(_Node):
             if spec.env:
                 env += " + " + ", ".join(sorted(spec.env))
             text += (
-                f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s, output cap "
+                f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s (a call may ask "
+                f"for up to {max(spec.max_timeout, spec.timeout):g} s), output cap "
                 f"{spec.max_output_bytes:,} bytes, environment: {env}; sandbox: {self.sandbox()}"
             )
         return text

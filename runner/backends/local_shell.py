@@ -11,7 +11,9 @@ What `execute` guarantees:
   spec says `inherit_env: true`;
 - no process outlives its call: the call ends when the shell exits or the timeout passes, and then
   whatever the command started and is still running is killed (the sandbox's PID namespace; without
-  a sandbox, the command's process group, which a process leaving its session escapes);
+  a sandbox, the command's process group, which a process leaving its session escapes). A call may
+  ask for its own timeout; one longer than `max_timeout` is cut to it (the operator's ceiling,
+  which the agent cannot raise);
 - an output cap: stdout and stderr are merged in the order written, at most `max_output_bytes` are
   kept (the rest is read and dropped so the command never blocks on a full pipe), and the result is
   flagged `truncated`.
@@ -47,6 +49,7 @@ from runner.backends.sandbox import (
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_MAX_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "ENV_ALLOWLIST",
     "LocalShellBackend",
@@ -56,6 +59,7 @@ __all__ = [
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "SHELL", "TMPDIR")
 """The runner's variables a command sees by default (when they are set)."""
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_TIMEOUT = 3600.0
 DEFAULT_MAX_OUTPUT_BYTES = 100_000
 SHELL = "/bin/sh"
 _CHUNK = 65536
@@ -180,6 +184,7 @@ class LocalShellBackend(FilesystemBackend):
         virtual_mode: bool = True,
         max_file_size_bytes: int = DEFAULT_MAX_FILE_SIZE,
         timeout: float = DEFAULT_TIMEOUT,
+        max_timeout: float = DEFAULT_MAX_TIMEOUT,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
@@ -196,6 +201,7 @@ class LocalShellBackend(FilesystemBackend):
             ripgrep=ripgrep,
         )
         self.timeout = timeout
+        self.max_timeout = max(max_timeout, timeout)
         self.max_output_bytes = max_output_bytes
         self.env = dict(env or {})
         self.inherit_env = inherit_env
@@ -247,8 +253,8 @@ class LocalShellBackend(FilesystemBackend):
         if timeout is None:
             return self.timeout
         if not timeout > 0:
-            raise BackendError(f"timeout must be a positive number of seconds, got {timeout}")
-        return float(timeout)
+            raise BackendError(f"timeout must be a positive number of seconds, got {timeout:g}")
+        return min(float(timeout), self.max_timeout)
 
     def execute(self, command: str, timeout: float | None = None) -> ExecuteResult:
         limit = self._limit(timeout)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware
@@ -31,6 +32,7 @@ from runner.backends import (
     Backend,
     BackendError,
     BackendProvider,
+    FileInfo,
     FilesState,
     GrepMatch,
     validate_path,
@@ -50,8 +52,8 @@ LARGE_RESULTS_DIR = "/large_tool_results"
 TOOL_DESCRIPTIONS = {
     "ls": (
         "List a directory of your filesystem: one entry per line, folders ending with '/', files "
-        "with their size. `path` must be absolute (start with /). To find files by name use "
-        "`glob`; to find text use `grep`."
+        "with their size and when they were last modified (UTC). `path` must be absolute "
+        "(start with /). To find files by name use `glob`; to find text use `grep`."
     ),
     "read_file": (
         "Read a file. `file_path` must be absolute. Returns up to `limit` lines (default 100) "
@@ -82,8 +84,10 @@ TOOL_DESCRIPTIONS = {
     ),
     "execute": (
         "Run a shell command in your workspace (the folder your files are in) and get its "
-        "combined output and exit status. Use it for scripts, tests and builds. Commands that "
-        "run too long are stopped; very long output is cut off."
+        "combined output and exit status. Use it for scripts, tests and builds. A command that "
+        "runs longer than `timeout` seconds is stopped (by default the workspace's limit, 120 "
+        "seconds unless configured; raise it for long builds, up to the workspace's maximum, "
+        "3600 seconds unless configured); very long output is cut off."
     ),
 }
 
@@ -166,6 +170,28 @@ def number_lines(content: str, start_line: int) -> str:
     return "\n".join(rows)
 
 
+def _when(modified_at: str) -> str:
+    """An ISO 8601 time as `2026-11-24 15:50:07 UTC` (as given when it does not parse)."""
+    try:
+        moment = datetime.fromisoformat(modified_at)
+    except ValueError:
+        return modified_at
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if moment.tzinfo else "")
+
+
+def ls_line(info: FileInfo) -> str:
+    """One `ls` entry: `/a.md (21 bytes, modified 2026-11-24 15:50:07 UTC)`; a folder is its
+    path ending in `/` on every backend (the state and store backends keep no folder times)."""
+    if info.is_dir:
+        return f"{info.path.rstrip('/')}/"
+    details = [] if info.size is None else [f"{info.size:,} bytes"]
+    if info.modified_at:
+        details.append(f"modified {_when(info.modified_at)}")
+    return f"{info.path} ({', '.join(details)})" if details else info.path
+
+
 def truncate_lines(lines: list[str], max_chars: int) -> str:
     """Lines joined, cut at a line boundary when longer than `max_chars`."""
     total = 0
@@ -238,6 +264,9 @@ GrepMode = Annotated[
     Literal["files_with_matches", "content", "count"], "files_with_matches, content, or count"
 ]
 ShellCommand = Annotated[str, "The shell command to run"]
+ShellTimeout = Annotated[
+    float | None, "Seconds before the command is stopped; the workspace's default when absent"
+]
 
 
 class FilesystemMiddleware(AgentMiddleware):
@@ -337,15 +366,7 @@ class FilesystemMiddleware(AgentMiddleware):
     def _ls_lines(self, infos: Any, path: str) -> str:
         if not infos:
             return f"{path} is empty"
-        lines = [
-            f"{i.path.rstrip('/')}/"
-            if i.is_dir
-            else f"{i.path} ({i.size:,} bytes)"
-            if i.size is not None
-            else i.path
-            for i in infos
-        ]
-        return truncate_lines(lines, self.max_chars)
+        return truncate_lines([ls_line(info) for info in infos], self.max_chars)
 
     def _read_text(self, result: Any, path: str) -> str:
         """Numbered lines, then where to read on. With eviction on, one read stays within the
@@ -561,17 +582,21 @@ class FilesystemMiddleware(AgentMiddleware):
                 parts.append("[Output was truncated due to size limits]")
             return "\n".join(p for p in parts if p)
 
-        def execute(command: ShellCommand, runtime: ToolRuntime) -> Result:
+        def execute(
+            command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
+        ) -> Result:
             def run() -> Result:
                 backend: Any = self.backend(runtime)
-                return report(backend.execute(command))
+                return report(backend.execute(command, timeout))
 
             return self._guard(run, runtime, "execute")
 
-        async def aexecute(command: ShellCommand, runtime: ToolRuntime) -> Result:
+        async def aexecute(
+            command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
+        ) -> Result:
             async def run() -> Result:
                 backend: Any = self.backend(runtime)
-                return report(await backend.aexecute(command))
+                return report(await backend.aexecute(command, timeout))
 
             return await self._aguard(run, runtime, "execute")
 

@@ -62,7 +62,10 @@ class LocalShellBackendSpec(SpecModel):
     max_file_size_mb: float = Field(default=10, gt=0)
     """Files larger than this are not read or searched."""
     timeout: float = Field(default=120, gt=0)
-    """Seconds before a command and every process it started are killed."""
+    """Seconds before a command and every process it started are killed, unless the call sets
+    its own."""
+    max_timeout: float = Field(default=3600, gt=0)
+    """The longest `timeout` one `execute` call may ask for; longer requests get this."""
     max_output_bytes: int = Field(default=100_000, gt=0)
     """Output beyond this many bytes is cut off and flagged as truncated."""
     env: dict[str, str] = Field(default_factory=dict)

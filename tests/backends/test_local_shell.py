@@ -148,3 +148,15 @@ def test_file_tools_still_work_and_stay_confined(shell: LocalShellBackend) -> No
     assert shell.read("/made/f.txt").content == "by the shell"
     shell.write("/for_shell.txt", "from the agent\n")
     assert shell.execute("cat for_shell.txt").output == "from the agent\n"
+
+
+def test_a_timeout_over_the_maximum_is_cut_to_it(tmp_path: Path) -> None:
+    shell = LocalShellBackend(tmp_path / "root", timeout=10, max_timeout=0.3)
+    assert shell.max_timeout == 10  # never below the default
+    shell = LocalShellBackend(tmp_path / "root", timeout=0.2, max_timeout=0.3)
+    result = shell.execute("sleep 5", timeout=1000)
+    assert result.exit_code is None
+    assert result.output.endswith(
+        "[Command timed out after 0.3 seconds; it was killed together "
+        "with every process it started]"
+    )

@@ -44,6 +44,14 @@ def tool_texts(messages: list[BaseMessage]) -> list[str]:
     return [str(m.content) for m in messages if m.type == "tool"]
 
 
+LS_TIME = re.compile(r"modified \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+
+
+def timeless(text: str) -> str:
+    """`text` with the modification times `ls` shows replaced by `<time>`."""
+    return LS_TIME.sub("modified <time>", text)
+
+
 NEXT_OFFSET = re.compile(r"offset=(\d+)\.\]$")
 
 

@@ -6,6 +6,7 @@ called directly, so what is checked is what a real model would read.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.middleware.helpers import (
     reply,
     run,
     spec_file,
+    timeless,
     tool_texts,
 )
 
@@ -92,8 +94,8 @@ SESSION: list[tuple[dict[str, Any], str]] = [
         call("write_file", file_path="/notes/deep/b.txt", content=B_TXT),
         "Updated file /notes/deep/b.txt",
     ),
-    (call("ls", path="/notes"), "/notes/a.md (21 bytes)\n/notes/deep/"),
-    (call("ls", path="/notes/deep/"), "/notes/deep/b.txt (20 bytes)"),
+    (call("ls", path="/notes"), "/notes/a.md (21 bytes, modified <time>)\n/notes/deep/"),
+    (call("ls", path="/notes/deep/"), "/notes/deep/b.txt (20 bytes, modified <time>)"),
     (call("ls", path="/notes/gone"), "Error: Directory not found: '/notes/gone'"),
     (
         call("ls", path="/notes/a.md"),
@@ -135,7 +137,7 @@ def test_every_tool_and_error_as_the_model_reads_it(
         spec_file(tmp_path, backend=BACKENDS[backend]), model=model, store=InMemoryStore()
     )
     result = run(agent, "go", mode)
-    assert tool_texts(result["messages"]) == [text for _, text in SESSION]
+    assert [timeless(t) for t in tool_texts(result["messages"])] == [text for _, text in SESSION]
     statuses = [m.status for m in result["messages"] if m.type == "tool"]
     assert statuses == ["error" if t.startswith("Error:") else "success" for _, t in SESSION]
     if backend == "filesystem":
@@ -147,6 +149,30 @@ def test_every_tool_and_error_as_the_model_reads_it(
             "/notes/a.md": "ALPHA\nbeta 2\ngamma 2\n",
             "/notes/deep/b.txt": B_TXT,
         }
+
+
+def test_ls_shows_size_and_modification_time_in_utc(tmp_path: Path) -> None:
+    """Seed 004: `ls` lists files with their metadata (size, modification time)."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.md").write_text("hello")
+    os.utime(tmp_path / "ws" / "a.md", (0, 1_700_000_000))
+    (tmp_path / "ws" / "sub").mkdir()
+    model = scripted([call("ls", path="/")])
+    backend = {"kind": "filesystem", "root_dir": "ws"}
+    agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
+    assert tool_texts(run(agent, "go")["messages"]) == [
+        "/a.md (5 bytes, modified 2023-11-14 22:13:20 UTC)\n/sub/"
+    ]
+    from runner.backends import FileInfo
+    from runner.middleware.filesystem import ls_line
+
+    assert ls_line(FileInfo("/s.md", False, 3, "2026-01-02T03:04:05.123+02:00")) == (
+        "/s.md (3 bytes, modified 2026-01-02 01:04:05 UTC)"
+    )
+    assert (
+        ls_line(FileInfo("/s.md", False, 3, "yesterday")) == "/s.md (3 bytes, modified yesterday)"
+    )
+    assert ls_line(FileInfo("/s.md", False)) == "/s.md"
 
 
 # --------------------------------------------------------------------------- read_file paging
@@ -247,10 +273,10 @@ def test_a_file_over_max_file_size_is_refused(tmp_path: Path, mode: str) -> None
         ]
     )
     agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
-    assert tool_texts(run(agent, "go", mode)["messages"]) == [
+    assert [timeless(t) for t in tool_texts(run(agent, "go", mode)["messages"])] == [
         "Error: '/big.log' is 1.5 MB, over the 1 MB limit for reading files",
         "Error: '/big.log' is 1.5 MB, over the 1 MB limit for reading files",
-        "/big.log (1,572,864 bytes)",
+        "/big.log (1,572,864 bytes, modified <time>)",
     ]
 
 
@@ -288,6 +314,28 @@ def test_a_command_over_the_timeout_is_killed_and_says_so(tmp_path: Path) -> Non
         "started\n[Command timed out after 0.3 seconds; it was killed together with every "
         "process it started]"
     ]
+
+
+def test_a_call_sets_its_own_timeout_within_the_workspace_maximum(tmp_path: Path) -> None:
+    """Seed 004: `execute(command, timeout)`. A call may shorten or lengthen the limit, never
+    past `max_timeout` (the operator's ceiling)."""
+    backend = {"kind": "local_shell", "root_dir": "ws", "timeout": 60, "max_timeout": 61}
+    model = scripted(
+        [
+            call("execute", command="echo started; sleep 5", timeout=0.3),
+            call("execute", command="echo ok", timeout=100000),
+            call("execute", command="true", timeout=-1),
+        ]
+    )
+    agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
+    assert tool_texts(run(agent, "go")["messages"]) == [
+        "started\n[Command timed out after 0.3 seconds; it was killed together with every "
+        "process it started]",
+        "ok\n[Command succeeded with exit code 0]",
+        "Error: timeout must be a positive number of seconds, got -1",
+    ]
+    schema = next(t for t in model.bound_tools if t.name == "execute").tool_call_schema
+    assert list(schema.model_json_schema()["properties"]) == ["command", "timeout"]
 
 
 # --------------------------------------------------------------------------- what the model is offered
