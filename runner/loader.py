@@ -257,7 +257,8 @@ class _Loader:
         """After a failed validation, still check what can be checked: prompts and refs."""
         raw_vars = value.get("vars")
         variables = {**(raw_vars if isinstance(raw_vars, dict) else {}), **self.caller_vars}
-        self._render(value.get("prompt"), ("prompt",), smap, variables)
+        key = _prompt_key(value)
+        self._render(value.get(key), (key,), smap, variables)
         subagents = value.get("subagents")
         names: list[tuple[int, str | None, bool]] = []
         for index, entry in enumerate(subagents if isinstance(subagents, list) else []):
@@ -270,7 +271,8 @@ class _Loader:
                     names.append((index, ref_spec.name, True))
                     continue
             elif "import" not in entry:
-                self._render(entry.get("prompt"), ("subagents", index, "prompt"), smap, variables)
+                key = _prompt_key(entry)
+                self._render(entry.get(key), ("subagents", index, key), smap, variables)
             names.append((index, name, False))
         gp = value.get("general_purpose_agent", True)
         gp_on = (
@@ -332,7 +334,8 @@ class _Loader:
                             base = _base_dir(smap, (*leaf_at, key, index))
                             paths[index] = str(_host_path(path, base))
         if core.prompt is not None:
-            core.prompt = self._render(core.prompt, (*where, "prompt"), smap, variables)
+            key = "system_prompt" if smap.exists((*where, "system_prompt")) else "prompt"
+            core.prompt = self._render(core.prompt, (*where, key), smap, variables)
 
     def _render(
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]
@@ -406,3 +409,8 @@ def _replay_path(model_id: str, smap: SourceMap, at: KeyPath) -> str:
     if provider != "replay":
         return model_id
     return f"replay:{_host_path(rest, _base_dir(smap, at))}"
+
+
+def _prompt_key(mapping: dict[str, Any]) -> str:
+    """The key an agent's prompt is written under: ours, or the seeds' `system_prompt`."""
+    return "system_prompt" if "system_prompt" in mapping and "prompt" not in mapping else "prompt"

@@ -33,6 +33,7 @@ from runner.spec.base import (
     SpecModel,
     describe,
     json_schema_error,
+    seed_names,
     shorthand,
 )
 from runner.spec.json_schema import json_schema_problem
@@ -130,6 +131,12 @@ class Threshold(SpecModel):
         raise AssertionError("unreachable: validated to have one key")
 
 
+SUMMARIZATION_SEED_NAMES = {
+    "max_tokens_before_summary": ("trigger", "tokens"),
+    "messages_to_keep": ("keep", "messages"),
+}
+
+
 class SummarizationSpec(SpecModel):
     """Summarize older messages when the conversation nears the context limit. Defaults: trigger at
     85% of the context window when it is known, else 170,000 tokens; keep the latest 10% of the
@@ -146,6 +153,26 @@ class SummarizationSpec(SpecModel):
     history_dir: str = "/conversation_history/"
     """Backend folder where each thread's replaced messages are appended."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_names(cls, value: Any) -> Any:
+        """The seeds' `max_tokens_before_summary: N` is `trigger: {tokens: N}`, their
+        `messages_to_keep: N` is `keep: {messages: N}`."""
+        if not isinstance(value, dict):
+            return value
+        value = dict(value)
+        for seed, (ours, unit) in SUMMARIZATION_SEED_NAMES.items():
+            if seed not in value:
+                continue
+            if ours in value:
+                raise ValueError(
+                    f"`{seed}: N` is the seeds' way to write `{ours}: {{{unit}: N}}`; give "
+                    "only one of them"
+                )
+            amount = value.pop(seed)
+            value[ours] = {unit: amount} if isinstance(amount, int) else amount
+        return value
+
     @field_validator("history_dir")
     @classmethod
     def _absolute_dir(cls, value: str) -> str:
@@ -154,14 +181,25 @@ class SummarizationSpec(SpecModel):
         return value if value.endswith("/") else value + "/"
 
 
+FILESYSTEM_SEED_NAMES = {
+    "tool_token_limit_before_evict": "evict_results_over_tokens",
+    "custom_tool_descriptions": "tool_descriptions",
+}
+
+
 class FilesystemSpec(SpecModel):
     """The file tools: which exist, their descriptions, and when big content is moved to files."""
 
     tools: list[FilesystemToolName] | None = None
     """Only these file tools exist (all when absent; `execute` needs a `local_shell` backend)."""
-    evict_results_over_tokens: int | None = Field(default=20_000, gt=0)
+    evict_results_over_tokens: int | None = Field(
+        default=20_000,
+        gt=0,
+        validation_alias=AliasChoices("evict_results_over_tokens", "tool_token_limit_before_evict"),
+    )
     """A tool result larger than this is saved under `/large_tool_results/` and replaced by a
-    preview; `null` keeps results whole."""
+    preview; `null` keeps results whole (`tool_token_limit_before_evict`, the seeds' name, is
+    accepted too)."""
     evict_inputs_over_tokens: int | None = Field(default=20_000, gt=0)
     """Tool-call arguments larger than this in past turns (like a big `write_file` content) are
     replaced by a reference to the file holding them; `null` keeps them."""
@@ -173,6 +211,10 @@ class FilesystemSpec(SpecModel):
     )
     """Replace the description of a file tool (`custom_tool_descriptions`, the seeds' name, is
     accepted too)."""
+
+    _seed_names = model_validator(mode="before")(
+        lambda value: seed_names(value, FILESYSTEM_SEED_NAMES)
+    )
 
 
 class PromptCachingSpec(SpecModel):
@@ -234,11 +276,17 @@ class RetriesSpec(SpecModel):
     """Retry failed tool calls."""
 
 
+AGENT_SEED_NAMES = {"system_prompt": "prompt"}
+
+
 class AgentCore(SpecModel):
     """What an agent and an inline subagent have in common."""
 
-    prompt: PromptInput | None = None
-    """The agent's instructions: Jinja2 text with `{{ vars.NAME }}`, or `{file: prompt.md}`."""
+    prompt: PromptInput | None = Field(
+        default=None, validation_alias=AliasChoices("prompt", "system_prompt")
+    )
+    """The agent's instructions: Jinja2 text with `{{ vars.NAME }}`, or `{file: prompt.md}`
+    (`system_prompt`, the seeds' name, is accepted too)."""
     model: ModelInput | None = None
     """`provider:model`, or `{id, params, fallbacks, context_window}`."""
     tools: list[ToolEntry] = Field(default_factory=list)
@@ -274,6 +322,26 @@ class AgentCore(SpecModel):
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
     middleware: list[MiddlewareRef] = Field(default_factory=list)
     """Extra LangChain middleware by import reference."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_names(cls, value: Any) -> Any:
+        """The seeds' names of our keys (see `AGENT_SEED_NAMES`); the seeds' agent-level
+        `tool_token_limit_before_evict` (seed 004) is `filesystem.evict_results_over_tokens`."""
+        value = seed_names(value, AGENT_SEED_NAMES)
+        limit = "tool_token_limit_before_evict"
+        if isinstance(value, dict) and limit in value:
+            value = dict(value)
+            files = value.get("filesystem")
+            files = dict(files) if isinstance(files, dict) else {}
+            if limit in files or "evict_results_over_tokens" in files:
+                raise ValueError(
+                    f"`{limit}` is the seeds' name for `filesystem.evict_results_over_tokens`; "
+                    "give only one of them"
+                )
+            files["evict_results_over_tokens"] = value.pop(limit)
+            value["filesystem"] = files
+        return value
 
     @field_validator("prompt")
     @classmethod
@@ -384,8 +452,12 @@ class GeneralPurposeAgentSpec(SpecModel):
     """`false` turns it off (the same as writing `false` for the whole key)."""
     description: str | None = None
     """Replace its description in the `task` tool."""
-    prompt: str | None = None
-    """Replace its system prompt."""
+    prompt: str | None = Field(
+        default=None, validation_alias=AliasChoices("prompt", "system_prompt")
+    )
+    """Replace its system prompt (`system_prompt`, the seeds' name, is accepted too)."""
+
+    _seed_names = model_validator(mode="before")(lambda value: seed_names(value, AGENT_SEED_NAMES))
     model: ModelInput | None = None
     """Its model (default: the main agent's)."""
 

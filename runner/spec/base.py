@@ -206,3 +206,14 @@ def shorthand(key: str, scalar: type | tuple[type, ...], expected: str) -> Any:
 
 def _types(scalar: type | tuple[type, ...]) -> tuple[type, ...]:
     return scalar if isinstance(scalar, tuple) else (scalar,)
+
+
+def seed_names(data: Any, names: dict[str, str]) -> Any:
+    """A `mode="before"` check for keys the seeds (deepagents) name differently: `names` maps
+    the seeds' name to ours. Each is accepted through a `validation_alias`; writing both is an
+    error here, rather than the seeds' one being reported as an unknown key."""
+    if isinstance(data, dict):
+        for seed, ours in names.items():
+            if seed in data and ours in data:
+                raise ValueError(f"`{seed}` is the seeds' name for `{ours}`; give only one of them")
+    return data

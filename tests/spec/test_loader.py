@@ -530,6 +530,63 @@ def test_custom_tool_descriptions_is_another_name_for_tool_descriptions(tmp_path
     assert runner.load_spec(path).filesystem.tool_descriptions == {"ls": "List it."}
 
 
+SEED_NAMED = """\
+name: agent
+system_prompt: You help.
+tool_token_limit_before_evict: 5000
+summarization: {max_tokens_before_summary: 170000, messages_to_keep: 6}
+general_purpose_agent: {system_prompt: You do anything.}
+subagents:
+  - name: critic
+    description: Critiques
+    system_prompt: "You critique {{ vars.topic }}."
+    filesystem: {tool_token_limit_before_evict: 100, custom_tool_descriptions: {ls: L.}}
+vars: {topic: drafts}
+"""
+
+
+def test_the_seeds_names_for_settings_are_accepted_as_ours(tmp_path: Path) -> None:
+    """Seeds 002-004 name some settings differently; a spec written with theirs loads as if
+    written with ours (and `inspect` shows ours: the spec holds only our names)."""
+    spec = runner.load_spec(write(tmp_path, {"agent.yaml": SEED_NAMED}))
+    assert spec.prompt == "You help."
+    assert spec.filesystem.evict_results_over_tokens == 5000
+    assert spec.summarization.trigger is not None and spec.summarization.keep is not None
+    assert spec.summarization.trigger.as_tuple() == ("tokens", 170000)
+    assert spec.summarization.keep.as_tuple() == ("messages", 6)
+    assert spec.general_purpose_agent.prompt == "You do anything."
+    critic = spec.subagents[0]
+    assert isinstance(critic, InlineSubagent)
+    assert critic.prompt == "You critique drafts."
+    assert critic.filesystem.evict_results_over_tokens == 100
+    assert critic.filesystem.tool_descriptions == {"ls": "L."}
+    dumped = spec.model_dump(exclude_defaults=True)
+    assert "system_prompt" not in dumped and "tool_token_limit_before_evict" not in dumped
+
+
+def test_a_seed_name_and_ours_together_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "agent.yaml": "name: agent\nsystem_prompt: a\nprompt: b\n",
+            "b.yaml": "name: b\nsystem_prompt: 'x {{ vars.nope }}'\n",
+            "c.yaml": "name: c\nfilesystem:\n  tool_token_limit_before_evict: 1\n"
+            "  evict_results_over_tokens: 2\n",
+        },
+    )
+    assert problems(path) == [
+        "agent.yaml:1:1: `system_prompt` is the seeds' name for `prompt`; give only one of them"
+    ]
+    assert problems(tmp_path / "b.yaml") == [
+        "b.yaml:2:16: system_prompt: undefined template variable 'vars.nope'; the spec defines "
+        "no `vars`"
+    ]
+    assert problems(tmp_path / "c.yaml") == [
+        "c.yaml:3:3: filesystem: `tool_token_limit_before_evict` is the seeds' name for "
+        "`evict_results_over_tokens`; give only one of them"
+    ]
+
+
 def test_agentctl_python_is_the_running_interpreter_unless_set(tmp_path: Path) -> None:
     import sys
 

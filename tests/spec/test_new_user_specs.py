@@ -41,13 +41,11 @@ FIRST_ATTEMPTS: dict[str, tuple[str, list[str]]] = {
             "2:8: model: expected 'provider:model', e.g. 'openai:gpt-4.1' or "
             "'replay:cassette.yaml', found text 'claude-sonnet-4-5'; "
             "did you mean 'anthropic:claude-sonnet-4-5'?",
-            "3:1: system_prompt: unknown key; did you mean 'prompt'?",
             "5:9: tools[0]: expected an import reference 'package.module:name' or "
             "'path/to/file.py:name', found text 'internet_search'",
             "5:26: tools[1]: 'read_file' is built in, not imported: the file tools are always "
             "there (`filesystem.tools` chooses which); `tools:` lists import references like "
             "'package.module:name' or 'path/to/file.py:name'",
-            "9:5: subagents[0].system_prompt: unknown key; did you mean 'prompt'?",
         ],
     ),
     "openai_agents_style": (
