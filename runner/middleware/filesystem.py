@@ -237,6 +237,20 @@ def format_grep(matches: list[GrepMatch], mode: str) -> list[str]:
     return list(counts)
 
 
+REGEX_SYNTAX = re.compile(r"[\\^$|*+?()\[\]{}]")
+LITERAL_NOTE = (
+    " (grep searches for the pattern as literal text, not as a regular expression; to find "
+    "text around these characters, search for a plain piece of it)"
+)
+
+
+def no_matches(pattern: str) -> str:
+    """grep's answer when nothing matched; when the pattern looks like a regular expression,
+    it says the search was literal, so the model does not conclude the text is absent."""
+    note = LITERAL_NOTE if REGEX_SYNTAX.search(pattern) else ""
+    return f"No matches for {pattern!r}{note}"
+
+
 def sanitize_id(tool_call_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", tool_call_id)[:120] or "result"
 
@@ -539,7 +553,7 @@ class FilesystemMiddleware(AgentMiddleware):
     def _grep_tool(self, description: str) -> BaseTool:
         def found(matches: list[GrepMatch], pattern: str, mode: str) -> str:
             if not matches:
-                return f"No matches for {pattern!r}"
+                return no_matches(pattern)
             return truncate_lines(format_grep(matches, mode), self.max_chars)
 
         def grep(

@@ -114,7 +114,12 @@ SESSION: list[tuple[dict[str, Any], str]] = [
     (call("grep", pattern="t", output_mode="count"), "/notes/a.md: 1\n/notes/deep/b.txt: 3"),
     (call("grep", pattern="two", glob="*.txt", output_mode="count"), "/notes/deep/b.txt: 2"),
     (call("grep", pattern="t", path="/notes/a.md", output_mode="content"), "/notes/a.md:2: beta 2"),
-    (call("grep", pattern="(", path="/notes"), "No matches for '('"),
+    (
+        call("grep", pattern="(", path="/notes"),
+        "No matches for '(' (grep searches for the pattern as literal text, not as a regular "
+        "expression; to find text around these characters, search for a plain piece of it)",
+    ),
+    (call("grep", pattern="a.md", path="/notes"), "No matches for 'a.md'"),
     (
         call("execute", command="ls"),
         "Error: execute is not a valid tool, try one of [ls, read_file, write_file, edit_file, "
