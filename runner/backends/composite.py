@@ -112,6 +112,11 @@ class CompositeBackend:
         inner = path if prefix == "/" else "/" + relative_to(path, prefix)
         return prefix, self._backend(prefix), inner
 
+    def backend_for(self, path: str) -> tuple[Backend, str]:
+        """The backend that holds the normal path `path`, and the path it knows it by."""
+        _, backend, inner = self._locate(path)
+        return backend, inner
+
     def _routes_below(self, directory: str) -> list[str]:
         return sorted(r for r in self.routes if r != directory and is_within(r, directory))
 

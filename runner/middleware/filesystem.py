@@ -17,10 +17,14 @@ The file tools themselves are excluded (they page or truncate their own output).
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import ToolRuntime
@@ -32,9 +36,11 @@ from runner.backends import (
     Backend,
     BackendError,
     BackendProvider,
+    CompositeBackend,
     FileInfo,
     FilesState,
     GrepMatch,
+    StateBackend,
     validate_path,
 )
 from runner.backends.text import split_lines
@@ -258,6 +264,7 @@ def sanitize_id(tool_call_id: str) -> str:
 # --------------------------------------------------------------------------- the middleware
 
 Result = str | ToolMessage | Command
+_R = TypeVar("_R")
 
 # Argument types: the text is the argument's description in the tool schema the model sees.
 DirPath = Annotated[str, "Absolute path of the directory, e.g. /notes"]
@@ -330,25 +337,41 @@ class FilesystemMiddleware(AgentMiddleware):
             f"Error: {reason}", tool_call_id=runtime.tool_call_id or "", name=name, status="error"
         )
 
-    @staticmethod
-    def _check_alone(runtime: ToolRuntime, path: str) -> None:
-        """Refuse to change `path` when an earlier call of the same AI message changes it too.
+    def _change(self, runtime: ToolRuntime, path: str, change: Callable[[Backend], _R]) -> _R:
+        """Run `change` (a write or an edit of `path`) unless it would undo a parallel one.
 
-        Parallel calls all start from the same files, so the later write or edit would silently
-        replace the earlier one (on the state backend the last update wins) while both report
-        success. Refusing the later call tells the model to make that change next turn.
+        Several calls of one AI message run at once. On backends that hold real files
+        (filesystem, store) calls changing the same file run one at a time, each on the file as
+        the one before left it. On the state backend every call computes its change from the
+        same snapshot of `files`, so a second change would silently replace the first (the
+        last update wins): it is refused, but only when an earlier call of the message on that
+        path succeeds. Whether it does is decided by running that call again on the snapshot
+        (state backend changes are pure), so the answer does not depend on which call the
+        scheduler ran first, and holds after a resume too.
         """
-        message = calling_message(runtime)
-        for call in message.tool_calls if message is not None else ():
-            if call.get("id") == runtime.tool_call_id:
-                return
-            if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path):
-                raise BackendError(
-                    "{0} is also changed by an earlier call in this same message, and "
-                    "parallel changes to one file overwrite each other; make this change in "
-                    "your next message",
-                    path,
-                )
+        backend = self.backend(runtime)
+        group = _same_file_calls(runtime, path)
+        if group is None:
+            return change(backend)
+        if _snapshot_backed(backend, path):
+            _refuse_after_success(runtime, backend, group, path)
+            return change(backend)
+        with _SYNC_LOCKS.lock(group.key):
+            return change(backend)
+
+    async def _achange(
+        self, runtime: ToolRuntime, path: str, change: Callable[[Backend], Awaitable[_R]]
+    ) -> _R:
+        """`_change` for the async tools."""
+        backend = self.backend(runtime)
+        group = _same_file_calls(runtime, path)
+        if group is None:
+            return await change(backend)
+        if _snapshot_backed(backend, path):
+            _refuse_after_success(runtime, backend, group, path)
+            return await change(backend)
+        async with _ASYNC_LOCKS.lock(group.key):
+            return await change(backend)
 
     def _guard(self, call: Callable[[], Result], runtime: ToolRuntime, name: str) -> Result:
         try:
@@ -463,8 +486,7 @@ class FilesystemMiddleware(AgentMiddleware):
         def write_file(file_path: NewFilePath, content: Content, runtime: ToolRuntime) -> Result:
             def run() -> Result:
                 checked = validate_path(file_path)
-                self._check_alone(runtime, checked)
-                result = self.backend(runtime).write(checked, content)
+                result = self._change(runtime, checked, lambda b: b.write(checked, content))
                 return self._updated(
                     f"Updated file {result.path}", result.files_update, runtime, "write_file"
                 )
@@ -476,8 +498,7 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
-                self._check_alone(runtime, checked)
-                result = await self.backend(runtime).awrite(checked, content)
+                result = await self._achange(runtime, checked, lambda b: b.awrite(checked, content))
                 return self._updated(
                     f"Updated file {result.path}", result.files_update, runtime, "write_file"
                 )
@@ -502,8 +523,9 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             def run() -> Result:
                 checked = validate_path(file_path)
-                self._check_alone(runtime, checked)
-                result = self.backend(runtime).edit(checked, old_string, new_string, replace_all)
+                result = self._change(
+                    runtime, checked, lambda b: b.edit(checked, old_string, new_string, replace_all)
+                )
                 return self._updated(message(result), result.files_update, runtime, "edit_file")
 
             return self._guard(run, runtime, "edit_file")
@@ -517,9 +539,10 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
-                self._check_alone(runtime, checked)
-                result = await self.backend(runtime).aedit(
-                    checked, old_string, new_string, replace_all
+                result = await self._achange(
+                    runtime,
+                    checked,
+                    lambda b: b.aedit(checked, old_string, new_string, replace_all),
                 )
                 return self._updated(message(result), result.files_update, runtime, "edit_file")
 
@@ -687,6 +710,107 @@ def _same_path(candidate: Any, path: str) -> bool:
         return False
 
 
+# --------------------------------------------------------------------------- same-file changes
+
+
+@dataclass(frozen=True)
+class _SameFileCalls:
+    """The write/edit calls of one AI message that name one path: those before this call."""
+
+    key: tuple[str, str]
+    """(the message, the path): what parallel changes to one file share."""
+    earlier: list[dict[str, Any]]
+    message: Any
+
+
+def _same_file_calls(runtime: ToolRuntime, path: str) -> _SameFileCalls | None:
+    """The calls of this call's AI message that also change `path`, or None when it is the only
+    one (the common case: no lock, no check)."""
+    message = calling_message(runtime)
+    if message is None:
+        return None
+    same = [
+        call
+        for call in message.tool_calls
+        if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path)
+    ]
+    if len(same) < 2:
+        return None
+    index = next((i for i, c in enumerate(same) if c.get("id") == runtime.tool_call_id), len(same))
+    ids = ",".join(str(c.get("id")) for c in same)
+    return _SameFileCalls((message.id or ids, path), same[:index], message)
+
+
+def _snapshot_backed(backend: Backend, path: str) -> bool:
+    """Whether a change to `path` is computed from the call's snapshot of the graph state (the
+    state backend, also behind a composite route), not made to a file others see at once."""
+    while isinstance(backend, CompositeBackend):
+        backend, path = backend.backend_for(path)
+    return isinstance(backend, StateBackend)
+
+
+def _succeeds(backend: Backend, call: dict[str, Any]) -> bool:
+    """Whether a write/edit call succeeds on the state snapshot `backend` holds (pure)."""
+    args = call["args"]
+    try:
+        path = validate_path(args["file_path"])
+        if call["name"] == "write_file":
+            content = args.get("content")
+            return isinstance(content, str) and bool(backend.write(path, content))
+        old, new = args.get("old_string"), args.get("new_string")
+        replace_all = args.get("replace_all", False)
+        if not (isinstance(old, str) and isinstance(new, str) and isinstance(replace_all, bool)):
+            return False
+        return bool(backend.edit(path, old, new, replace_all))
+    except (BackendError, OSError):
+        return False
+
+
+def _refuse_after_success(
+    runtime: ToolRuntime, backend: Backend, group: _SameFileCalls, path: str
+) -> None:
+    """Refuse this change when an earlier call of the message changes `path` successfully.
+
+    An earlier call with a ToolMessage already in the state (rejected by a reviewer, stopped by
+    a limit) did not change anything unless that message says it succeeded; any other is run
+    again on the snapshot. Once one succeeds every later one is refused, so this call may run
+    exactly when all earlier ones fail.
+    """
+    answered = {
+        m.tool_call_id: m.status
+        for m in (runtime.state or {}).get("messages") or ()
+        if m.type == "tool"
+    }
+    for call in group.earlier:
+        status = answered.get(call.get("id"))
+        if status == "error" or (status is None and not _succeeds(backend, call)):
+            continue
+        raise BackendError(
+            "{0} is also changed by an earlier call in this same message, and parallel "
+            "changes to one file overwrite each other; make this change in your next message",
+            path,
+        )
+
+
+class _Held:
+    """A threading or asyncio lock as a context manager a WeakValueDictionary can refer to."""
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 def _tool_message(result: ToolMessage | Command) -> ToolMessage | None:
     if isinstance(result, ToolMessage):
         return result
@@ -719,3 +843,23 @@ def _tool(
     name: str, description: str, func: Callable[..., Any], coroutine: Callable[..., Awaitable[Any]]
 ) -> BaseTool:
     return harness_tool(name, description, func, coroutine)
+
+
+class _Locks:
+    """One lock per key, kept only while some call holds or waits for it."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._guard = threading.Lock()
+        self._held: weakref.WeakValueDictionary[Any, _Held] = weakref.WeakValueDictionary()
+
+    def lock(self, key: Any) -> _Held:
+        with self._guard:
+            held = self._held.get(key)
+            if held is None:
+                held = self._held[key] = _Held(self._make())
+            return held
+
+
+_SYNC_LOCKS = _Locks(threading.Lock)
+_ASYNC_LOCKS = _Locks(asyncio.Lock)

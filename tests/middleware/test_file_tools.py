@@ -478,12 +478,12 @@ PARALLEL_REFUSAL = (
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("backend", ["state", "filesystem"])
-def test_parallel_changes_to_one_file_refuse_all_but_the_first(
+@pytest.mark.parametrize("backend", ["state", "composite"])
+def test_parallel_changes_to_one_state_file_refuse_all_after_a_success(
     tmp_path: Path, backend: str, mode: str
 ) -> None:
     # Parallel calls start from the same files: without the refusal both edits reported success
-    # and the state backend kept only the last one.
+    # and the state backend kept only the last one. (The composite's default is a state backend.)
     model = ScriptedChatModel(
         script=[
             reply("", call("write_file", file_path="/a.md", content="one\ntwo\n")),
@@ -509,3 +509,92 @@ def test_parallel_changes_to_one_file_refuse_all_but_the_first(
         "Successfully replaced 1 instance(s) of the string in /a.md",
         "     1\tONE\n     2\tTWO",
     ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", ["state", "filesystem", "store"])
+def test_a_change_after_failed_ones_to_the_same_file_runs(
+    tmp_path: Path, backend: str, mode: str
+) -> None:
+    """Issue 22 (seed parity): the model does not lose a turn because an earlier call of its
+    reply on the same file failed. On the state backend the order is the message's, whichever
+    call the scheduler runs first."""
+    model = ScriptedChatModel(
+        script=[
+            reply("", call("write_file", file_path="/a.md", content="one\ntwo\n")),
+            reply(
+                "",
+                call("edit_file", file_path="/a.md", old_string="absent", new_string="x"),
+                call("write_file", file_path="/a.md", content="exists already"),
+                call("edit_file", file_path="/a.md", old_string="one", new_string="ONE"),
+            ),
+            reply("", call("read_file", file_path="/a.md")),
+            reply("done"),
+        ]
+    )
+    spec = spec_file(tmp_path, backend=BACKENDS[backend])
+    agent = runner.build_agent(spec, model=model, store=InMemoryStore())
+    texts = tool_texts(run(agent, "go", mode)["messages"])
+    assert texts[1].startswith("Error: old_string was not found in '/a.md'")
+    assert texts[2].startswith("Error: File '/a.md' already exists")
+    assert texts[3:] == [
+        "Successfully replaced 1 instance(s) of the string in /a.md",
+        "     1\tONE\n     2\ttwo",
+    ]
+
+
+def test_a_change_refused_by_the_reviewer_does_not_block_the_next(tmp_path: Path) -> None:
+    """A rejected call has its (error) ToolMessage before the tools run: it changed nothing."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    model = ScriptedChatModel(
+        script=[
+            reply("", call("write_file", file_path="/a.md", content="one\n")),
+            reply(
+                "",
+                call("edit_file", file_path="/a.md", old_string="one", new_string="BAD"),
+                call("write_file", file_path="/b.md", content="b"),
+                call("edit_file", file_path="/a.md", old_string="one", new_string="GOOD"),
+            ),
+            reply("", call("read_file", file_path="/a.md")),
+            reply("done"),
+        ]
+    )
+    spec = spec_file(tmp_path, interrupt_on={"edit_file": {"when": {"new_string": "BAD"}}})
+    agent = runner.build_agent(spec, model=model, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    first = run(agent, "go", config=config)
+    assert "__interrupt__" in first
+    result = agent.invoke(Command(resume={"decisions": [{"type": "reject"}]}), config)
+    texts = tool_texts(result["messages"])
+    assert texts[-2:] == [
+        "Successfully replaced 1 instance(s) of the string in /a.md",
+        "     1\tGOOD",
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", ["filesystem", "store"])
+def test_parallel_changes_to_one_real_file_run_one_at_a_time(
+    tmp_path: Path, backend: str, mode: str
+) -> None:
+    """On backends holding real files, each change sees the one before: none is lost."""
+    edits = [
+        call("edit_file", file_path="/a.md", old_string=f"line {i}\n", new_string=f"LINE {i}\n")
+        for i in range(8)
+    ]
+    content = "".join(f"line {i}\n" for i in range(8))
+    model = ScriptedChatModel(
+        script=[
+            reply("", call("write_file", file_path="/a.md", content=content)),
+            reply("", *edits),
+            reply("", call("read_file", file_path="/a.md")),
+            reply("done"),
+        ]
+    )
+    spec = spec_file(tmp_path, backend=BACKENDS[backend])
+    agent = runner.build_agent(spec, model=model, store=InMemoryStore())
+    texts = tool_texts(run(agent, "go", mode)["messages"])
+    assert texts[1:9] == ["Successfully replaced 1 instance(s) of the string in /a.md"] * 8
+    assert texts[9] == "\n".join(f"{i + 1:>6}\tLINE {i}" for i in range(8))
