@@ -115,13 +115,13 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("filesystem"),
         h.get("large_inputs"),
         h.get("subagents"),
-        *agent.user_middleware,
-        SystemPromptMiddleware(tail, append=True) if tail else None,
         h.get("summarization"),
         *_limits(agent),
         *_model_resilience(agent),
         prompt_caching_middleware(agent),
         h.get("patch_tool_calls"),
+        *agent.user_middleware,
+        SystemPromptMiddleware(tail, append=True) if tail else None,
         h.get("approvals"),
     ]
     return [m for m in chain if m is not None]

@@ -13,13 +13,16 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 | 4 | Filesystem            | file tools; evicts large results (outermost tool wrapper, so it sees |
 |   |                       | the final result after retries)                                      |
 | 5 | SubAgents             | the `task` tool                                                      |
-| - | spec `middleware:`    | user middleware, after the harness tools, before context management  |
 | 6 | Summarization         | compacts old messages near the context limit                         |
 | - | limits                | model-call and tool-call limits                                      |
 | - | fallback, retries     | fallback outside retry: retry the primary first, then fall back;     |
 |   |                       | both inside prompt assembly, outside caching                         |
 | 7 | PromptCaching         | Anthropic cache markers, decided on the model actually called        |
 | 8 | PatchToolCalls        | answers dangling tool calls before a run starts                      |
+| - | spec `middleware:`    | the user's middleware, after the whole shared harness (seed 000      |
+|   |                       | §3.1: a subagent's own middleware follows the shared one; the main   |
+|   |                       | agent's goes in the same place, as `create_deep_agent` puts it)      |
+| - | SystemPromptTail      | approvals and local-context sections, after the user's prompt text   |
 | 9 | HumanInTheLoop        | last: it pauses on the tool calls the model finally asked for        |
 
 Prompt sections follow the order of seed 004 ("提示词组装流程"): the spec's prompt, the base

@@ -53,6 +53,21 @@ class PromptSection:
         return self.preview() if self.preview else f"<{self.name}: filled in at run time>"
 
 
+def append_to_system_message(message: SystemMessage, text: str) -> SystemMessage:
+    """`message` with `text` after it, keeping its content blocks as they are (seed 000 §5):
+    cache-control markers and images that earlier middleware put there must survive. Plain
+    text stays plain text."""
+    if not text:
+        return message
+    content = message.content
+    if isinstance(content, str):
+        return SystemMessage(content=join([content, text]))
+    blocks = list(content)
+    return SystemMessage(
+        content=[*blocks, {"type": "text", "text": f"\n\n{text}" if blocks else text}]
+    )
+
+
 def join(parts: list[str | None]) -> str:
     return "\n\n".join(p.strip("\n") for p in parts if p and p.strip())
 
@@ -110,7 +125,7 @@ class SystemPromptMiddleware(AgentMiddleware):
     def _system_message(self, request: ModelRequest) -> SystemMessage:
         rendered = [part if isinstance(part, str) else part(request.state) for part in self._parts]
         if self.append and request.system_message is not None:
-            rendered.insert(0, request.system_message.text)
+            return append_to_system_message(request.system_message, join(rendered))
         return SystemMessage(content=join(rendered))
 
     def wrap_model_call(
