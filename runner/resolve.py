@@ -56,6 +56,9 @@ class ResolvedModel:
     params: dict[str, Any] = field(default_factory=dict)
     fallback_ids: list[str] = field(default_factory=list)
     context_window: int | None = None
+    images: bool | None = None
+    """Whether tool results may carry images for it: the spec's `images`, else the model
+    profile's `image_tool_message`; None when neither says (then: no)."""
     chat_model: BaseChatModel | None = None
     fallbacks: list[BaseChatModel] = field(default_factory=list)
 
@@ -192,6 +195,9 @@ class Resolver:
                 # of it above all), unless the new model reports its own.
                 source = spec_model or inherited
                 resolved.context_window = source.context_window if source is not None else None
+            if resolved.images is None:
+                source = spec_model or inherited
+                resolved.images = source.images if source is not None else None
             return resolved
         if spec_model is None and inherited is None:
             message = "missing: set `model:` (e.g. `model: openai:gpt-4.1`) or pass --model"
@@ -204,6 +210,7 @@ class Resolver:
             params=dict(spec_model.params),
             fallback_ids=[f.id for f in spec_model.fallbacks],
             context_window=spec_model.context_window,
+            images=spec_model.images,
         )
         fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
         resolved = self._instantiate(
@@ -231,6 +238,7 @@ class Resolver:
             params=parent.params,
             fallback_ids=parent.fallback_ids,
             context_window=parent.context_window,
+            images=parent.images,
             chat_model=parent.chat_model,
             fallbacks=list(parent.fallbacks),
         )
@@ -264,7 +272,11 @@ class Resolver:
             )
         name = getattr(override, "model_name", None) or getattr(override, "model", None)
         label = f"{type(override).__name__}" + (f"({name})" if isinstance(name, str) else "")
-        return ResolvedModel(id=f"instance:{label}", chat_model=override)
+        return ResolvedModel(
+            id=f"instance:{label}",
+            chat_model=override,
+            images=_profile_flag(override, "image_tool_message"),
+        )
 
     def _instantiate(
         self,
@@ -280,9 +292,10 @@ class Resolver:
             resolved.id, resolved.params, agent=agent, is_main=is_main, locate=locate
         )
         if resolved.context_window is None:
-            profile = getattr(resolved.chat_model, "profile", None) or {}
-            window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+            window = _profile(resolved.chat_model, "max_input_tokens")
             resolved.context_window = window if isinstance(window, int) else None
+        if resolved.images is None:
+            resolved.images = _profile_flag(resolved.chat_model, "image_tool_message")
         return resolved
 
     def _init(
@@ -428,7 +441,7 @@ class Resolver:
         todos = TodosMiddleware() if core.todos else None
         backend = self._backend(core, where, locator, parent)
         backend, memory, skills = self._memory_and_skills(core, backend, where, locator)
-        files = self._filesystem(core, backend, where, locator)
+        files = self._filesystem(core, backend, where, locator, images=model.images is True)
         sections: list[PromptSection] = []
         prompt = (
             core.prompt if isinstance(core.prompt, str) and core.prompt.strip() else default_prompt
@@ -655,7 +668,13 @@ class Resolver:
         )
 
     def _filesystem(
-        self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
+        self,
+        core: AgentCore,
+        backend: BackendProvider,
+        where: KeyPath,
+        locator: Locator,
+        *,
+        images: bool,
     ) -> Any:
         from runner.middleware.filesystem import FilesystemMiddleware
 
@@ -675,6 +694,7 @@ class Resolver:
             tools=settings.tools,
             tool_descriptions={str(k): v for k, v in settings.tool_descriptions.items()},
             evict_results_over_tokens=settings.evict_results_over_tokens,
+            images=images,
         )
 
     def _subagents(
@@ -795,3 +815,14 @@ def resolve(
     local_context: str | None = None,
 ) -> ResolvedAgent:
     return Resolver(model=model, with_models=with_models, local_context=local_context).resolve(spec)
+
+
+def _profile(chat_model: Any, key: str) -> Any:
+    """One entry of a chat model's profile (langchain-core's `ModelProfile`), or None."""
+    profile = getattr(chat_model, "profile", None) or {}
+    return profile.get(key) if isinstance(profile, dict) else None
+
+
+def _profile_flag(chat_model: Any, key: str) -> bool | None:
+    value = _profile(chat_model, key)
+    return value if isinstance(value, bool) else None

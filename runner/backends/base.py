@@ -32,6 +32,9 @@ class SyncBackend(ABC):
     def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult: ...
 
     @abstractmethod
+    def read_bytes(self, path: str, max_bytes: int) -> bytes: ...
+
+    @abstractmethod
     def write(self, path: str, content: str) -> WriteResult: ...
 
     @abstractmethod
@@ -57,6 +60,9 @@ class SyncBackend(ABC):
 
     async def aread(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult:
         return await self._twin(self.read, path, offset, limit)
+
+    async def aread_bytes(self, path: str, max_bytes: int) -> bytes:
+        return await self._twin(self.read_bytes, path, max_bytes)
 
     async def awrite(self, path: str, content: str) -> WriteResult:
         return await self._twin(self.write, path, content)

@@ -301,6 +301,14 @@ class CompositeBackend:
         result: ReadResult = await self._async(self._plan_single(path, "read", offset, limit))
         return result
 
+    def read_bytes(self, path: str, max_bytes: int) -> bytes:
+        result: bytes = self._sync(self._plan_single(path, "read_bytes", max_bytes))
+        return result
+
+    async def aread_bytes(self, path: str, max_bytes: int) -> bytes:
+        result: bytes = await self._async(self._plan_single(path, "read_bytes", max_bytes))
+        return result
+
     def write(self, path: str, content: str) -> WriteResult:
         return self._sync(self._plan_write(path, content))
 

@@ -41,6 +41,7 @@ from runner.backends.protocol import (
     GrepMatch,
     ReadResult,
     WriteResult,
+    too_large,
 )
 from runner.backends.search import find_ripgrep, grep_tree, search_bytes
 from runner.backends.text import (
@@ -187,6 +188,24 @@ class FilesystemBackend(SyncBackend):
         finally:
             os.close(fd)
         return read_lines(agent, data.decode("utf-8", errors="replace"), offset, limit)
+
+    def read_bytes(self, path: str, max_bytes: int) -> bytes:
+        """The file's bytes as they are (images), at most `max_bytes` and the size limit."""
+        agent, parts = self._parts(path)
+        limit = min(max_bytes, self.max_file_size)
+        fd = self._open_file(agent, parts, READ_FLAGS, "read")
+        try:
+            size, data = os.fstat(fd).st_size, b""
+            while size <= limit and len(data) <= limit:
+                more = os.pread(fd, limit + 1 - len(data), len(data))
+                if not more:
+                    break
+                data += more
+        finally:
+            os.close(fd)
+        if max(size, len(data)) > limit:
+            raise too_large(agent, max(size, len(data)), limit)
+        return data
 
     def write(self, path: str, content: str) -> WriteResult:
         agent, parts = self._parts(path)

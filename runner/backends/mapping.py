@@ -19,12 +19,21 @@ from runner.backends.paths import (
     relative_to,
     validate_path,
 )
-from runner.backends.protocol import FILE_NOT_FOUND, BackendError, FileData, FileInfo, GrepMatch
+from runner.backends.protocol import (
+    FILE_NOT_FOUND,
+    BackendError,
+    FileData,
+    FileInfo,
+    GrepMatch,
+    too_large,
+)
 from runner.backends.text import check_grep_pattern, grep_text
 
 __all__ = [
     "check_creatable",
+    "file_bytes",
     "file_info",
+    "file_text",
     "glob_files",
     "grep_files",
     "list_directory",
@@ -34,8 +43,45 @@ __all__ = [
 Items = Iterable[tuple[str, FileData]]
 
 
+def _is_binary(data: FileData) -> bool:
+    return data.get("encoding") == "base64"
+
+
+def _decoded_size(base64_text: str) -> int:
+    return len(base64_text) * 3 // 4 - base64_text[-2:].count("=")
+
+
 def file_info(path: str, data: FileData) -> FileInfo:
-    return FileInfo(path, False, len(data["content"].encode("utf-8")), data["modified_at"])
+    content = data["content"]
+    size = _decoded_size(content) if _is_binary(data) else len(content.encode("utf-8"))
+    return FileInfo(path, False, size, data["modified_at"])
+
+
+def file_text(path: str, data: FileData) -> str:
+    """The text of a stored file; a binary one is refused (read it with `read_bytes`)."""
+    if _is_binary(data):
+        raise BackendError("{0} is a binary file and cannot be read as text", path)
+    return data["content"]
+
+
+def file_bytes(path: str, data: FileData, max_bytes: int) -> bytes:
+    """The bytes of a stored file: base64-decoded when it is binary, else its UTF-8 text."""
+    import base64
+    import binascii
+
+    content = data["content"]
+    if not _is_binary(data):
+        raw = content.encode("utf-8")
+    elif _decoded_size(content) > max_bytes:
+        raise too_large(path, _decoded_size(content), max_bytes)
+    else:
+        try:
+            raw = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            raise BackendError("{0} is stored as base64 but is not valid base64", path) from None
+    if len(raw) > max_bytes:
+        raise too_large(path, len(raw), max_bytes)
+    return raw
 
 
 def _require_directory(path: str, *, has_children: bool, is_file: bool) -> None:
@@ -95,7 +141,7 @@ def grep_files(items: Items, pattern: str, path: str | None, glob: str | None) -
         else:
             continue
         exists = True
-        if accept(relative):
+        if accept(relative) and not _is_binary(data):
             matches.extend(grep_text(key, data["content"], pattern))
     if not exists:
         raise BackendError("Path not found: {0}", base)

@@ -61,6 +61,10 @@ class MountedBackend(SyncBackend):
         self._check(path, writing=False)
         return self.inner.read(path, offset, limit)
 
+    def read_bytes(self, path: str, max_bytes: int) -> bytes:
+        self._check(path, writing=False)
+        return self.inner.read_bytes(path, max_bytes)
+
     def write(self, path: str, content: str) -> WriteResult:
         self._check(path, writing=True)
         return self.inner.write(path, content)

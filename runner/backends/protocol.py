@@ -18,7 +18,7 @@ the model, which reads it and tries again. Anything else raised by a backend is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Self, TypedDict, runtime_checkable
+from typing import Literal, NotRequired, Protocol, Self, TypedDict, runtime_checkable
 
 __all__ = [
     "Backend",
@@ -34,6 +34,7 @@ __all__ = [
     "WriteResult",
     "can_execute",
     "quote_path",
+    "too_large",
 ]
 
 
@@ -68,6 +69,14 @@ class BackendError(Exception):
         return type(self)(self.template, *moved)
 
 
+def too_large(path: str, size: int, limit: int) -> BackendError:
+    """The refusal of `read_bytes` for the file `path` of `size` bytes, over `limit`."""
+    return BackendError(
+        f"{{0}} is {size:,} bytes, over the {limit:,}-byte limit for this read",
+        path,
+    )
+
+
 FILE_NOT_FOUND = "File not found: {0}"
 """The template of the error for reading a path that holds no file; callers that treat a
 missing file as normal (memory not created yet) compare `BackendError.template` with it."""
@@ -78,11 +87,17 @@ class PathError(BackendError):
 
 
 class FileData(TypedDict):
-    """One file as the state and store backends keep it: text plus ISO 8601 UTC timestamps."""
+    """One file as the state and store backends keep it: text plus ISO 8601 UTC timestamps.
+
+    A binary file (an image put there by the caller) has `encoding: base64` and its bytes in
+    `content` as base64; it is read with `read_bytes`, never as text. The file tools only write
+    text (`encoding` absent, or `utf-8`).
+    """
 
     content: str
     created_at: str
     modified_at: str
+    encoding: NotRequired[Literal["utf-8", "base64"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +159,8 @@ class Backend(Protocol):
     """Files addressed by absolute POSIX paths (`/dir/file.txt`).
 
     Every method raises `BackendError` for a request the agent can correct. `read` takes a 0-based
-    line `offset` and a line `limit`; `write` only creates; `edit` replaces exact text; `glob`
+    line `offset` and a line `limit`; `read_bytes` returns a whole file as it is stored (images),
+    refusing one over `max_bytes`; `write` only creates; `edit` replaces exact text; `glob`
     supports `**` and returns files sorted by path; `grep` searches LITERAL text line by line and
     returns matches sorted by path, then line.
     """
@@ -152,6 +168,8 @@ class Backend(Protocol):
     def ls(self, path: str) -> list[FileInfo]: ...
 
     def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult: ...
+
+    def read_bytes(self, path: str, max_bytes: int) -> bytes: ...
 
     def write(self, path: str, content: str) -> WriteResult: ...
 
@@ -168,6 +186,8 @@ class Backend(Protocol):
     async def als(self, path: str) -> list[FileInfo]: ...
 
     async def aread(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult: ...
+
+    async def aread_bytes(self, path: str, max_bytes: int) -> bytes: ...
 
     async def awrite(self, path: str, content: str) -> WriteResult: ...
 

@@ -23,6 +23,8 @@ from typing import Annotated, NotRequired, TypedDict
 from runner.backends.base import SyncBackend
 from runner.backends.mapping import (
     check_creatable,
+    file_bytes,
+    file_text,
     glob_files,
     grep_files,
     list_directory,
@@ -111,7 +113,11 @@ class StateBackend(SyncBackend):
 
     def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult:
         path = validate_path(path)
-        return read_lines(path, self._file(path)["content"], offset, limit)
+        return read_lines(path, file_text(path, self._file(path)), offset, limit)
+
+    def read_bytes(self, path: str, max_bytes: int) -> bytes:
+        path = validate_path(path)
+        return file_bytes(path, self._file(path), max_bytes)
 
     def write(self, path: str, content: str) -> WriteResult:
         path = validate_path(path)
@@ -128,7 +134,7 @@ class StateBackend(SyncBackend):
         path = validate_path(path)
         current = self._file(path)
         content, occurrences = replace_exact(
-            path, current["content"], old_string, new_string, replace_all
+            path, file_text(path, current), old_string, new_string, replace_all
         )
         data = FileData(content=content, created_at=current["created_at"], modified_at=now_iso())
         return EditResult(path, occurrences, files_update={path: data})

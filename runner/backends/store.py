@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.backends.mapping import (
     check_creatable,
+    file_bytes,
+    file_text,
     glob_files,
     grep_files,
     list_directory,
@@ -55,11 +57,14 @@ def _file_data(item: Item | None) -> FileData | None:
         return None
     created = value.get("created_at")
     modified = value.get("modified_at")
-    return FileData(
+    data = FileData(
         content=content,
         created_at=created if isinstance(created, str) else item.created_at.isoformat(),
         modified_at=modified if isinstance(modified, str) else item.updated_at.isoformat(),
     )
+    if value.get("encoding") == "base64":
+        data["encoding"] = "base64"
+    return data
 
 
 class StoreBackend:
@@ -116,7 +121,7 @@ class StoreBackend:
     def _edited(
         self, path: str, current: FileData, old: str, new: str, replace_all: bool
     ) -> tuple[FileData, int]:
-        content, occurrences = replace_exact(path, current["content"], old, new, replace_all)
+        content, occurrences = replace_exact(path, file_text(path, current), old, new, replace_all)
         edited = FileData(content=content, created_at=current["created_at"], modified_at=now_iso())
         return edited, occurrences
 
@@ -140,11 +145,19 @@ class StoreBackend:
 
     def read(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult:
         path = validate_path(path)
-        return read_lines(path, self._get(path)["content"], offset, limit)
+        return read_lines(path, file_text(path, self._get(path)), offset, limit)
 
     async def aread(self, path: str, offset: int = 0, limit: int = 100) -> ReadResult:
         path = validate_path(path)
-        return read_lines(path, (await self._aget(path))["content"], offset, limit)
+        return read_lines(path, file_text(path, await self._aget(path)), offset, limit)
+
+    def read_bytes(self, path: str, max_bytes: int) -> bytes:
+        path = validate_path(path)
+        return file_bytes(path, self._get(path), max_bytes)
+
+    async def aread_bytes(self, path: str, max_bytes: int) -> bytes:
+        path = validate_path(path)
+        return file_bytes(path, await self._aget(path), max_bytes)
 
     def write(self, path: str, content: str) -> WriteResult:
         path = validate_path(path)

@@ -18,6 +18,7 @@ The file tools themselves are excluded (they page or truncate their own output).
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 import threading
 import weakref
@@ -65,7 +66,8 @@ TOOL_DESCRIPTIONS = {
         "Read a file. `file_path` must be absolute. Returns up to `limit` lines (default 100) "
         "starting at line index `offset` (0-based, default 0), numbered from 1 like `cat -n`; "
         "page through longer files by raising `offset`. A line over 5,000 characters is split "
-        "into continuation rows numbered 12.1, 12.2, .... Read a file before you edit it."
+        "into continuation rows numbered 12.1, 12.2, .... Read a file before you edit it. "
+        "Images (.png, .jpg, .jpeg, .gif, .webp) are returned as images when you can see them."
     ),
     "write_file": (
         "Create a NEW file containing `content`. `file_path` must be absolute. Fails when the "
@@ -257,6 +259,29 @@ def no_matches(pattern: str) -> str:
     return f"No matches for {pattern!r}{note}"
 
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""The largest image read_file returns (Anthropic's limit for one image)."""
+
+
+def is_image_path(path: str) -> bool:
+    return path.lower().endswith(IMAGE_SUFFIXES)
+
+
+def image_type(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes, told from their first bytes (the name may
+    be wrong: a JPEG saved as .png is sent as a JPEG)."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
 def sanitize_id(tool_call_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", tool_call_id)[:120] or "result"
 
@@ -302,9 +327,14 @@ class FilesystemMiddleware(AgentMiddleware):
         tools: Sequence[str] | None = None,
         tool_descriptions: dict[str, str] | None = None,
         evict_results_over_tokens: int | None = DEFAULT_TOOL_TOKEN_LIMIT,
+        images: bool = False,
     ) -> None:
+        """`images`: whether the agent's model can look at images in tool results (see
+        `runner.resolve.ResolvedModel.images`); `read_file` returns them as image content then,
+        and a plain answer saying it cannot otherwise."""
         super().__init__()
         self.provider = provider
+        self.images = images
         self.evict_over = evict_results_over_tokens
         self.max_chars = CHARS_PER_TOKEN * (evict_results_over_tokens or DEFAULT_TOOL_TOKEN_LIMIT)
         wanted = list(tools) if tools is not None else [*FILE_TOOLS, "execute"]
@@ -459,12 +489,39 @@ class FilesystemMiddleware(AgentMiddleware):
 
         return _tool("ls", description, ls, als)
 
+    def _image(self, data: bytes, path: str, runtime: ToolRuntime) -> ToolMessage:
+        """An image file as the model gets it: image content when it can look at images."""
+        mime = image_type(data)
+        if mime is None:
+            raise BackendError(
+                "{0} is named like an image but is not a PNG, JPEG, GIF or WebP image", path
+            )
+        kind = mime.partition("/")[2].upper()
+        if not self.images:
+            raise BackendError(
+                f"{{0}} is a {kind} image ({len(data):,} bytes), and this agent's model cannot "
+                "look at images, so read_file cannot show it; work from its name and size, or "
+                "ask the user what it shows",
+                path,
+            )
+        return ToolMessage(
+            [
+                {"type": "text", "text": f"{path}: {kind} image, {len(data):,} bytes"},
+                {"type": "image", "base64": base64.b64encode(data).decode(), "mime_type": mime},
+            ],
+            tool_call_id=runtime.tool_call_id or "",
+            name="read_file",
+        )
+
     def _read_tool(self, description: str) -> BaseTool:
         def read_file(
             file_path: FilePath, runtime: ToolRuntime, offset: Offset = 0, limit: Limit = 100
         ) -> Result:
             def run() -> Result:
                 checked = validate_path(file_path)
+                if is_image_path(checked):
+                    data = self.backend(runtime).read_bytes(checked, MAX_IMAGE_BYTES)
+                    return self._image(data, checked, runtime)
                 result = self.backend(runtime).read(checked, offset=offset, limit=limit)
                 return self._read_text(result, checked)
 
@@ -475,6 +532,9 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
+                if is_image_path(checked):
+                    data = await self.backend(runtime).aread_bytes(checked, MAX_IMAGE_BYTES)
+                    return self._image(data, checked, runtime)
                 result = await self.backend(runtime).aread(checked, offset=offset, limit=limit)
                 return self._read_text(result, checked)
 

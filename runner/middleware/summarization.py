@@ -81,16 +81,26 @@ SUMMARY_MESSAGE = """\
 need a detail the summary lacks.)"""
 
 
+IMAGE_TOKENS = 1_600
+"""What one image counts for: about what a provider charges for a large one (Anthropic: width
+x height / 750, at most about 1,600), not the length of its base64 text."""
+
+
 def approx_tokens(message: BaseMessage) -> int:
-    text = (
-        message.content
-        if isinstance(message.content, str)
-        else json.dumps(message.content, default=str)
-    )
-    size = len(text)
+    content = message.content
+    images = 0
+    if isinstance(content, list) and any(_is_image(block) for block in content):
+        images = sum(1 for block in content if _is_image(block))
+        content = [block for block in content if not _is_image(block)]
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    size = len(text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
     if isinstance(message, AIMessage) and message.tool_calls:
         size += len(json.dumps([c["args"] for c in message.tool_calls], default=str))
     return size // CHARS_PER_TOKEN + 4
+
+
+def _is_image(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") in ("image", "image_url")
 
 
 def _size(message: BaseMessage) -> tuple[int, tuple[int, ...]]:

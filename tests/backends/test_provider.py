@@ -106,7 +106,7 @@ def test_local_shell_forwards_its_settings(tmp_path: Path) -> None:
     provider = provider_from_spec(spec)
     assert provider.can_execute
     description = provider.describe()
-    assert "timeout 5 s, output cap 1,234 bytes" in description
+    assert "timeout 5 s (a call may ask for up to 3600 s), output cap 1,234 bytes" in description
     assert "SECRET_FLAG" in description and "value-not-shown" not in description
     assert "only PATH, HOME" in description
     backend = provider.get(None, None)
@@ -132,9 +132,9 @@ def test_composite_routes_and_static_facts(tmp_path: Path) -> None:
     assert provider.describe().splitlines() == [
         "composite (the longest matching prefix wins)",
         f"  /           -> local_shell at {tmp_path / 'ws'} (`/` is the root; reads up to 10 MB); "
-        "execute: /bin/sh in the root, timeout 120 s, output cap 100,000 bytes, environment: "
-        "only PATH, HOME, LANG, LC_ALL, TERM, TZ, USER, SHELL, TMPDIR; sandbox: none "
-        "(`sandbox: none`: commands run on the host with agentctl's rights)",
+        "execute: /bin/sh in the root, timeout 120 s (a call may ask for up to 3600 s), output "
+        "cap 100,000 bytes, environment: only PATH, HOME, LANG, LC_ALL, TERM, TZ, USER, SHELL, "
+        "TMPDIR; sandbox: none (`sandbox: none`: commands run on the host with agentctl's rights)",
         "  /memories/  -> store (namespace ['files'] in the LangGraph store; outlives threads)",
         "  /scratch/   -> state (files in the thread's graph state)",
     ]
