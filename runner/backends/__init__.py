@@ -300,6 +300,14 @@ class BackendProvider:
         node = self._node.default if isinstance(self._node, _CompositeNode) else self._node
         return issubclass(node.backend_type, SandboxBackend)
 
+    @property
+    def execute_timeouts(self) -> tuple[float, float] | None:
+        """(default, longest a call may ask for) in seconds for `execute`, or None without it."""
+        node = self._node.default if isinstance(self._node, _CompositeNode) else self._node
+        if isinstance(node, _DirectoryNode) and isinstance(node.spec, LocalShellBackendSpec):
+            return node.spec.timeout, max(node.spec.max_timeout, node.spec.timeout)
+        return None
+
     def _leaves(self) -> list[_Node]:
         if isinstance(self._node, _CompositeNode):
             return [self._node.default, *self._node.routes.values()]

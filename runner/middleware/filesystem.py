@@ -44,6 +44,7 @@ from runner.backends import (
     StateBackend,
     validate_path,
 )
+from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT
 from runner.backends.text import split_lines
 from runner.middleware.prompt import PromptSection
 from runner.tools.runtime import calling_message, harness_tool
@@ -93,9 +94,8 @@ TOOL_DESCRIPTIONS = {
     "execute": (
         "Run a shell command in your workspace (the folder your files are in) and get its "
         "combined output and exit status. Use it for scripts, tests and builds. A command that "
-        "runs longer than `timeout` seconds is stopped (by default the workspace's limit, 120 "
-        "seconds unless configured; raise it for long builds, up to the workspace's maximum, "
-        "3600 seconds unless configured); very long output is cut off."
+        "runs longer than `timeout` seconds (default {timeout:g}; at most {max_timeout:g}) is "
+        "stopped: raise it for long builds. Very long output is cut off."
     ),
 }
 
@@ -341,7 +341,9 @@ class FilesystemMiddleware(AgentMiddleware):
         if not provider.can_execute:
             wanted = [t for t in wanted if t != "execute"]
         self.tool_names = wanted
-        descriptions = {**TOOL_DESCRIPTIONS, **(tool_descriptions or {})}
+        limits = provider.execute_timeouts or (DEFAULT_TIMEOUT, DEFAULT_MAX_TIMEOUT)
+        execute = TOOL_DESCRIPTIONS["execute"].format(timeout=limits[0], max_timeout=limits[1])
+        descriptions = {**TOOL_DESCRIPTIONS, "execute": execute, **(tool_descriptions or {})}
         makers: dict[str, Callable[[str], BaseTool]] = {
             "ls": self._ls_tool,
             "read_file": self._read_tool,
