@@ -39,6 +39,7 @@ def describe(
             "params": resolved.model.display_params(),
             "fallbacks": resolved.model.fallback_ids,
             "context_window": resolved.model.context_window,
+            "images": resolved.model.images,
         },
         "middleware": [m.name.removesuffix("Middleware") for m in chain],
         "tools": [t["name"] for t in tool_details],

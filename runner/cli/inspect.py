@@ -60,6 +60,8 @@ def _text(info: dict[str, Any]) -> str:
         extra.append("fallbacks: " + ", ".join(model["fallbacks"]))
     if model.get("context_window"):
         extra.append(f"context window {model['context_window']}")
+    if model.get("images") is not None:
+        extra.append("looks at images" if model["images"] else "no images")
     lines.append(f"model       {model['id']}" + (f"  ({'; '.join(extra)})" if extra else ""))
     lines.append(f"backend     {info['backend']}")
     lines.append("middleware  " + " → ".join(info["middleware"]))

@@ -173,3 +173,12 @@ def test_whether_the_model_sees_images_comes_from_the_spec_then_its_profile(
 
     profile = ChatAnthropic(model="claude-sonnet-4-5", api_key="x").profile  # type: ignore[call-arg]
     assert profile is not None and profile.get("image_tool_message") is True
+
+
+def test_inspect_shows_what_the_spec_says_about_images(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    spec = spec_file(tmp_path, model={"id": "openai:gpt-4.1", "images": True})
+    done = run_cli("inspect", str(spec), env={"OPENAI_API_KEY": ""})
+    assert done.returncode == 0, done.stderr
+    assert "model       openai:gpt-4.1  (looks at images)" in done.stdout
