@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import re
 import threading
 import weakref
@@ -766,10 +767,17 @@ class FilesystemMiddleware(AgentMiddleware):
 
 
 def _same_path(candidate: Any, path: str) -> bool:
+    return isinstance(candidate, str) and _normal_path(candidate) == path
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal_path(path: str) -> str | None:
+    """`validate_path(path)`, None for a refused path; cached, as every write or edit of a reply
+    with many calls compares its path with all of theirs."""
     try:
-        return isinstance(candidate, str) and validate_path(candidate) == path
+        return validate_path(path)
     except BackendError:
-        return False
+        return None
 
 
 # --------------------------------------------------------------------------- same-file changes
