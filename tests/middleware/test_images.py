@@ -182,3 +182,16 @@ def test_inspect_shows_what_the_spec_says_about_images(tmp_path: Path) -> None:
     done = run_cli("inspect", str(spec), env={"OPENAI_API_KEY": ""})
     assert done.returncode == 0, done.stderr
     assert "model       openai:gpt-4.1  (looks at images)" in done.stdout
+
+
+def test_an_image_behind_a_link_out_of_the_root_is_not_read(tmp_path: Path) -> None:
+    """read_bytes resolves paths like every other file tool: from a descriptor of the root."""
+    from runner.backends import BackendError, FilesystemBackend
+
+    (tmp_path / "secret.png").write_bytes(PNG)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "leak.png").symlink_to(tmp_path / "secret.png")
+    backend = FilesystemBackend(tmp_path / "ws")
+    with pytest.raises(BackendError) as caught:
+        backend.read_bytes("/leak.png", MAX_IMAGE_BYTES)
+    assert "outside" in str(caught.value)
