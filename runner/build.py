@@ -163,14 +163,12 @@ def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
     entries are skipped: a subagent may lack some of its parent's tools)."""
     if not agent.is_main and "interrupt_on" not in agent.spec.model_fields_set:
         return
-    from runner.spec_errors import did_you_mean
+    from runner.static_tools import unknown_tool_message
 
     for name in agent.interrupt_on:
         if name in tools:
             continue
-        hint = did_you_mean(name, sorted(tools))
-        fix = f"; did you mean {hint!r}?" if hint else f"; its tools: {', '.join(sorted(tools))}"
-        message = f"no tool named {name!r} in agent {agent.name!r}{fix}"
+        message = unknown_tool_message(name, agent.name, sorted(tools))
         problem = (
             agent.spec.problem(("interrupt_on", name), message)
             if isinstance(agent.spec, AgentSpec)

@@ -304,6 +304,11 @@ class Resolver:
         except ResolutionError as exc:
             raise ResolutionError.at(locate(str(exc))) from None
         except SpecError:
+            missing = model_id.startswith("replay:") and not Path(model_id[7:]).is_file()
+            if missing:  # located at the key that names it, with the path it resolved to
+                from runner.cassette_check import missing_cassette
+
+                raise SpecError(locate(missing_cassette(Path(model_id[7:])))) from None
             raise  # a broken cassette: its own file and line
 
     # ----------------------------------------------------------------------- tools
@@ -564,7 +569,9 @@ class Resolver:
                 continue
             folder = Path(entry.path)
             if not folder.is_dir():
-                message = f"skills folder not found: {folder}"
+                from runner.loader import display_path
+
+                message = f"skills folder not found: {display_path(folder)}"
                 raise ResolutionError.at(locator((*where, "skills", index), message))
             agent_path = backend.host_path(str(folder))
             if agent_path is None:
@@ -658,17 +665,14 @@ class Resolver:
         self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
     ) -> Any:
         from runner.middleware.filesystem import FilesystemMiddleware
+        from runner.validate import execute_message
 
         settings = core.filesystem
         if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:
             index = settings.tools.index("execute")
             kind = core.backend.kind if core.backend is not None else "state"
             raise BuildError.at(
-                locator(
-                    (*where, "filesystem", "tools", index),
-                    f"`execute` needs a backend that can run commands (kind: local_shell, or a "
-                    f"composite whose default is one); this agent's backend is {kind}",
-                )
+                locator((*where, "filesystem", "tools", index), execute_message(kind))
             )
         return FilesystemMiddleware(
             backend,

@@ -1,7 +1,10 @@
 """Static checks of agent files: what `agentctl validate` runs.
 
 A file is valid when it loads (`runner.load_spec`: YAML, schema, paths, prompts, refs) and passes
-the static checks that need no model and no network. Nothing here imports langchain.
+the static checks that need no model and no network: those `run` makes before it starts
+(`interrupt_on` names, `execute` without a shell backend, skills folders, replay cassettes, with
+the same messages) and the cassettes it plays, checked against it (`runner.cassette_check`).
+A cassette file (by name or content) is checked as a cassette. Nothing here imports langchain.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from runner.cassette_check import CASSETTE_SUFFIXES, cassette_problems, is_cassette, replay_problems
 from runner.errors import Problem, SpecError
 from runner.loader import _host_path, display_path, load_spec
 from runner.spec import AgentSpec
@@ -18,7 +22,6 @@ from runner.spec import AgentSpec
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
 SPEC_SUFFIXES = (".yaml", ".yml")
-CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
 
 
 def is_agent_file_name(path: Path) -> bool:
@@ -95,12 +98,109 @@ def validate_file(
     vars: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> list[Problem]:
-    """Every problem in the agent file at `path` (an empty list when it is valid)."""
+    """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid."""
+    if looks_like_cassette(Path(path)):
+        return cassette_problems(Path(path), agents_playing(Path(path), vars=vars, env=env))
     try:
         spec = load_spec(path, vars=vars, env=env)
     except SpecError as exc:
         return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
-    return sorted(set(skill_problems(spec)) | set(sandbox_spec_problems(spec)))
+    found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
+    return sorted(found | set(static_problems(spec)))
+
+
+def looks_like_cassette(path: Path) -> bool:
+    """A cassette by name, or a YAML file whose content is one (see `is_cassette`)."""
+    from runner.yamlsource import read_yaml
+
+    if path.name.endswith(CASSETTE_SUFFIXES):
+        return True
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
+        return False
+    return is_cassette(path, read_yaml(text, str(path), env={}).value)
+
+
+def agents_playing(
+    cassette: Path, *, vars: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> list[AgentSpec]:
+    """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
+    one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
+    Files that do not load are left out (validating them shows why)."""
+    target = cassette.resolve()
+    stem = cassette.name
+    for suffix in CASSETTE_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    named = {
+        f"{'.'.join(stem.split('.')[:n])}{ext}"
+        for n in range(1, stem.count(".") + 2)
+        for ext in SPEC_SUFFIXES
+    }
+    found: list[AgentSpec] = []
+    for candidate in sorted(cassette.parent.iterdir()) if cassette.parent.is_dir() else []:
+        if not (candidate.is_file() and is_agent_file_name(candidate)):
+            continue
+        try:
+            text = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if candidate.name not in named and cassette.name not in text:
+            continue  # neither named after it nor mentioning it: not worth loading
+        try:
+            spec = load_spec(candidate, vars=vars, env=env)
+        except SpecError:
+            continue
+        if candidate.name in named or target in _replayed(spec):
+            found.append(spec)
+    return found
+
+
+def _replayed(spec: AgentSpec) -> set[Path]:
+    from runner.static_tools import static_agents
+
+    return {
+        Path(m.partition(":")[2]).resolve()
+        for agent in static_agents(spec)
+        for m, _, _ in agent.models
+        if m.startswith("replay:")
+    }
+
+
+def static_problems(spec: AgentSpec) -> list[Problem]:
+    """What `run` refuses before it starts, found without building: tool names in
+    `interrupt_on`, `execute` in `filesystem.tools` without a shell backend, a `fraction`
+    threshold that a replay model cannot size, and the replay cassettes (see
+    `runner.cassette_check`). The messages are the ones `run` prints."""
+    from runner.static_tools import static_agents, unknown_tool_message
+
+    problems: list[Problem] = []
+    for agent in static_agents(spec):
+        core, where = agent.core, agent.where
+        if agent.explicit_interrupts and not agent.open:
+            for name in core.interrupt_on:
+                if not agent.has_tool(name):
+                    message = unknown_tool_message(name, agent.name, agent.tools)
+                    problems.append(agent.locate((*where, "interrupt_on", name), message))
+        wanted = core.filesystem.tools
+        if wanted is not None and "execute" in wanted and not agent.executes:
+            kind = core.backend.kind if core.backend is not None else "state"
+            problems.append(
+                agent.locate(
+                    (*where, "filesystem", "tools", wanted.index("execute")), execute_message(kind)
+                )
+            )
+    return problems + replay_problems(spec)
+
+
+def execute_message(kind: str) -> str:
+    """`execute` asked for on a backend that cannot run commands (`run` says the same)."""
+    return (
+        f"`execute` needs a backend that can run commands (kind: local_shell, or a "
+        f"composite whose default is one); this agent's backend is {kind}"
+    )
 
 
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
