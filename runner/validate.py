@@ -67,15 +67,23 @@ def _agent_keys() -> list[str]:
 
 
 def find_specs(
-    targets: Iterable[str | Path], on_skip: Callable[[Path, str], None] | None = None
+    targets: Iterable[str | Path],
+    on_skip: Callable[[Path, str], None] | None = None,
+    *,
+    with_cassettes: bool = False,
 ) -> Iterator[tuple[Path, Problem | None]]:
-    """Each target file, or the agent files directly inside each target directory. Files of a
-    directory that pass the name rule but are other YAML (`not_an_agent`) go to `on_skip`."""
+    """Each target file, or the agent files (and cassettes, `with_cassettes`) directly inside
+    each target directory. Files of a directory that pass the name rule but are other YAML
+    (`not_an_agent`) go to `on_skip`."""
     for target in targets:
         path = Path(target)
         if path.is_dir():
             found = 0
             for candidate in sorted(path.iterdir()):
+                if candidate.is_file() and candidate.name.endswith(CASSETTE_SUFFIXES):
+                    if with_cassettes:
+                        yield candidate, None
+                    continue
                 if not (candidate.is_file() and is_agent_file_name(candidate)):
                     continue
                 reason = not_an_agent(candidate)
