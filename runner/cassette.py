@@ -47,6 +47,8 @@ __all__ = [
 
 
 class CassetteToolCall(SpecModel):
+    """One tool call in a reply."""
+
     name: str = Field(min_length=1)
     """The tool to call."""
     args: dict[str, Any] = Field(default_factory=dict)
@@ -56,11 +58,17 @@ class CassetteToolCall(SpecModel):
 
 
 class CassetteUsage(SpecModel):
+    """The token counts a reply reports."""
+
     input_tokens: int = Field(ge=0)
+    """Tokens of the conversation sent to the model."""
     output_tokens: int = Field(ge=0)
+    """Tokens of the reply."""
 
 
 class CassetteReply(SpecModel):
+    """One model reply, played when the agent calls its model."""
+
     content: str | list[dict[str, Any]] = ""
     """The reply's text (or content blocks)."""
     tool_calls: list[CassetteToolCall] = Field(default_factory=list)
@@ -72,7 +80,10 @@ class CassetteReply(SpecModel):
 
 
 class CassetteFile(SpecModel):
+    """A cassette with replies per agent name."""
+
     version: Literal[1] = 1
+    """Cassette format version."""
     agents: dict[str, list[CassetteReply]] = Field(default_factory=dict)
     """Replies per agent name."""
 
