@@ -226,7 +226,10 @@ def build_graph(
 
 
 def _as_spec(
-    spec_or_path: AgentSpec | str | os.PathLike[str], vars: Mapping[str, Any] | None
+    spec_or_path: AgentSpec | str | os.PathLike[str],
+    vars: Mapping[str, Any] | None,
+    *,
+    allow_unused_vars: bool = False,
 ) -> AgentSpec:
     if isinstance(spec_or_path, AgentSpec):
         if vars:
@@ -234,7 +237,7 @@ def _as_spec(
         return spec_or_path
     from runner.loader import load_spec
 
-    return load_spec(Path(spec_or_path), vars=vars)
+    return load_spec(Path(spec_or_path), vars=vars, allow_unused_vars=allow_unused_vars)
 
 
 def build_agent(

@@ -105,12 +105,13 @@ def validate_file(
     *,
     vars: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    allow_unused_vars: bool = False,
 ) -> list[Problem]:
     """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid."""
     if looks_like_cassette(Path(path)):
         return cassette_problems(Path(path), agents_playing(Path(path), vars=vars, env=env))
     try:
-        spec = load_spec(path, vars=vars, env=env)
+        spec = load_spec(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars)
     except SpecError as exc:
         return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
     found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
@@ -158,7 +159,7 @@ def agents_playing(
         if candidate.name not in named and cassette.name not in text:
             continue  # neither named after it nor mentioning it: not worth loading
         try:
-            spec = load_spec(candidate, vars=vars, env=env)
+            spec = load_spec(candidate, vars=vars, env=env, allow_unused_vars=True)
         except SpecError:
             continue
         if candidate.name in named or target in _replayed(spec):

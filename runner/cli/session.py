@@ -372,15 +372,28 @@ def run_turns(
     db: Path | None,
     answers: list[Decision] | None,
     auto_approve: bool,
+    allow_unused_vars: bool = False,
 ) -> int:
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
     from runner.events import Error
-    from runner.run import Session
+    from runner.run import Home, Session, resume_settings
 
-    session = Session(
-        spec, model=model, vars=variables, db=db, record=record, local_context=local_context(spec)
-    )
+    home = Home(db)
+    try:
+        model, variables = resume_settings(home, thread_id, model, variables)
+        session = Session(
+            spec,
+            model=model,
+            vars=variables,
+            home=home,
+            record=record,
+            local_context=local_context(spec),
+            allow_unused_vars=allow_unused_vars,
+        )
+    except BaseException:
+        home.close()
+        raise
     view = choose_view(output=output, quiet=quiet)
     ask = output == "text" and not auto_approve and can_ask()
     turns = TurnRunner(session)

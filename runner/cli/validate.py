@@ -14,8 +14,15 @@ import click
 @click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
+@click.option(
+    "--allow-unused-var",
+    is_flag=True,
+    help="Accept a --var that the agent's prompts and vars do not use.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON lines.")
-def validate(targets: tuple[str, ...], vars_: tuple[str, ...], as_json: bool) -> int:
+def validate(
+    targets: tuple[str, ...], vars_: tuple[str, ...], allow_unused_var: bool, as_json: bool
+) -> int:
     """Check agent files: YAML syntax, the schema, ${ENV} variables, includes, subagent refs,
     prompt templates, skills, tool names in interrupt_on, and the replay cassettes they play.
     Prints `ok: FILE` for each valid file and one located line (`file:line:col: key.path:
@@ -44,7 +51,16 @@ def validate(targets: tuple[str, ...], vars_: tuple[str, ...], as_json: bool) ->
         results.append(f"skipped: {display_path(path)} ({reason})")
 
     for path, problem in find_specs(targets, on_skip=skipped, with_cassettes=True):
-        results.append((path, [problem] if problem else validate_file(path, vars=variables)))
+        results.append(
+            (
+                path,
+                [problem]
+                if problem
+                else validate_file(
+                    path, vars=variables, allow_unused_vars=allow_unused_var or not variables
+                ),
+            )
+        )
     # A problem in another file (an include, a ref'd agent) is printed once, with the files it
     # was found through.
     through: dict[Problem, list[str]] = {}

@@ -197,7 +197,7 @@ def test_help_on_every_command_and_version() -> None:
     top = run_cli("--help")
     assert top.returncode == 0
     assert "validate  Check agent files and report every problem." in top.stdout
-    assert "schema    Print, write or check the agent JSON Schema." in top.stdout
+    assert "schema    Print, write or check the agent (or cassette) JSON Schema." in top.stdout
     validate = run_cli("validate", "--help")
     assert validate.returncode == 0
     assert "Usage: agentctl validate [OPTIONS] TARGETS..." in validate.stdout
