@@ -107,6 +107,24 @@ class Cassette:
             return self.main
         return []
 
+    def unused(self, main: str, main_played: int) -> list[tuple[str, int, int]]:
+        """(agent, replies played, replies it has) for each agent that left replies unplayed in
+        this process; the main agent's count also comes from its conversation (`main_played`),
+        which survives a restart."""
+        with self._lock:
+            cursor = dict(self._cursor)
+        lists = dict(self.agents)
+        if self.main is not None and main not in lists:
+            lists[main] = self.main
+        found = []
+        for agent, replies in lists.items():
+            played = cursor.get(agent, 0)
+            if agent == main:
+                played = max(played, main_played)
+            if played < len(replies):
+                found.append((agent, played, len(replies)))
+        return found
+
     def claim(self, agent: str, index: int | None) -> int:
         """The index to play: `index` when the conversation already decided it, else the next
         reply no call has taken yet. Either way the cursor moves past it."""

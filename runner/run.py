@@ -609,9 +609,9 @@ class Session:
 
         self.spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
         self.home = home or Home(db)
-        self.resolved: ResolvedAgent = Resolver(model=model, local_context=local_context).resolve(
-            self.spec
-        )
+        resolver = Resolver(model=model, local_context=local_context)
+        self.resolved: ResolvedAgent = resolver.resolve(self.spec)
+        self._cassettes = resolver.cassettes
         try:
             self.graph: CompiledStateGraph = build_graph(
                 self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
@@ -811,7 +811,50 @@ class Session:
             return
         finally:
             self.home.touch(thread_id)
-        yield self._outcome(thread_id, translator.interrupt_agents)
+        outcome = self._outcome(thread_id, translator.interrupt_agents)
+        if isinstance(outcome, Final):
+            yield from self._unused_replies(thread_id)
+        yield outcome
+
+    def _unused_replies(self, thread_id: str) -> Iterator[RunWarning]:
+        """At the end of a run on replay models: the replies no agent played, per cassette (a
+        tool-name or subagent typo in a hand-written cassette leaves some unplayed). A subagent
+        that an earlier process of this thread called is not counted: its replies were played
+        there, where this process cannot see."""
+        if not self._cassettes:
+            return
+        from runner.loader import display_path
+
+        messages = self.values(thread_id).get("messages", [])
+        main_played = 1 + max(
+            (
+                int(m.response_metadata.get("replay_index", -1))
+                for m in messages
+                if m.type == "ai" and m.response_metadata.get("replay_agent") == self.name
+            ),
+            default=-1,
+        )
+        earlier = {
+            str(c["args"].get("subagent_type"))
+            for m in messages
+            if m.type == "ai"
+            for c in m.tool_calls
+            if c["name"] == "task" and isinstance(c.get("args"), dict)
+        }
+        for path, cassette in self._cassettes.items():
+            left = [
+                f"{agent} played {played} of {total}"
+                for agent, played, total in cassette.unused(self.name, main_played)
+                if agent == self.name or played or agent not in earlier
+            ]
+            if left:
+                yield RunWarning(
+                    agent=self.name,
+                    code="unused_replies",
+                    message=f"replay cassette {display_path(path)} has replies no agent "
+                    f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
+                    "a run that took another path)",
+                )
 
     def _outcome(self, thread_id: str, agents: Mapping[str, str]) -> RunEvent:
         state = self.state(thread_id)
