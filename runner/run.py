@@ -670,7 +670,21 @@ class Session:
         pending = pending_actions(state)
         if decisions is not None:
             if not pending:
-                raise RunError(f"thread {thread_id} has no approval waiting; nothing to answer")
+                hint = ""
+                if state.next or state.tasks:  # cut off before it reached the approval
+                    import shlex
+
+                    from runner.loader import display_path
+
+                    source = self.spec.source
+                    spec = shlex.quote(display_path(source)) if source else "SPEC"
+                    hint = (
+                        "; its last run was cut off before it asked: continue it with "
+                        f"`agentctl run {spec} --thread {thread_id}` alone"
+                    )
+                raise RunError(
+                    f"thread {thread_id} has no approval waiting; nothing to answer{hint}"
+                )
             total = sum(len(actions) for _, actions in pending)
             if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
                 decisions = list(decisions) * total

@@ -195,22 +195,12 @@ def test_a_thread_resumes_with_its_own_model_and_says_when_it_changes(tmp_path: 
     (tmp_path / "ws").mkdir()
     env = {"AGENTCTL_HOME": str(tmp_path / "home")}
     first = run_cli(
-        "run",
-        "a.yaml",
-        "go",
-        "--model",
-        "replay:reject.cassette.yaml",
-        "--output",
-        "jsonl",
-        cwd=tmp_path,
-        env=env,
+        "run", "a.yaml", "go", "--model", "replay:reject.cassette.yaml", "-q", cwd=tmp_path, env=env
     )
     assert first.returncode == 0, first.stderr
-    thread = next(
-        line.split('"thread_id": "')[1].split('"')[0]
-        for line in first.stdout.splitlines()
-        if '"thread_id"' in line
-    )
+    hint = next(line for line in first.stderr.splitlines() if line.startswith("Answer with"))
+    assert hint.startswith("Answer with: agentctl run a.yaml --thread ")  # the real file name
+    thread = hint.split("--thread ")[1].split()[0]
     second = run_cli("run", "a.yaml", "--thread", thread, "--reject", "-q", cwd=tmp_path, env=env)
     assert (second.returncode, second.stdout.strip()) == (0, "rejected, as asked")
     assert "warning" not in second.stderr

@@ -261,7 +261,7 @@ class JsonLines:
         pass
 
 
-def choose_view(*, output: str, quiet: bool) -> View:
+def choose_view(*, output: str, quiet: bool, spec: str = "SPEC") -> View:
     """JSON lines when asked; the rich renderer when stdout is a terminal (and not --quiet);
     plain text otherwise, with no colour codes."""
     from runner.cli.render import PlainRenderer
@@ -269,10 +269,10 @@ def choose_view(*, output: str, quiet: bool) -> View:
     if output == "jsonl":
         return JsonLines()
     if quiet or not is_terminal(sys.stdout):
-        return PlainRenderer(sys.stdout, sys.stderr, quiet=quiet)
+        return PlainRenderer(sys.stdout, sys.stderr, quiet=quiet, spec=spec)
     from runner.cli.terminal import TerminalRenderer
 
-    return TerminalRenderer(stdout_console(), err_console=stderr_console())
+    return TerminalRenderer(stdout_console(), err_console=stderr_console(), spec=spec)
 
 
 def is_terminal(stream: Any) -> bool:
@@ -394,7 +394,9 @@ def run_turns(
     except BaseException:
         home.close()
         raise
-    view = choose_view(output=output, quiet=quiet)
+    from runner.cli.render import shown_spec
+
+    view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
     ask = output == "text" and not auto_approve and can_ask()
     turns = TurnRunner(session)
     try:
