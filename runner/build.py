@@ -169,11 +169,7 @@ def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
         if name in tools:
             continue
         message = unknown_tool_message(name, agent.name, sorted(tools))
-        problem = (
-            agent.spec.problem(("interrupt_on", name), message)
-            if isinstance(agent.spec, AgentSpec)
-            else None
-        )
+        problem = agent.locate(("interrupt_on", name), message) if agent.locate else None
         raise BuildError(message, problem=problem)
 
 

@@ -112,6 +112,9 @@ class ResolvedAgent:
     backend: BackendProvider | None = None
     resources: list[Resource] = field(default_factory=list)
     """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
+    locate: Callable[[KeyPath, str], Problem] | None = None
+    """A problem at a key path of this agent's own spec (an inline subagent's is in its parent's
+    file, under `subagents[i]`)."""
 
     def close(self) -> None:
         """Close what resolution opened (idempotent)."""
@@ -484,6 +487,7 @@ class Resolver:
             },
             backend=backend,
             resources=self.resources,
+            locate=lambda path, message: locator((*where, *path), message),
         )
         if isinstance(core, AgentSpec):
             agent.subagents = self._subagents(core, agent, where, locator)
@@ -625,12 +629,10 @@ class Resolver:
         )
         for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
             if kind == "fraction" and not window:
+                from runner.static_tools import fraction_message
+
                 raise BuildError.at(
-                    locator(
-                        (*where, "summarization", key, "fraction"),
-                        "a fraction needs the model's context window, which is not known for "
-                        f"{model.id!r}: set `model.context_window`, or use `tokens:`",
-                    )
+                    locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
                 )
         summarizer: Any = None
         summary_agent = f"{name}/summary"
@@ -665,7 +667,7 @@ class Resolver:
         self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
     ) -> Any:
         from runner.middleware.filesystem import FilesystemMiddleware
-        from runner.validate import execute_message
+        from runner.static_tools import execute_message
 
         settings = core.filesystem
         if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:

@@ -43,6 +43,8 @@ __all__ = [
     "BUILTIN_TOOL_ARGS",
     "FILE_TOOLS",
     "StaticAgent",
+    "execute_message",
+    "fraction_message",
     "static_agents",
     "unknown_tool_message",
 ]
@@ -154,12 +156,30 @@ class StaticAgent:
     spec_tools: list[str] = field(default_factory=list)
     spec_tools_open: bool = False
     """The spec's own tools (`tools:`), which a subagent that sets none inherits."""
+    context_window: int | None = None
+    """`model.context_window` as the spec sets it (its own, else inherited)."""
     answer_tool: str | None = None
     """The tool a model without native structured output calls to give a `response_format`
     answer: the schema's `title` (an untitled schema's tool gets a random name)."""
 
     def has_tool(self, name: str) -> bool:
         return name in self.tools
+
+
+def execute_message(kind: str) -> str:
+    """`execute` asked for on a backend that cannot run commands (`run` says the same)."""
+    return (
+        f"`execute` needs a backend that can run commands (kind: local_shell, or a "
+        f"composite whose default is one); this agent's backend is {kind}"
+    )
+
+
+def fraction_message(model_id: str) -> str:
+    """A summarization `fraction` for a model whose context window is not known."""
+    return (
+        "a fraction needs the model's context window, which is not known for "
+        f"{model_id!r}: set `model.context_window`, or use `tokens:`"
+    )
 
 
 def unknown_tool_message(name: str, agent: str, tools: list[str]) -> str:
@@ -273,6 +293,13 @@ def _walk(
         spec_tools=own,
         spec_tools_open=own_open,
         answer_tool=_answer_tool(core.response_format),
+        context_window=(
+            core.model.context_window
+            if core.model is not None
+            else parent.context_window
+            if parent is not None
+            else None
+        ),
     )
     yield agent
     if not isinstance(core, AgentSpec) or depth > 20:
@@ -309,4 +336,5 @@ def _walk(
         ):
             if gp.model is not None:
                 found.models = _models_of(gp.model, (*gp_where, "model"), locate)
+                found.context_window = gp.model.context_window
             yield found

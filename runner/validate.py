@@ -183,7 +183,12 @@ def static_problems(spec: AgentSpec) -> list[Problem]:
     `interrupt_on`, `execute` in `filesystem.tools` without a shell backend, a `fraction`
     threshold that a replay model cannot size, and the replay cassettes (see
     `runner.cassette_check`). The messages are the ones `run` prints."""
-    from runner.static_tools import static_agents, unknown_tool_message
+    from runner.static_tools import (
+        execute_message,
+        fraction_message,
+        static_agents,
+        unknown_tool_message,
+    )
 
     problems: list[Problem] = []
     for agent in static_agents(spec):
@@ -201,15 +206,17 @@ def static_problems(spec: AgentSpec) -> list[Problem]:
                     (*where, "filesystem", "tools", wanted.index("execute")), execute_message(kind)
                 )
             )
+        settings = core.summarization
+        model_id = agent.models[0][0] if agent.models else ""
+        if settings.enabled and agent.context_window is None and model_id.startswith("replay:"):
+            # a replay model reports no context window (another provider's may: see run)
+            for key in ("trigger", "keep"):
+                threshold = getattr(settings, key)
+                if threshold is not None and threshold.fraction is not None:
+                    at = (*where, "summarization", key, "fraction")
+                    problems.append(agent.locate(at, fraction_message(model_id)))
+                    break
     return problems + replay_problems(spec)
-
-
-def execute_message(kind: str) -> str:
-    """`execute` asked for on a backend that cannot run commands (`run` says the same)."""
-    return (
-        f"`execute` needs a backend that can run commands (kind: local_shell, or a "
-        f"composite whose default is one); this agent's backend is {kind}"
-    )
 
 
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:

@@ -120,6 +120,9 @@ RUN_TIME_ERRORS = {
     "execute": ("name: a\nmodel: replay:c.cassette.yaml\nfilesystem: {tools: [ls, execute]}\n"),
     "skills": "name: a\nmodel: replay:c.cassette.yaml\nskills: [./nowhere]\n",
     "cassette": "name: a\nmodel: replay:missing.cassette.yaml\n",
+    "fraction": (
+        "name: a\nmodel: replay:c.cassette.yaml\nsummarization: {keep: {fraction: 0.2}}\n"
+    ),
     "subagent_interrupt_on": (
         "name: a\nmodel: replay:c.cassette.yaml\nsubagents:\n  - name: s\n    description: d\n"
         "    interrupt_on: {write_fil: true}\n"
@@ -136,10 +139,7 @@ def test_validate_reports_what_run_refuses_with_the_same_message(tmp_path: Path,
         build_agent(tmp_path / "a.yaml")
     problems = validate_file(tmp_path / "a.yaml")
     assert len(problems) == 1, problems
-    if case == "subagent_interrupt_on":  # run names no place for an inline subagent's key
-        assert str(caught.value) == problems[0].message
-    else:
-        assert str(problems[0]) == str(caught.value)
+    assert str(problems[0]) == str(caught.value)
     if case == "cassette":
         assert str(problems[0]) == (
             "a.yaml:2:8: model: replay cassette not found: missing.cassette.yaml"
