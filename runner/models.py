@@ -117,6 +117,7 @@ class ReplayChatModel(BaseChatModel):
 
     def _next(self, messages: list[BaseMessage]) -> tuple[int, CassetteReply]:
         cassette: Cassette = self.cassette
+        _warn_failed_tools(messages, cassette.path)
         replies = cassette.replies_for(self.agent, is_main=self.is_main)
         decided: int | None = None
         ai_count = 0
@@ -256,6 +257,44 @@ class ReplayChatModel(BaseChatModel):
                     chunk.content, chunk=ChatGenerationChunk(message=chunk)
                 )
             yield ChatGenerationChunk(message=chunk)
+
+
+def _warn_failed_tools(messages: list[BaseMessage], cassette: Path) -> None:
+    """A replayed model cannot react to a failed tool call: its next reply plays as recorded.
+    So each tool that failed since the last reply (a misspelt tool name in the cassette, a file
+    an earlier run left behind) is a warning; a rejected approval is an answer, not a failure."""
+    failed = []
+    for message in reversed(messages):
+        if message.type == "ai":
+            break
+        meta = message.additional_kwargs or {}
+        if (
+            message.type == "tool"
+            and getattr(message, "status", None) == "error"
+            and meta.get("lc_source") != "hitl_interrupt_decision"
+        ):
+            text = message.content if isinstance(message.content, str) else str(message.content)
+            failed.append((getattr(message, "name", None) or "a tool", text.strip()))
+    if not failed:
+        return
+    from langgraph.config import get_stream_writer
+
+    from runner.events import emit_warning
+    from runner.loader import display_path
+
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a graph run: nobody to tell
+        return
+    for name, text in reversed(failed):
+        first = text.splitlines()[0] if text else ""
+        emit_warning(
+            writer,
+            "replay_tool_failed",
+            f"{name} failed in a replayed run ({first[:200]}); the cassette plays its next "
+            "reply as recorded, whatever the result: check its tool calls (agentctl validate "
+            f"{display_path(cassette)}) or start from the files it was recorded with",
+        )
 
 
 def _json(value: Any) -> str:

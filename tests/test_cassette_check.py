@@ -246,3 +246,28 @@ def test_replies_no_agent_played_are_a_warning_at_the_end(tmp_path: Path) -> Non
         "warning: replay cassette lead.cassette.yaml has replies no agent played: critic "
         "played 0 of 1" in result.stderr
     )
+
+
+def test_a_tool_that_fails_in_a_replay_is_a_warning_not_a_silent_done(tmp_path: Path) -> None:
+    """A replayed model plays on whatever a tool returns: a misspelt tool, or a file that an
+    earlier run of the same cassette left, is said out loud (a rejection is not a failure)."""
+    write(
+        tmp_path,
+        {
+            "a.yaml": "name: a\nmodel: replay:a.cassette.yaml\n"
+            "backend: {kind: filesystem, root_dir: ./ws}\n",
+            "a.cassette.yaml": """\
+            - tool_calls: [{name: write_file, args: {file_path: /x.md, content: hi}}]
+            - content: Done.
+            """,
+        },
+    )
+    (tmp_path / "ws").mkdir()
+    first = run_cli("run", "a.yaml", "go", "-q", cwd=tmp_path)
+    assert (first.returncode, first.stdout, first.stderr) == (0, "Done.\n", "")
+    again = run_cli("run", "a.yaml", "go", "-q", cwd=tmp_path)
+    assert again.returncode == 0
+    assert again.stderr.startswith(
+        "warning: write_file failed in a replayed run (Error: File '/x.md' already exists"
+    )
+    assert "agentctl validate a.cassette.yaml" in again.stderr
