@@ -16,13 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from runner.cassette import MAIN, CassetteDocument, read_cassette
 from runner.errors import Problem, SpecError
 from runner.spec import AgentSpec
 from runner.spec_errors import did_you_mean
-from runner.static_tools import BUILTIN_TOOL_ARGS, StaticAgent, static_agents
+from runner.static_tools import StaticAgent, static_agents
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -204,6 +202,7 @@ def _check_call(
     at: tuple[str | int, ...],
 ) -> list[Problem]:
     from runner.static_tools import unknown_tool_message
+    from runner.tool_args import BUILTIN_TOOL_ARGS
 
     if name == agent.answer_tool:
         return []  # the structured answer: checked against `response_format` by the model
@@ -216,6 +215,8 @@ def _check_call(
     model = BUILTIN_TOOL_ARGS.get(name)
     if model is None:
         return []  # the spec's own tool: its schema is known when it is imported
+    from pydantic import ValidationError
+
     problems: list[Problem] = []
     try:
         model.model_validate(args)

@@ -14,16 +14,15 @@ The spec's own tools are known by name only where the spec says it without runni
 name); an MCP server by its `include:` list (with its `prefix:`). A factory (`import:` with
 `args:`), an MCP server without `include:` and `middleware:` entries may add tools whose names only
 a build knows: such an agent's list is *open*, and names missing from it are not reported.
-`tests/test_static_tools.py` compares these lists and argument models with built agents.
+The harness tools' arguments are in `runner.tool_args`. `tests/test_static_tools.py` compares
+these lists and those arguments with built agents.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from runner.errors import Problem
 from runner.spec import (
@@ -40,7 +39,6 @@ from runner.spec.agent import AgentCore
 from runner.spec.checks import GENERAL_PURPOSE, subagent_name
 
 __all__ = [
-    "BUILTIN_TOOL_ARGS",
     "FILE_TOOLS",
     "StaticAgent",
     "execute_message",
@@ -53,79 +51,6 @@ KeyPath = tuple[str | int, ...]
 Locator = Callable[[KeyPath, str], Problem]
 
 FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
-
-
-# --------------------------------------------------------------------------- built-in arguments
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _Todo(_Args):
-    content: str
-    status: Literal["pending", "in_progress", "completed"]
-
-
-class WriteTodosArgs(_Args):
-    todos: list[_Todo]
-
-
-class LsArgs(_Args):
-    path: str
-
-
-class ReadFileArgs(_Args):
-    file_path: str
-    offset: int = 0
-    limit: int = 100
-
-
-class WriteFileArgs(_Args):
-    file_path: str
-    content: str
-
-
-class EditFileArgs(_Args):
-    file_path: str
-    old_string: str
-    new_string: str
-    replace_all: bool = False
-
-
-class GlobArgs(_Args):
-    pattern: str
-    path: str = "/"
-
-
-class GrepArgs(_Args):
-    pattern: str
-    path: str | None = None
-    glob: str | None = None
-    output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches"
-
-
-class ExecuteArgs(_Args):
-    command: str
-
-
-class TaskArgs(_Args):
-    description: str
-    subagent_type: str = Field(min_length=1)
-
-
-BUILTIN_TOOL_ARGS: dict[str, type[BaseModel]] = {
-    "write_todos": WriteTodosArgs,
-    "ls": LsArgs,
-    "read_file": ReadFileArgs,
-    "write_file": WriteFileArgs,
-    "edit_file": EditFileArgs,
-    "glob": GlobArgs,
-    "grep": GrepArgs,
-    "execute": ExecuteArgs,
-    "task": TaskArgs,
-}
-"""The arguments of the harness tools, as the model must send them (unknown ones are refused)."""
 
 
 # --------------------------------------------------------------------------- agents
@@ -322,7 +247,10 @@ def _walk(
             )
     gp = core.general_purpose_agent
     if gp.enabled:
-        gp_core = InlineSubagent(name=GENERAL_PURPOSE, description="-", todos=core.todos)
+        # as the resolver makes it; constructed without validation (its values are checked)
+        gp_core = InlineSubagent.model_construct(
+            name=GENERAL_PURPOSE, description="-", todos=core.todos
+        )
         if gp.model is not None:
             gp_core.model = gp.model
         gp_where: KeyPath = (*where, "general_purpose_agent")

@@ -106,16 +106,53 @@ def validate_file(
     vars: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     allow_unused_vars: bool = False,
+    cache: LoadCache | None = None,
 ) -> list[Problem]:
-    """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid."""
+    """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid.
+    Several calls on unchanged files may share a `cache` of loaded specs (a dict)."""
     if looks_like_cassette(Path(path)):
-        return cassette_problems(Path(path), agents_playing(Path(path), vars=vars, env=env))
+        found = agents_playing(Path(path), vars=vars, env=env, cache=cache)
+        return cassette_problems(Path(path), found)
     try:
-        spec = load_spec(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars)
+        spec = _load(
+            Path(path), vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache
+        )
     except SpecError as exc:
         return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
     found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
     return sorted(found | set(static_problems(spec)))
+
+
+LoadCache = dict[tuple[Any, ...], AgentSpec | SpecError]
+
+
+def _load(
+    path: Path,
+    *,
+    vars: Mapping[str, Any] | None,
+    env: Mapping[str, str] | None,
+    allow_unused_vars: bool,
+    cache: LoadCache | None,
+) -> AgentSpec:
+    """`load_spec`, remembered in `cache` (one `agentctl validate`): validating a folder would
+    load an agent file once for itself and again for each of its cassettes."""
+    if env is not None or cache is None:
+        return load_spec(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None
+    key = (str(path.resolve()), stamp, repr(sorted((vars or {}).items())), allow_unused_vars)
+    found = cache.get(key)
+    if found is None:
+        try:
+            found = load_spec(path, vars=vars, allow_unused_vars=allow_unused_vars)
+        except SpecError as exc:
+            found = exc
+        cache[key] = found
+    if isinstance(found, SpecError):
+        raise found
+    return found
 
 
 def looks_like_cassette(path: Path) -> bool:
@@ -134,7 +171,11 @@ def looks_like_cassette(path: Path) -> bool:
 
 
 def agents_playing(
-    cassette: Path, *, vars: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    cassette: Path,
+    *,
+    vars: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cache: LoadCache | None = None,
 ) -> list[AgentSpec]:
     """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
     one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
@@ -159,7 +200,7 @@ def agents_playing(
         if candidate.name not in named and cassette.name not in text:
             continue  # neither named after it nor mentioning it: not worth loading
         try:
-            spec = load_spec(candidate, vars=vars, env=env, allow_unused_vars=True)
+            spec = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
         except SpecError:
             continue
         if candidate.name in named or target in _replayed(spec):

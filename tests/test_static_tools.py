@@ -11,7 +11,8 @@ import pytest
 import runner
 from runner.build import middleware_chain, subagent_middleware
 from runner.resolve import ResolvedAgent, Resolver
-from runner.static_tools import BUILTIN_TOOL_ARGS, static_agents
+from runner.static_tools import static_agents
+from runner.tool_args import BUILTIN_TOOL_ARGS
 from runner.validate import find_specs
 from tests.conftest import AGENTS
 from tests.spec.files import write_files as write

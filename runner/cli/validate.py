@@ -39,7 +39,7 @@ def validate(
     from runner.cli.options import parse_vars
     from runner.errors import Problem
     from runner.loader import display_path
-    from runner.validate import find_specs, validate_file
+    from runner.validate import LoadCache, find_specs, validate_file
 
     variables = parse_vars(vars_)
     failed = checked = 0
@@ -50,6 +50,7 @@ def validate(
     def skipped(path: Path, reason: str) -> None:
         results.append(f"skipped: {display_path(path)} ({reason})")
 
+    cache: LoadCache = {}
     for path, problem in find_specs(targets, on_skip=skipped, with_cassettes=True):
         results.append(
             (
@@ -57,7 +58,10 @@ def validate(
                 [problem]
                 if problem
                 else validate_file(
-                    path, vars=variables, allow_unused_vars=allow_unused_var or not variables
+                    path,
+                    vars=variables,
+                    allow_unused_vars=allow_unused_var or not variables,
+                    cache=cache,
                 ),
             )
         )
