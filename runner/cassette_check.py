@@ -21,6 +21,7 @@ from runner.errors import Problem, SpecError
 from runner.spec import AgentSpec
 from runner.spec_errors import did_you_mean
 from runner.static_tools import StaticAgent, static_agents
+from runner.validate import CASSETTE_SUFFIXES
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -30,7 +31,6 @@ __all__ = [
     "replay_problems",
 ]
 
-CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
 SUMMARY_SUFFIX = "/summary"
 
 

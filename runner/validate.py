@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runner.cassette_check import CASSETTE_SUFFIXES, cassette_problems, is_cassette, replay_problems
 from runner.errors import Problem, SpecError
 from runner.loader import _host_path, display_path, load_spec
 from runner.spec import AgentSpec
@@ -22,6 +21,7 @@ from runner.spec import AgentSpec
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
 SPEC_SUFFIXES = (".yaml", ".yml")
+CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
 
 
 def is_agent_file_name(path: Path) -> bool:
@@ -110,17 +110,20 @@ def validate_file(
 ) -> list[Problem]:
     """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid.
     Several calls on unchanged files may share a `cache` of loaded specs (a dict)."""
-    if looks_like_cassette(Path(path)):
-        found = agents_playing(Path(path), vars=vars, env=env, cache=cache)
-        return cassette_problems(Path(path), found)
-    try:
-        spec = _load(
-            Path(path), vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache
-        )
-    except SpecError as exc:
-        return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
-    found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
-    return sorted(found | set(static_problems(spec)))
+    from runner.cassette_check import cassette_problems
+
+    path = Path(path)
+    named = path.name.endswith(CASSETTE_SUFFIXES)
+    if not named:
+        try:
+            spec = _load(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache)
+        except SpecError as exc:
+            if not looks_like_cassette(path):  # (only a file that is no agent is looked at)
+                return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(path, env)))
+        else:
+            found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
+            return sorted(found | set(static_problems(spec)))
+    return cassette_problems(path, agents_playing(path, vars=vars, env=env, cache=cache))
 
 
 LoadCache = dict[tuple[Any, ...], AgentSpec | SpecError]
@@ -157,6 +160,7 @@ def _load(
 
 def looks_like_cassette(path: Path) -> bool:
     """A cassette by name, or a YAML file whose content is one (see `is_cassette`)."""
+    from runner.cassette_check import is_cassette
     from runner.yamlsource import read_yaml
 
     if path.name.endswith(CASSETTE_SUFFIXES):
@@ -232,7 +236,8 @@ def static_problems(spec: AgentSpec) -> list[Problem]:
     )
 
     problems: list[Problem] = []
-    for agent in static_agents(spec):
+    agents = static_agents(spec)
+    for agent in agents:
         core, where = agent.core, agent.where
         if agent.explicit_interrupts and not agent.open:
             for name in core.interrupt_on:
@@ -257,6 +262,16 @@ def static_problems(spec: AgentSpec) -> list[Problem]:
                     at = (*where, "summarization", key, "fraction")
                     problems.append(agent.locate(at, fraction_message(model_id)))
                     break
+    summarizers = [a.core.summarization.model for a in agents]
+    ids = (
+        [m for a in agents for m, _, _ in a.models]
+        + [m.id for m in summarizers if m is not None]
+        + [f.id for m in summarizers if m is not None for f in m.fallbacks]
+    )
+    if not any(i.startswith("replay:") for i in ids):
+        return problems  # (and the cassette checks are not imported)
+    from runner.cassette_check import replay_problems
+
     return problems + replay_problems(spec)
 
 
