@@ -271,3 +271,32 @@ def test_a_tool_that_fails_in_a_replay_is_a_warning_not_a_silent_done(tmp_path: 
         "warning: write_file failed in a replayed run (Error: File '/x.md' already exists"
     )
     assert "agentctl validate a.cassette.yaml" in again.stderr
+
+
+def test_a_database_from_before_thread_settings_gets_their_table(tmp_path: Path) -> None:
+    """Threads of an older database have no settings: resuming them takes what is given."""
+    import sqlite3
+
+    from runner.run import Home, ThreadSettings, resume_settings
+
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE agentctl_threads (thread_id TEXT PRIMARY KEY, agent TEXT, spec TEXT, "
+            "created_at TEXT, updated_at TEXT, first_message TEXT)"
+        )
+        conn.execute("INSERT INTO agentctl_threads VALUES ('t1', 'a', NULL, '', '', 'hi')")
+    home = Home(db)
+    try:
+        assert home.settings("t1") is None
+        assert resume_settings(home, "t1", None, {"x": 1}) == (None, {"x": 1})
+        home.remember_settings("t1", ThreadSettings.of("replay:c.yaml", {"tone": "dry"}))
+        home.remember_settings("t1", ThreadSettings.of("openai:gpt-4.1", {}))  # the first stays
+        model, variables = resume_settings(home, "t1", None, {})
+        assert model == f"replay:{tmp_path / 'c.yaml'}" and variables == {"tone": "dry"}
+        assert resume_settings(home, "t1", "openai:gpt-4.1", {"tone": "warm"}) == (
+            "openai:gpt-4.1",
+            {"tone": "warm"},
+        )
+    finally:
+        home.close()
