@@ -10,7 +10,7 @@ A cassette file (by name or content) is checked as a cassette. Nothing here impo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,28 @@ def validate_file(
 ) -> list[Problem]:
     """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid.
     Several calls on unchanged files may share a `cache` of loaded specs (a dict)."""
+    return check_file(
+        path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache
+    ).problems
+
+
+@dataclass(frozen=True)
+class FileReport:
+    problems: list[Problem]
+    note: str | None = None
+    """What a reader of `ok: FILE` should know: a cassette that no agent file here plays was
+    checked for its format only."""
+
+
+def check_file(
+    path: str | Path,
+    *,
+    vars: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    allow_unused_vars: bool = False,
+    cache: LoadCache | None = None,
+) -> FileReport:
+    """`validate_file`, with a note for a cassette checked without an agent."""
     from runner.cassette_check import cassette_problems
 
     path = Path(path)
@@ -119,11 +141,19 @@ def validate_file(
             spec = _load(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache)
         except SpecError as exc:
             if not looks_like_cassette(path):  # (only a file that is no agent is looked at)
-                return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(path, env)))
+                problems = set(exc.problems) | set(_skill_problems_of_unloaded(path, env))
+                return FileReport(sorted(problems))
         else:
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
-            return sorted(found | set(static_problems(spec)))
-    return cassette_problems(path, agents_playing(path, vars=vars, env=env, cache=cache))
+            return FileReport(sorted(found | set(static_problems(spec))))
+    agents = agents_playing(path, vars=vars, env=env, cache=cache)
+    note = None
+    if not agents:
+        note = (
+            "a cassette, checked for its format only: no agent file in its folder plays it or is "
+            "named after it; validate the agent file to check its replies against it"
+        )
+    return FileReport(cassette_problems(path, agents), note)
 
 
 LoadCache = dict[tuple[Any, ...], AgentSpec | SpecError]

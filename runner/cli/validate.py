@@ -39,39 +39,37 @@ def validate(
     from runner.cli.options import parse_vars
     from runner.errors import Problem
     from runner.loader import display_path
-    from runner.validate import LoadCache, find_specs, validate_file
+    from runner.validate import FileReport, LoadCache, check_file, find_specs
 
     variables = parse_vars(vars_)
     failed = checked = 0
 
-    # Each target's problems (or, for a skipped file, the line saying why), in order.
-    results: list[tuple[Path, list[Problem]] | str] = []
+    # Each target's report (or, for a skipped file, the line saying why), in order.
+    results: list[tuple[Path, FileReport] | str] = []
 
     def skipped(path: Path, reason: str) -> None:
         results.append(f"skipped: {display_path(path)} ({reason})")
 
     cache: LoadCache = {}
     for path, problem in find_specs(targets, on_skip=skipped, with_cassettes=True):
-        results.append(
-            (
+        report = (
+            FileReport([problem])
+            if problem
+            else check_file(
                 path,
-                [problem]
-                if problem
-                else validate_file(
-                    path,
-                    vars=variables,
-                    allow_unused_vars=allow_unused_var or not variables,
-                    cache=cache,
-                ),
+                vars=variables,
+                allow_unused_vars=allow_unused_var or not variables,
+                cache=cache,
             )
         )
+        results.append((path, report))
     # A problem in another file (an include, a ref'd agent) is printed once, with the files it
     # was found through.
     through: dict[Problem, list[str]] = {}
     for entry in results:
         if isinstance(entry, tuple):
             shown = display_path(entry[0])
-            for p in entry[1]:
+            for p in entry[1].problems:
                 if p.file and p.file != shown:
                     through.setdefault(p, []).append(shown)
     printed: set[Problem] = set()
@@ -80,11 +78,13 @@ def validate(
             if not as_json:
                 click.echo(entry)
             continue
-        path, problems = entry
+        path, report = entry
+        problems = report.problems
         checked += 1
         if not problems:
             if not as_json:
-                click.echo(f"ok: {display_path(path)}")
+                note = f" ({report.note})" if report.note else ""
+                click.echo(f"ok: {display_path(path)}{note}")
             continue
         failed += 1
         for p in problems:

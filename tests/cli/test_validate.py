@@ -63,7 +63,7 @@ def test_directory_rule_checks_cassettes_skips_fragments_hidden_and_subfolders(
         {
             "agent.yaml": "name: agent\n",
             "other.yml": "name: other\n",
-            "run.cassette.yaml": "- content: hi\n",
+            "agent.cassette.yaml": "- content: hi\n",
             "run.cassette.yml": "agents: {agent: [{content: hi}]}\n",
             "_base.yaml": broken,
             ".hidden.yaml": broken,
@@ -74,9 +74,12 @@ def test_directory_rule_checks_cassettes_skips_fragments_hidden_and_subfolders(
     )
     result = run_cli("validate", ".", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, "")
-    assert (
-        result.stdout
-        == "ok: agent.yaml\nok: other.yml\nok: run.cassette.yaml\nok: run.cassette.yml\n"
+    alone = (
+        " (a cassette, checked for its format only: no agent file in its folder plays it or is "
+        "named after it; validate the agent file to check its replies against it)"
+    )
+    assert result.stdout == (
+        f"ok: agent.cassette.yaml\nok: agent.yaml\nok: other.yml\nok: run.cassette.yml{alone}\n"
     )
     # A file named on the command line is always checked, whatever its name.
     result = run_cli("validate", "_base.yaml", cwd=tmp_path)
