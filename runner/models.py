@@ -135,10 +135,20 @@ class ReplayChatModel(BaseChatModel):
             from runner.loader import display_path
 
             have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
+            fix = "record more replies (agentctl run --record) or shorten the run"
+            if not replies:  # most likely a misspelt agent name in the cassette
+                from runner.spec_errors import did_you_mean
+
+                names = sorted(cassette.agents)
+                hint = did_you_mean(self.agent, names)
+                found = ", ".join(names) or "none (a plain list is the main agent's)"
+                fix = (
+                    f"{'did you mean ' + repr(hint) + '? ' if hint else ''}its agents: {found}; "
+                    f"agentctl validate {display_path(cassette.path)} checks the names"
+                )
             raise RunError(
                 f"replay cassette {display_path(cassette.path)} has {have} for agent "
-                f"{self.agent!r}, and the run asked for reply {index + 1}; record more replies "
-                f"(agentctl run --record) or shorten the run"
+                f"{self.agent!r}, and the run asked for reply {index + 1}; {fix}"
             )
         return index, replies[index]
 

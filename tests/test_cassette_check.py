@@ -300,3 +300,20 @@ def test_a_database_from_before_thread_settings_gets_their_table(tmp_path: Path)
         )
     finally:
         home.close()
+
+
+def test_a_run_whose_agent_has_no_replies_lists_the_names_in_the_cassette(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "j.yaml": "name: janitor\nmodel: replay:j.cassette.yaml\n",
+            "j.cassette.yaml": "agents:\n  janitr:\n    - content: hi\n",
+        },
+    )
+    result = run_cli("run", "j.yaml", "hi", "-q", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (
+        "replay cassette j.cassette.yaml has 0 replies for agent 'janitor', and the run asked for "
+        "reply 1; did you mean 'janitr'? its agents: janitr; agentctl validate j.cassette.yaml "
+        "checks the names"
+    ) in result.stderr
