@@ -253,7 +253,7 @@ def _replayed(spec: AgentSpec) -> set[Path]:
     }
 
 
-def static_problems(spec: AgentSpec) -> list[Problem]:
+def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]:
     """What `run` refuses before it starts, found without building: tool names in
     `interrupt_on`, `execute` in `filesystem.tools` without a shell backend, a `fraction`
     threshold that a replay model cannot size, and the replay cassettes (see
@@ -298,7 +298,7 @@ def static_problems(spec: AgentSpec) -> list[Problem]:
         + [m.id for m in summarizers if m is not None]
         + [f.id for m in summarizers if m is not None for f in m.fallbacks]
     )
-    if not any(i.startswith("replay:") for i in ids):
+    if not cassettes or not any(i.startswith("replay:") for i in ids):
         return problems  # (and the cassette checks are not imported)
     from runner.cassette_check import replay_problems
 

@@ -140,6 +140,12 @@ def test_validate_reports_what_run_refuses_with_the_same_message(tmp_path: Path,
     problems = validate_file(tmp_path / "a.yaml")
     assert len(problems) == 1, problems
     assert str(problems[0]) == str(caught.value)
+    if case != "cassette":  # inspect names models without opening them
+        from runner.inspection import describe
+
+        with pytest.raises(RunnerError) as described:
+            describe(tmp_path / "a.yaml")
+        assert str(described.value) == str(caught.value)
     if case == "cassette":
         assert str(problems[0]) == (
             "a.yaml:2:8: model: replay cassette not found: missing.cassette.yaml"
