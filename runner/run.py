@@ -203,7 +203,7 @@ class Home:
         with self._lock:
             self.conn.execute(
                 "INSERT OR IGNORE INTO agentctl_thread_settings VALUES (?, ?, ?)",
-                (thread_id, settings.model, json.dumps(settings.vars, sort_keys=True)),
+                (thread_id, settings.model, json.dumps(settings.vars, sort_keys=True, default=str)),
             )
             self.conn.commit()
 
