@@ -163,19 +163,13 @@ def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
     entries are skipped: a subagent may lack some of its parent's tools)."""
     if not agent.is_main and "interrupt_on" not in agent.spec.model_fields_set:
         return
-    from runner.spec_errors import did_you_mean
+    from runner.static_tools import unknown_tool_message
 
     for name in agent.interrupt_on:
         if name in tools:
             continue
-        hint = did_you_mean(name, sorted(tools))
-        fix = f"; did you mean {hint!r}?" if hint else f"; its tools: {', '.join(sorted(tools))}"
-        message = f"no tool named {name!r} in agent {agent.name!r}{fix}"
-        problem = (
-            agent.spec.problem(("interrupt_on", name), message)
-            if isinstance(agent.spec, AgentSpec)
-            else None
-        )
+        message = unknown_tool_message(name, agent.name, sorted(tools))
+        problem = agent.locate(("interrupt_on", name), message) if agent.locate else None
         raise BuildError(message, problem=problem)
 
 
@@ -228,7 +222,10 @@ def build_graph(
 
 
 def _as_spec(
-    spec_or_path: AgentSpec | str | os.PathLike[str], vars: Mapping[str, Any] | None
+    spec_or_path: AgentSpec | str | os.PathLike[str],
+    vars: Mapping[str, Any] | None,
+    *,
+    allow_unused_vars: bool = False,
 ) -> AgentSpec:
     if isinstance(spec_or_path, AgentSpec):
         if vars:
@@ -236,7 +233,7 @@ def _as_spec(
         return spec_or_path
     from runner.loader import load_spec
 
-    return load_spec(Path(spec_or_path), vars=vars)
+    return load_spec(Path(spec_or_path), vars=vars, allow_unused_vars=allow_unused_vars)
 
 
 def build_agent(

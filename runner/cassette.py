@@ -25,6 +25,7 @@ this process has taken, so a subagent called several times takes successive repl
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,11 +33,22 @@ from pydantic import Field, ValidationError
 
 from runner.errors import Problem, SpecError
 from runner.spec.base import SpecModel
+from runner.yamlsource import SourceMap
 
-__all__ = ["Cassette", "CassetteReply", "CassetteToolCall", "load_cassette"]
+__all__ = [
+    "Cassette",
+    "CassetteDocument",
+    "CassetteFile",
+    "CassetteReply",
+    "CassetteToolCall",
+    "load_cassette",
+    "read_cassette",
+]
 
 
 class CassetteToolCall(SpecModel):
+    """One tool call in a reply."""
+
     name: str = Field(min_length=1)
     """The tool to call."""
     args: dict[str, Any] = Field(default_factory=dict)
@@ -46,11 +58,17 @@ class CassetteToolCall(SpecModel):
 
 
 class CassetteUsage(SpecModel):
+    """The token counts a reply reports."""
+
     input_tokens: int = Field(ge=0)
+    """Tokens of the conversation sent to the model."""
     output_tokens: int = Field(ge=0)
+    """Tokens of the reply."""
 
 
 class CassetteReply(SpecModel):
+    """One model reply, played when the agent calls its model."""
+
     content: str | list[dict[str, Any]] = ""
     """The reply's text (or content blocks)."""
     tool_calls: list[CassetteToolCall] = Field(default_factory=list)
@@ -62,7 +80,10 @@ class CassetteReply(SpecModel):
 
 
 class CassetteFile(SpecModel):
+    """A cassette with replies per agent name."""
+
     version: Literal[1] = 1
+    """Cassette format version."""
     agents: dict[str, list[CassetteReply]] = Field(default_factory=dict)
     """Replies per agent name."""
 
@@ -86,6 +107,24 @@ class Cassette:
             return self.main
         return []
 
+    def unused(self, main: str, main_played: int) -> list[tuple[str, int, int]]:
+        """(agent, replies played, replies it has) for each agent that left replies unplayed in
+        this process; the main agent's count also comes from its conversation (`main_played`),
+        which survives a restart."""
+        with self._lock:
+            cursor = dict(self._cursor)
+        lists = dict(self.agents)
+        if self.main is not None and main not in lists:
+            lists[main] = self.main
+        found = []
+        for agent, replies in lists.items():
+            played = cursor.get(agent, 0)
+            if agent == main:
+                played = max(played, main_played)
+            if played < len(replies):
+                found.append((agent, played, len(replies)))
+        return found
+
     def claim(self, agent: str, index: int | None) -> int:
         """The index to play: `index` when the conversation already decided it, else the next
         reply no call has taken yet. Either way the cursor moves past it."""
@@ -95,11 +134,33 @@ class Cassette:
             return chosen
 
 
-def load_cassette(path: str | Path) -> Cassette:
-    """Parse and validate a cassette; problems are located like spec problems (SpecError)."""
+@dataclass(frozen=True)
+class CassetteDocument:
+    """A cassette as read, with where each value is (for `runner.cassette_check`)."""
+
+    shown: str
+    """The path as messages show it."""
+    parsed: CassetteFile
+    smap: SourceMap
+    plain_list: bool
+    """The file is a plain list: the main agent's replies, under the key `MAIN`."""
+
+    def problem(
+        self, path: tuple[str | int, ...], message: str, *, at_key: bool = False
+    ) -> Problem:
+        """A problem at `path` (`("agents", name, index, ...)`), printed as the file writes it."""
+        found = self.smap.problem(path, message, at_key=at_key)
+        if self.plain_list and path[:2] == ("agents", MAIN):
+            prefix = f"agents.{MAIN}"
+            return replace(found, path=found.path.removeprefix(prefix))
+        return found
+
+
+def read_cassette(path: str | Path) -> CassetteDocument:
+    """Parse and validate a cassette file; problems are located like spec problems (SpecError)."""
     from runner.loader import display_path
     from runner.spec_errors import problems_from_validation
-    from runner.yamlsource import Pos, SourceMap, read_yaml
+    from runner.yamlsource import Pos, read_yaml
 
     path = Path(path)
     shown = display_path(path)
@@ -115,26 +176,31 @@ def load_cassette(path: str | Path) -> Cassette:
     value, pos = doc.value, doc.pos
     plain_list = isinstance(value, list)
     if plain_list:  # the main agent's replies: validate them as `agents: {__main__: [...]}`
-        value = {"agents": {_MAIN: value}}
-        pos = Pos(pos.loc, children={"agents": Pos(pos.loc, children={_MAIN: pos})})
+        value = {"agents": {MAIN: value}}
+        pos = Pos(pos.loc, children={"agents": Pos(pos.loc, children={MAIN: pos})})
     if not isinstance(value, dict):
         raise SpecError(
             Problem(shown, 1, 1, "", "expected a list of replies, or a mapping with `agents:`")
         )
+    smap = SourceMap(pos)
     try:
         parsed = CassetteFile.model_validate(value)
     except ValidationError as exc:
-        problems = problems_from_validation(exc, value, SourceMap(pos), CassetteFile)
+        problems = problems_from_validation(exc, value, smap, CassetteFile)
         if plain_list:
-            prefix = f"agents.{_MAIN}"
-            problems = [
-                Problem(p.file, p.line, p.col, p.path.removeprefix(prefix), p.message)
-                for p in problems
-            ]
+            prefix = f"agents.{MAIN}"
+            problems = [replace(p, path=p.path.removeprefix(prefix)) for p in problems]
         raise SpecError(problems) from None
-    agents = dict(parsed.agents)
-    main = agents.pop(_MAIN, None)
-    return Cassette(path, agents, main)
+    return CassetteDocument(shown, parsed, smap, plain_list)
 
 
-_MAIN = "__main__"
+def load_cassette(path: str | Path) -> Cassette:
+    """Parse and validate a cassette; problems are located like spec problems (SpecError)."""
+    document = read_cassette(path)
+    agents = dict(document.parsed.agents)
+    main = agents.pop(MAIN, None)
+    return Cassette(Path(path), agents, main)
+
+
+MAIN = "__main__"
+"""The key a plain-list cassette's replies are read under: the main agent's, whatever its name."""

@@ -17,9 +17,15 @@ def describe(
     vars: Mapping[str, Any] | None = None,
     model: str | None = None,
     local_context: str | None = None,
+    allow_unused_vars: bool = False,
 ) -> dict[str, Any]:
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
-    spec = _as_spec(spec_or_path, vars)
+    spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
+    from runner.errors import SpecError
+    from runner.validate import static_problems
+
+    if problems := static_problems(spec, cassettes=False):  # what a build would refuse
+        raise SpecError(sorted(set(problems)))
     resolved = Resolver(model=model, with_models=False, local_context=local_context).resolve(spec)
     resolved.close()  # MCP servers were started only to list their tools
     resolved.harness["subagents"] = subagent_middleware(resolved, compile=False)

@@ -57,18 +57,75 @@ def load_spec(
     *,
     vars: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    allow_unused_vars: bool = False,
 ) -> AgentSpec:
     """Load and validate the agent file at `path`.
 
-    `vars` override the spec's `vars` (in referenced subagent files too); `env` replaces
-    `os.environ` for `${VAR}` interpolation. Raises `SpecError` listing every problem found.
+    `vars` override the spec's `vars` (in referenced subagent files too); a name that no file
+    declares in `vars:` and no prompt reads is a problem (a typo would pass silently), unless
+    `allow_unused_vars`. `env` replaces `os.environ` for `${VAR}` interpolation. Raises
+    `SpecError` listing every problem found.
     """
     loader = _Loader(dict(vars or {}), os.environ if env is None else env)
     spec = loader.load(Path(path), stack=())
+    if not allow_unused_vars and spec is not None:
+        loader.problems += _unused_vars(loader, Path(path))
     if loader.problems or spec is None:
         problems = sorted({_one_line(p) for p in loader.problems})
         raise SpecError(problems or [Problem(display_path(Path(path)), 0, 0, "", "could not load")])
     return spec
+
+
+class _UsedVars(dict[str, Any]):
+    """Template variables that note which names a prompt reads (`vars.x`, `vars['x']`,
+    `vars.get('x')`); iterating them counts as reading them all."""
+
+    def __init__(self, values: Mapping[str, Any], used: set[str]) -> None:
+        super().__init__(values)
+        self._used = used
+
+    def __getitem__(self, key: str) -> Any:
+        self._used.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._used.add(key)
+        return super().get(key, default)
+
+    def __iter__(self) -> Any:
+        self._used.update(super().keys())
+        return super().__iter__()
+
+    def items(self) -> Any:
+        self._used.update(super().keys())
+        return super().items()
+
+    def values(self) -> Any:
+        self._used.update(super().keys())
+        return super().values()
+
+
+def _unused_vars(loader: _Loader, path: Path) -> list[Problem]:
+    """`--var` names that neither a prompt reads nor a file declares: typos, most likely."""
+    from runner.spec_errors import did_you_mean
+
+    problems: list[Problem] = []
+    known = sorted(loader.used_vars)
+    for name in sorted(set(loader.caller_vars) - loader.used_vars):
+        hint = did_you_mean(name, known)
+        fix = f"did you mean {hint!r}? " if hint else ""
+        uses = f"it uses: {', '.join(known)}" if known else "it uses none"
+        problems.append(
+            Problem(
+                "--var",
+                0,
+                0,
+                "",
+                f"{name}: {display_path(path)} has no template variable {name!r}; {fix}{uses} "
+                "(--allow-unused-var to pass it anyway)",
+            )
+        )
+    return problems
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -91,6 +148,8 @@ class _Loader:
     def __init__(self, caller_vars: dict[str, Any], env: Mapping[str, str]) -> None:
         self.caller_vars = caller_vars
         self.env = env
+        self.used_vars: set[str] = set()
+        """Names the prompts read, and those the files declare in `vars:` (see `_unused_vars`)."""
         self.problems: list[Problem] = []
         self.loaded: dict[Path, AgentSpec | None] = {}
         # (file, key path) of values that could not be read (a failed ${VAR}, a bad tag, an
@@ -204,7 +263,8 @@ class _Loader:
         spec._locator = lambda keypath, message: smap.problem(keypath, message)
         self.loaded[key] = spec
 
-        variables = {**spec.vars, **self.caller_vars}
+        self.used_vars.update(spec.vars)
+        variables = _UsedVars({**spec.vars, **self.caller_vars}, self.used_vars)
         self._resolve_core(spec, (), smap, variables)
         for index, entry in enumerate(spec.subagents):
             where: KeyPath = ("subagents", index)
@@ -256,7 +316,9 @@ class _Loader:
     def _check_raw(self, value: dict[str, Any], smap: SourceMap, stack: tuple[Path, ...]) -> None:
         """After a failed validation, still check what can be checked: prompts and refs."""
         raw_vars = value.get("vars")
-        variables = {**(raw_vars if isinstance(raw_vars, dict) else {}), **self.caller_vars}
+        declared = raw_vars if isinstance(raw_vars, dict) else {}
+        self.used_vars.update(str(k) for k in declared)
+        variables = _UsedVars({**declared, **self.caller_vars}, self.used_vars)
         key = _prompt_key(value)
         self._render(value.get(key), (key,), smap, variables)
         subagents = value.get("subagents")

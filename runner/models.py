@@ -117,6 +117,7 @@ class ReplayChatModel(BaseChatModel):
 
     def _next(self, messages: list[BaseMessage]) -> tuple[int, CassetteReply]:
         cassette: Cassette = self.cassette
+        _warn_failed_tools(messages, cassette.path)
         replies = cassette.replies_for(self.agent, is_main=self.is_main)
         decided: int | None = None
         ai_count = 0
@@ -134,10 +135,20 @@ class ReplayChatModel(BaseChatModel):
             from runner.loader import display_path
 
             have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
+            fix = "record more replies (agentctl run --record) or shorten the run"
+            if not replies:  # most likely a misspelt agent name in the cassette
+                from runner.spec_errors import did_you_mean
+
+                names = sorted(cassette.agents)
+                hint = did_you_mean(self.agent, names)
+                found = ", ".join(names) or "none (a plain list is the main agent's)"
+                fix = (
+                    f"{'did you mean ' + repr(hint) + '? ' if hint else ''}its agents: {found}; "
+                    f"agentctl validate {display_path(cassette.path)} checks the names"
+                )
             raise RunError(
                 f"replay cassette {display_path(cassette.path)} has {have} for agent "
-                f"{self.agent!r}, and the run asked for reply {index + 1}; record more replies "
-                f"(agentctl run --record) or shorten the run"
+                f"{self.agent!r}, and the run asked for reply {index + 1}; {fix}"
             )
         return index, replies[index]
 
@@ -256,6 +267,44 @@ class ReplayChatModel(BaseChatModel):
                     chunk.content, chunk=ChatGenerationChunk(message=chunk)
                 )
             yield ChatGenerationChunk(message=chunk)
+
+
+def _warn_failed_tools(messages: list[BaseMessage], cassette: Path) -> None:
+    """A replayed model cannot react to a failed tool call: its next reply plays as recorded.
+    So each tool that failed since the last reply (a misspelt tool name in the cassette, a file
+    an earlier run left behind) is a warning; a rejected approval is an answer, not a failure."""
+    failed = []
+    for message in reversed(messages):
+        if message.type == "ai":
+            break
+        meta = message.additional_kwargs or {}
+        if (
+            message.type == "tool"
+            and getattr(message, "status", None) == "error"
+            and meta.get("lc_source") != "hitl_interrupt_decision"
+        ):
+            text = message.content if isinstance(message.content, str) else str(message.content)
+            failed.append((getattr(message, "name", None) or "a tool", text.strip()))
+    if not failed:
+        return
+    from langgraph.config import get_stream_writer
+
+    from runner.events import emit_warning
+    from runner.loader import display_path
+
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a graph run: nobody to tell
+        return
+    for name, text in reversed(failed):
+        first = text.splitlines()[0] if text else ""
+        emit_warning(
+            writer,
+            "replay_tool_failed",
+            f"{name} failed in a replayed run ({first[:200]}); the cassette plays its next "
+            "reply as recorded, whatever the result: check its tool calls (agentctl validate "
+            f"{display_path(cassette)}) or start from the files it was recorded with",
+        )
 
 
 def _json(value: Any) -> str:

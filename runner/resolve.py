@@ -115,6 +115,9 @@ class ResolvedAgent:
     backend: BackendProvider | None = None
     resources: list[Resource] = field(default_factory=list)
     """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
+    locate: Callable[[KeyPath, str], Problem] | None = None
+    """A problem at a key path of this agent's own spec (an inline subagent's is in its parent's
+    file, under `subagents[i]`)."""
 
     def close(self) -> None:
         """Close what resolution opened (idempotent)."""
@@ -317,6 +320,11 @@ class Resolver:
         except ResolutionError as exc:
             raise ResolutionError.at(locate(str(exc))) from None
         except SpecError:
+            missing = model_id.startswith("replay:") and not Path(model_id[7:]).is_file()
+            if missing:  # located at the key that names it, with the path it resolved to
+                from runner.cassette_check import missing_cassette
+
+                raise SpecError(locate(missing_cassette(Path(model_id[7:])))) from None
             raise  # a broken cassette: its own file and line
 
     # ----------------------------------------------------------------------- tools
@@ -492,6 +500,7 @@ class Resolver:
             },
             backend=backend,
             resources=self.resources,
+            locate=lambda path, message: locator((*where, *path), message),
         )
         if isinstance(core, AgentSpec):
             agent.subagents = self._subagents(core, agent, where, locator)
@@ -577,7 +586,9 @@ class Resolver:
                 continue
             folder = Path(entry.path)
             if not folder.is_dir():
-                message = f"skills folder not found: {folder}"
+                from runner.loader import display_path
+
+                message = f"skills folder not found: {display_path(folder)}"
                 raise ResolutionError.at(locator((*where, "skills", index), message))
             agent_path = backend.host_path(str(folder))
             if agent_path is None:
@@ -631,12 +642,10 @@ class Resolver:
         )
         for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
             if kind == "fraction" and not window:
+                from runner.static_tools import fraction_message
+
                 raise BuildError.at(
-                    locator(
-                        (*where, "summarization", key, "fraction"),
-                        "a fraction needs the model's context window, which is not known for "
-                        f"{model.id!r}: set `model.context_window`, or use `tokens:`",
-                    )
+                    locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
                 )
         summarizer: Any = None
         summary_agent = f"{name}/summary"
@@ -677,17 +686,14 @@ class Resolver:
         images: bool,
     ) -> Any:
         from runner.middleware.filesystem import FilesystemMiddleware
+        from runner.static_tools import execute_message
 
         settings = core.filesystem
         if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:
             index = settings.tools.index("execute")
             kind = core.backend.kind if core.backend is not None else "state"
             raise BuildError.at(
-                locator(
-                    (*where, "filesystem", "tools", index),
-                    f"`execute` needs a backend that can run commands (kind: local_shell, or a "
-                    f"composite whose default is one); this agent's backend is {kind}",
-                )
+                locator((*where, "filesystem", "tools", index), execute_message(kind))
             )
         return FilesystemMiddleware(
             backend,

@@ -55,9 +55,11 @@ __all__ = [
     "RunResult",
     "Session",
     "ThreadInfo",
+    "ThreadSettings",
     "Transcript",
     "default_home",
     "new_thread_id",
+    "resume_settings",
 ]
 
 
@@ -81,6 +83,44 @@ class ThreadInfo:
     created_at: str
     updated_at: str
     first_message: str
+
+
+@dataclass(frozen=True)
+class ThreadSettings:
+    """The model (`--model`, None for the spec's own) and vars (`--var`) a thread started with."""
+
+    model: str | None
+    vars: dict[str, Any]
+
+    @staticmethod
+    def of(model: Any, vars: Mapping[str, Any] | None) -> ThreadSettings:
+        """The settings as the thread table keeps them: a `replay:` path made absolute (so the
+        thread resumes from any folder); a model object is not kept (None)."""
+        if isinstance(model, str) and model.startswith("replay:"):
+            model = f"replay:{Path(model.partition(':')[2]).expanduser().resolve()}"
+        return ThreadSettings(model if isinstance(model, str) else None, dict(vars or {}))
+
+    def describe(self) -> str:
+        model = f"--model {self.model}" if self.model else "the spec's model"
+        shown = " ".join(f"--var {k}={v}" for k, v in sorted(self.vars.items()))
+        return f"{model}{', ' + shown if shown else ''}"
+
+
+_SETTINGS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS agentctl_thread_settings "
+    "(thread_id TEXT PRIMARY KEY, model TEXT, vars TEXT)"
+)
+
+
+def resume_settings(
+    home: Home, thread_id: str | None, model: str | None, vars: Mapping[str, Any]
+) -> tuple[str | None, dict[str, Any]]:
+    """The model and vars to resume a thread with: those given, else those it started with
+    (resuming without --model keeps its model, not the spec's)."""
+    started = home.settings(thread_id) if thread_id else None
+    if started is None:
+        return model, dict(vars)
+    return (model if model is not None else started.model), dict(vars or started.vars)
 
 
 @dataclass(frozen=True)
@@ -108,6 +148,7 @@ class Home:
                 "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, "
                 "agent TEXT, spec TEXT, created_at TEXT, updated_at TEXT, first_message TEXT)"
             )
+            self.conn.execute(_SETTINGS_TABLE)
             self.conn.commit()
         except (OSError, sqlite3.Error) as exc:
             raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
@@ -153,6 +194,29 @@ class Home:
                 (thread_id, agent, spec, now, now, first_message[:500]),
             )
             self.conn.commit()
+
+    # The model and vars a thread was started with: a table of its own (created in databases
+    # made before it existed), so resuming the thread without --model/--var keeps them.
+
+    def remember_settings(self, thread_id: str, settings: ThreadSettings) -> None:
+        """Record what a thread was started with; a thread keeps its first settings."""
+        with self._lock:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO agentctl_thread_settings VALUES (?, ?, ?)",
+                (thread_id, settings.model, json.dumps(settings.vars, sort_keys=True, default=str)),
+            )
+            self.conn.commit()
+
+    def settings(self, thread_id: str) -> ThreadSettings | None:
+        """What the thread was started with; None for a thread started before they were kept."""
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT model, vars FROM agentctl_thread_settings WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        return ThreadSettings(model=row[0], vars=json.loads(row[1] or "{}"))
 
     def touch(self, thread_id: str) -> None:
         with self._lock:
@@ -538,15 +602,16 @@ class Session:
         home: Home | None = None,
         record: str | os.PathLike[str] | None = None,
         local_context: str | None = None,
+        allow_unused_vars: bool = False,
     ) -> None:
         from runner.build import _as_spec, build_graph
         from runner.resolve import Resolver
 
-        self.spec = _as_spec(spec_or_path, vars)
+        self.spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
         self.home = home or Home(db)
-        self.resolved: ResolvedAgent = Resolver(model=model, local_context=local_context).resolve(
-            self.spec
-        )
+        resolver = Resolver(model=model, local_context=local_context)
+        self.resolved: ResolvedAgent = resolver.resolve(self.spec)
+        self._cassettes = resolver.cassettes
         try:
             self.graph: CompiledStateGraph = build_graph(
                 self.resolved, checkpointer=self.home.checkpointer, store=self.home.store
@@ -557,6 +622,7 @@ class Session:
         self.name = self.resolved.name
         self.record_path = Path(record) if record else None
         self.no_sandbox = _no_sandbox_warning(self.resolved)
+        self.settings = ThreadSettings.of(model, vars)
 
     # ----------------------------------------------------------------------- threads
 
@@ -604,7 +670,21 @@ class Session:
         pending = pending_actions(state)
         if decisions is not None:
             if not pending:
-                raise RunError(f"thread {thread_id} has no approval waiting; nothing to answer")
+                hint = ""
+                if state.next or state.tasks:  # cut off before it reached the approval
+                    import shlex
+
+                    from runner.loader import display_path
+
+                    source = self.spec.source
+                    spec = shlex.quote(display_path(source)) if source else "SPEC"
+                    hint = (
+                        "; its last run was cut off before it asked: continue it with "
+                        f"`agentctl run {spec} --thread {thread_id}` alone"
+                    )
+                raise RunError(
+                    f"thread {thread_id} has no approval waiting; nothing to answer{hint}"
+                )
             total = sum(len(actions) for _, actions in pending)
             if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
                 decisions = list(decisions) * total
@@ -683,9 +763,18 @@ class Session:
             self.home.register(
                 thread_id, agent=self.name, spec=self.spec.source, first_message=message
             )
+        started = None if new_thread else self.home.settings(thread_id)
+        self.home.remember_settings(thread_id, self.settings)
         yield Start(agent=self.name, thread_id=thread_id)
         if self.no_sandbox is not None:
             yield self.no_sandbox
+        if started is not None and started != self.settings:
+            yield RunWarning(
+                agent=self.name,
+                code="thread_settings_changed",
+                message=f"thread {thread_id} was started with {started.describe()}; this run "
+                f"uses {self.settings.describe()}",
+            )
         callbacks = []
         if self.record_path is not None:
             recorder = _Recorder(self.record_path, main_agent=self.name, append=not new_thread)
@@ -736,7 +825,50 @@ class Session:
             return
         finally:
             self.home.touch(thread_id)
-        yield self._outcome(thread_id, translator.interrupt_agents)
+        outcome = self._outcome(thread_id, translator.interrupt_agents)
+        if isinstance(outcome, Final):
+            yield from self._unused_replies(thread_id)
+        yield outcome
+
+    def _unused_replies(self, thread_id: str) -> Iterator[RunWarning]:
+        """At the end of a run on replay models: the replies no agent played, per cassette (a
+        tool-name or subagent typo in a hand-written cassette leaves some unplayed). A subagent
+        that an earlier process of this thread called is not counted: its replies were played
+        there, where this process cannot see."""
+        if not self._cassettes:
+            return
+        from runner.loader import display_path
+
+        messages = self.values(thread_id).get("messages", [])
+        main_played = 1 + max(
+            (
+                int(m.response_metadata.get("replay_index", -1))
+                for m in messages
+                if m.type == "ai" and m.response_metadata.get("replay_agent") == self.name
+            ),
+            default=-1,
+        )
+        earlier = {
+            str(c["args"].get("subagent_type"))
+            for m in messages
+            if m.type == "ai"
+            for c in m.tool_calls
+            if c["name"] == "task" and isinstance(c.get("args"), dict)
+        }
+        for path, cassette in self._cassettes.items():
+            left = [
+                f"{agent} played {played} of {total}"
+                for agent, played, total in cassette.unused(self.name, main_played)
+                if agent == self.name or played or agent not in earlier
+            ]
+            if left:
+                yield RunWarning(
+                    agent=self.name,
+                    code="unused_replies",
+                    message=f"replay cassette {display_path(path)} has replies no agent "
+                    f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
+                    "a run that took another path)",
+                )
 
     def _outcome(self, thread_id: str, agents: Mapping[str, str]) -> RunEvent:
         state = self.state(thread_id)

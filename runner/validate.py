@@ -1,13 +1,16 @@
 """Static checks of agent files: what `agentctl validate` runs.
 
 A file is valid when it loads (`runner.load_spec`: YAML, schema, paths, prompts, refs) and passes
-the static checks that need no model and no network. Nothing here imports langchain.
+the static checks that need no model and no network: those `run` makes before it starts
+(`interrupt_on` names, `execute` without a shell backend, skills folders, replay cassettes, with
+the same messages) and the cassettes it plays, checked against it (`runner.cassette_check`).
+A cassette file (by name or content) is checked as a cassette. Nothing here imports langchain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +67,23 @@ def _agent_keys() -> list[str]:
 
 
 def find_specs(
-    targets: Iterable[str | Path], on_skip: Callable[[Path, str], None] | None = None
+    targets: Iterable[str | Path],
+    on_skip: Callable[[Path, str], None] | None = None,
+    *,
+    with_cassettes: bool = False,
 ) -> Iterator[tuple[Path, Problem | None]]:
-    """Each target file, or the agent files directly inside each target directory. Files of a
-    directory that pass the name rule but are other YAML (`not_an_agent`) go to `on_skip`."""
+    """Each target file, or the agent files (and cassettes, `with_cassettes`) directly inside
+    each target directory. Files of a directory that pass the name rule but are other YAML
+    (`not_an_agent`) go to `on_skip`."""
     for target in targets:
         path = Path(target)
         if path.is_dir():
             found = 0
             for candidate in sorted(path.iterdir()):
+                if candidate.is_file() and candidate.name.endswith(CASSETTE_SUFFIXES):
+                    if with_cassettes:
+                        yield candidate, None
+                    continue
                 if not (candidate.is_file() and is_agent_file_name(candidate)):
                     continue
                 reason = not_an_agent(candidate)
@@ -94,13 +105,204 @@ def validate_file(
     *,
     vars: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    allow_unused_vars: bool = False,
+    cache: LoadCache | None = None,
 ) -> list[Problem]:
-    """Every problem in the agent file at `path` (an empty list when it is valid)."""
+    """Every problem in the agent file (or cassette) at `path`; an empty list when it is valid.
+    Several calls on unchanged files may share a `cache` of loaded specs (a dict)."""
+    return check_file(
+        path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache
+    ).problems
+
+
+@dataclass(frozen=True)
+class FileReport:
+    problems: list[Problem]
+    note: str | None = None
+    """What a reader of `ok: FILE` should know: a cassette that no agent file here plays was
+    checked for its format only."""
+
+
+def check_file(
+    path: str | Path,
+    *,
+    vars: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    allow_unused_vars: bool = False,
+    cache: LoadCache | None = None,
+) -> FileReport:
+    """`validate_file`, with a note for a cassette checked without an agent."""
+    from runner.cassette_check import cassette_problems
+
+    path = Path(path)
+    named = path.name.endswith(CASSETTE_SUFFIXES)
+    if not named:
+        try:
+            spec = _load(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, cache=cache)
+        except SpecError as exc:
+            if not looks_like_cassette(path):  # (only a file that is no agent is looked at)
+                problems = set(exc.problems) | set(_skill_problems_of_unloaded(path, env))
+                return FileReport(sorted(problems))
+        else:
+            found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
+            return FileReport(sorted(found | set(static_problems(spec))))
+    agents = agents_playing(path, vars=vars, env=env, cache=cache)
+    note = None
+    if not agents:
+        note = (
+            "a cassette, checked for its format only: no agent file in its folder plays it or is "
+            "named after it; validate the agent file to check its replies against it"
+        )
+    return FileReport(cassette_problems(path, agents), note)
+
+
+LoadCache = dict[tuple[Any, ...], AgentSpec | SpecError]
+
+
+def _load(
+    path: Path,
+    *,
+    vars: Mapping[str, Any] | None,
+    env: Mapping[str, str] | None,
+    allow_unused_vars: bool,
+    cache: LoadCache | None,
+) -> AgentSpec:
+    """`load_spec`, remembered in `cache` (one `agentctl validate`): validating a folder would
+    load an agent file once for itself and again for each of its cassettes."""
+    if env is not None or cache is None:
+        return load_spec(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars)
     try:
-        spec = load_spec(path, vars=vars, env=env)
-    except SpecError as exc:
-        return sorted(set(exc.problems) | set(_skill_problems_of_unloaded(Path(path), env)))
-    return sorted(set(skill_problems(spec)) | set(sandbox_spec_problems(spec)))
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None
+    key = (str(path.resolve()), stamp, repr(sorted((vars or {}).items())), allow_unused_vars)
+    found = cache.get(key)
+    if found is None:
+        try:
+            found = load_spec(path, vars=vars, allow_unused_vars=allow_unused_vars)
+        except SpecError as exc:
+            found = exc
+        cache[key] = found
+    if isinstance(found, SpecError):
+        raise found
+    return found
+
+
+def looks_like_cassette(path: Path) -> bool:
+    """A cassette by name, or a YAML file whose content is one (see `is_cassette`)."""
+    from runner.cassette_check import is_cassette
+    from runner.yamlsource import read_yaml
+
+    if path.name.endswith(CASSETTE_SUFFIXES):
+        return True
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
+        return False
+    return is_cassette(path, read_yaml(text, str(path), env={}).value)
+
+
+def agents_playing(
+    cassette: Path,
+    *,
+    vars: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cache: LoadCache | None = None,
+) -> list[AgentSpec]:
+    """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
+    one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
+    Files that do not load are left out (validating them shows why)."""
+    target = cassette.resolve()
+    stem = cassette.name
+    for suffix in CASSETTE_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    named = {
+        f"{'.'.join(stem.split('.')[:n])}{ext}"
+        for n in range(1, stem.count(".") + 2)
+        for ext in SPEC_SUFFIXES
+    }
+    found: list[AgentSpec] = []
+    for candidate in sorted(cassette.parent.iterdir()) if cassette.parent.is_dir() else []:
+        if not (candidate.is_file() and is_agent_file_name(candidate)):
+            continue
+        try:
+            text = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if candidate.name not in named and cassette.name not in text:
+            continue  # neither named after it nor mentioning it: not worth loading
+        try:
+            spec = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
+        except SpecError:
+            continue
+        if candidate.name in named or target in _replayed(spec):
+            found.append(spec)
+    return found
+
+
+def _replayed(spec: AgentSpec) -> set[Path]:
+    from runner.static_tools import static_agents
+
+    return {
+        Path(m.partition(":")[2]).resolve()
+        for agent in static_agents(spec)
+        for m, _, _ in agent.models
+        if m.startswith("replay:")
+    }
+
+
+def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]:
+    """What `run` refuses before it starts, found without building: tool names in
+    `interrupt_on`, `execute` in `filesystem.tools` without a shell backend, a `fraction`
+    threshold that a replay model cannot size, and the replay cassettes (see
+    `runner.cassette_check`). The messages are the ones `run` prints."""
+    from runner.static_tools import (
+        execute_message,
+        fraction_message,
+        static_agents,
+        unknown_tool_message,
+    )
+
+    problems: list[Problem] = []
+    agents = static_agents(spec)
+    for agent in agents:
+        core, where = agent.core, agent.where
+        if agent.explicit_interrupts and not agent.open:
+            for name in core.interrupt_on:
+                if not agent.has_tool(name):
+                    message = unknown_tool_message(name, agent.name, agent.tools)
+                    problems.append(agent.locate((*where, "interrupt_on", name), message))
+        wanted = core.filesystem.tools
+        if wanted is not None and "execute" in wanted and not agent.executes:
+            kind = core.backend.kind if core.backend is not None else "state"
+            problems.append(
+                agent.locate(
+                    (*where, "filesystem", "tools", wanted.index("execute")), execute_message(kind)
+                )
+            )
+        settings = core.summarization
+        model_id = agent.models[0][0] if agent.models else ""
+        if settings.enabled and agent.context_window is None and model_id.startswith("replay:"):
+            # a replay model reports no context window (another provider's may: see run)
+            for key in ("trigger", "keep"):
+                threshold = getattr(settings, key)
+                if threshold is not None and threshold.fraction is not None:
+                    at = (*where, "summarization", key, "fraction")
+                    problems.append(agent.locate(at, fraction_message(model_id)))
+                    break
+    summarizers = [a.core.summarization.model for a in agents]
+    ids = (
+        [m for a in agents for m, _, _ in a.models]
+        + [m.id for m in summarizers if m is not None]
+        + [f.id for m in summarizers if m is not None for f in m.fallbacks]
+    )
+    if not cassettes or not any(i.startswith("replay:") for i in ids):
+        return problems  # (and the cassette checks are not imported)
+    from runner.cassette_check import replay_problems
+
+    return problems + replay_problems(spec)
 
 
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:

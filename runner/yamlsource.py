@@ -120,10 +120,22 @@ _VAR = re.compile(r"\$\$\{|\$\{([^}]*)\}?")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def _split_default(body: str) -> tuple[str, str, str]:
+    """`NAME:-default` or `NAME-default` -> (name, separator, default), as the shell reads them:
+    `:-` gives the default when NAME is unset or empty, `-` only when it is unset."""
+    name = _VAR_NAME.match(body)
+    end = name.end() if name else 0
+    for sep in (":-", "-"):
+        if body.startswith(sep, end):
+            return body[:end], sep, body[end + len(sep) :]
+    return body, "", ""
+
+
 def interpolate(
     text: str, env: Mapping[str, str], problems: list[tuple[int, str]] | None = None
 ) -> str:
-    """Replace `${VAR}` and `${VAR:-default}`; `$${` is a literal `${`.
+    """Replace `${VAR}`, `${VAR:-default}` (unset or empty) and `${VAR-default}` (unset only),
+    as the shell does; `$${` is a literal `${`.
 
     Problems (offset in `text`, message) are appended to `problems`; without a list the first
     problem raises ValueError.
@@ -142,16 +154,16 @@ def interpolate(
             message = f"unclosed '${{' in {text!r}; write '$${{' for a literal '${{'"
             value = match.group(0)
         else:
-            name, sep, default = body.partition(":-")
+            name, sep, default = _split_default(body)
             if not _VAR_NAME.fullmatch(name):
                 message = (
-                    f"bad variable reference '${{{body}}}': expected ${{NAME}} or "
-                    f"${{NAME:-default}}; write '$${{' for a literal '${{'"
+                    f"bad variable reference '${{{body}}}': expected ${{NAME}}, "
+                    f"${{NAME:-default}} or ${{NAME-default}}; write '$${{' for a literal '${{'"
                 )
                 value = match.group(0)
-            elif name in env:
+            elif name in env and not (sep == ":-" and env[name] == ""):
                 value = env[name]
-            elif name in BUILTIN_VARIABLES:
+            elif name in BUILTIN_VARIABLES and name not in env:
                 value = BUILTIN_VARIABLES[name]
             elif sep:
                 value = default

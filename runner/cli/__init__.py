@@ -26,7 +26,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Show the resolved agent: model, tools, chain, prompt.",
     ),
     "validate": ("runner.cli.validate", "validate", "Check agent files and report every problem."),
-    "schema": ("runner.cli.schema", "schema", "Print, write or check the agent JSON Schema."),
+    "schema": (
+        "runner.cli.schema",
+        "schema",
+        "Print, write or check the agent (or cassette) JSON Schema.",
+    ),
     "threads": ("runner.cli.threads", "threads", "List, show or delete saved threads."),
     "init": ("runner.cli.init", "init", "Start a new agent folder that runs offline at once."),
 }

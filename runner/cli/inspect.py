@@ -23,9 +23,19 @@ import click
 @click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
+@click.option(
+    "--allow-unused-var",
+    is_flag=True,
+    help="Accept a --var that the agent's prompts and vars do not use.",
+)
 @click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
 def inspect(
-    spec: Path, as_json: bool, show_prompt: bool, vars_: tuple[str, ...], model: str | None
+    spec: Path,
+    as_json: bool,
+    show_prompt: bool,
+    vars_: tuple[str, ...],
+    allow_unused_var: bool,
+    model: str | None,
 ) -> int:
     """Show the agent in SPEC as agentctl assembles it: the model, the tools with their
     descriptions, the middleware chain in order, subagents, the backend and its routes, and with
@@ -35,7 +45,13 @@ def inspect(
     from runner.cli.session import local_context
     from runner.inspection import describe
 
-    info = describe(spec, vars=parse_vars(vars_), model=model, local_context=local_context(spec))
+    info = describe(
+        spec,
+        vars=parse_vars(vars_),
+        model=model,
+        local_context=local_context(spec),
+        allow_unused_vars=allow_unused_var,
+    )
     if as_json:
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
         return 0

@@ -63,8 +63,28 @@ def result_summary(content: str) -> tuple[str, str]:
     return first, size
 
 
+def answer_hint(spec: str, thread_id: str) -> str:
+    """How to answer a waiting approval from the command line, naming the agent file."""
+    return (
+        f"Answer with: agentctl run {spec} --thread {thread_id} --approve "
+        "(or --reject [--reason TEXT], or --edit JSON)"
+    )
+
+
+def shown_spec(path: Any) -> str:
+    """The agent file as a command line names it (relative when under the current folder)."""
+    import shlex
+
+    from runner.loader import display_path
+
+    return shlex.quote(display_path(path))
+
+
 class PlainRenderer:
-    def __init__(self, out: TextIO, err: TextIO, *, quiet: bool = False) -> None:
+    def __init__(
+        self, out: TextIO, err: TextIO, *, quiet: bool = False, spec: str = "SPEC"
+    ) -> None:
+        self.spec = spec
         self.out = out
         self.err = err
         self.quiet = quiet
@@ -167,7 +187,4 @@ class PlainRenderer:
             if action.description:
                 for line in action.description.splitlines():
                     self.err.write(f"      {line}\n")
-        self.err.write(
-            f"Answer with: agentctl run SPEC --thread {event.thread_id} --approve "
-            "(or --reject [--reason TEXT], or --edit JSON)\n"
-        )
+        self.err.write(answer_hint(self.spec, event.thread_id) + "\n")

@@ -22,6 +22,11 @@ import click
     help="Override a template variable (repeatable).",
 )
 @click.option(
+    "--allow-unused-var",
+    is_flag=True,
+    help="Accept a --var that the agent's prompts and vars do not use.",
+)
+@click.option(
     "--model",
     metavar="MODEL",
     help="Run with this model instead of the spec's (e.g. openai:gpt-4.1, replay:x.yaml).",
@@ -72,6 +77,7 @@ def run(
     message: str | None,
     thread_id: str | None,
     vars_: tuple[str, ...],
+    allow_unused_var: bool,
     model: str | None,
     output: str,
     quiet: bool,
@@ -91,7 +97,9 @@ def run(
     cut off.
 
     Every run is on a thread kept in the thread database: a new one unless --thread ID; its id
-    is printed so you can continue it. In a terminal, approvals are asked as they come.
+    is printed so you can continue it. A thread keeps the --model and --var it was started
+    with: continuing it without them uses those; with others, a warning names both. In a
+    terminal, approvals are asked as they come.
     Elsewhere a run that stops for approval exits 0 after printing what waits; answer with
     --approve, --reject [--reason TEXT] or --edit JSON on the same thread (--approve and
     --reject answer every waiting call; --decisions JSON answers several one by one).
@@ -128,7 +136,9 @@ def run(
         and is_terminal(sys.stdout)
     )
     if interactive:
-        return _chat(spec, thread_id, parse_vars(vars_), model, record, db, auto_approve)
+        return _chat(
+            spec, thread_id, parse_vars(vars_), model, record, db, auto_approve, allow_unused_var
+        )
     if message is None and answers is None and thread_id is None:
         raise click.UsageError(
             "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a "
@@ -147,6 +157,7 @@ def run(
         db=db,
         answers=answers,
         auto_approve=auto_approve,
+        allow_unused_vars=allow_unused_var,
     )
 
 
@@ -158,14 +169,27 @@ def _chat(
     record: Path | None,
     db: Path | None,
     auto_approve: bool,
+    allow_unused_vars: bool,
 ) -> int:
     from runner.cli.chat import chat
     from runner.cli.session import local_context
-    from runner.run import Session
+    from runner.run import Home, Session, resume_settings
 
-    session = Session(
-        spec, model=model, vars=variables, db=db, record=record, local_context=local_context(spec)
-    )
+    home = Home(db)
+    try:
+        model, variables = resume_settings(home, thread_id, model, variables)
+        session = Session(
+            spec,
+            model=model,
+            vars=variables,
+            home=home,
+            record=record,
+            local_context=local_context(spec),
+            allow_unused_vars=allow_unused_vars,
+        )
+    except BaseException:
+        home.close()
+        raise
     try:
         return chat(session, spec=spec, thread_id=thread_id, auto_approve=auto_approve)
     finally:

@@ -1,4 +1,4 @@
-"""`agentctl schema`: the JSON Schema of agent files, generated from the spec models."""
+"""`agentctl schema`: the JSON Schema of agent files (or cassettes), generated from the models."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 DEFAULT_PATH = Path("schemas/agent.schema.json")
+DEFAULT_CASSETTE_PATH = Path("schemas/cassette.schema.json")
 
 
-@click.command(short_help="Print, write or check the agent JSON Schema.")
+@click.command(short_help="Print, write or check the agent (or cassette) JSON Schema.")
 @click.option(
     "-o",
     "--output",
@@ -21,17 +22,24 @@ DEFAULT_PATH = Path("schemas/agent.schema.json")
     is_flag=True,
     help=f"Exit 1 if the file (-o, default {DEFAULT_PATH}) differs from the models.",
 )
-def schema(output: Path | None, check: bool) -> int:
-    """The JSON Schema of agent files, generated from agentctl's spec models.
+@click.option(
+    "--cassette",
+    is_flag=True,
+    help=f"The schema of replay cassettes instead (default file {DEFAULT_CASSETTE_PATH}).",
+)
+def schema(output: Path | None, check: bool, cassette: bool) -> int:
+    """The JSON Schema of agent files, generated from agentctl's spec models (with --cassette,
+    of replay cassettes).
 
     Point your editor at it with a first line of
-    `# yaml-language-server: $schema=../schemas/agent.schema.json` for completion and checks.
+    `# yaml-language-server: $schema=../schemas/agent.schema.json` (or `cassette.schema.json`)
+    for completion and checks.
     """
     from runner.spec import json_schema_text
 
-    text = json_schema_text()
+    text = json_schema_text("cassette" if cassette else "agent")
     if check:
-        target = output or DEFAULT_PATH
+        target = output or (DEFAULT_CASSETTE_PATH if cassette else DEFAULT_PATH)
         try:
             current = target.read_text(encoding="utf-8")
         except FileNotFoundError:

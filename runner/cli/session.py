@@ -261,7 +261,7 @@ class JsonLines:
         pass
 
 
-def choose_view(*, output: str, quiet: bool) -> View:
+def choose_view(*, output: str, quiet: bool, spec: str = "SPEC") -> View:
     """JSON lines when asked; the rich renderer when stdout is a terminal (and not --quiet);
     plain text otherwise, with no colour codes."""
     from runner.cli.render import PlainRenderer
@@ -269,10 +269,10 @@ def choose_view(*, output: str, quiet: bool) -> View:
     if output == "jsonl":
         return JsonLines()
     if quiet or not is_terminal(sys.stdout):
-        return PlainRenderer(sys.stdout, sys.stderr, quiet=quiet)
+        return PlainRenderer(sys.stdout, sys.stderr, quiet=quiet, spec=spec)
     from runner.cli.terminal import TerminalRenderer
 
-    return TerminalRenderer(stdout_console(), err_console=stderr_console())
+    return TerminalRenderer(stdout_console(), err_console=stderr_console(), spec=spec)
 
 
 def is_terminal(stream: Any) -> bool:
@@ -372,16 +372,31 @@ def run_turns(
     db: Path | None,
     answers: list[Decision] | None,
     auto_approve: bool,
+    allow_unused_vars: bool = False,
 ) -> int:
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
     from runner.events import Error
-    from runner.run import Session
+    from runner.run import Home, Session, resume_settings
 
-    session = Session(
-        spec, model=model, vars=variables, db=db, record=record, local_context=local_context(spec)
-    )
-    view = choose_view(output=output, quiet=quiet)
+    home = Home(db)
+    try:
+        model, variables = resume_settings(home, thread_id, model, variables)
+        session = Session(
+            spec,
+            model=model,
+            vars=variables,
+            home=home,
+            record=record,
+            local_context=local_context(spec),
+            allow_unused_vars=allow_unused_vars,
+        )
+    except BaseException:
+        home.close()
+        raise
+    from runner.cli.render import shown_spec
+
+    view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
     ask = output == "text" and not auto_approve and can_ask()
     turns = TurnRunner(session)
     try:

@@ -88,7 +88,9 @@ class TerminalRenderer:
         err_console: Console | None = None,
         show_thread: bool = True,
         spinners: bool = True,
+        spec: str = "SPEC",
     ) -> None:
+        self.spec = spec
         self.console = console
         self.err = err_console or console
         self.show_thread = show_thread
@@ -257,10 +259,10 @@ class TerminalRenderer:
                 f"[dim]({_escape(short_args(action.args))})[/]",
                 highlight=False,
             )
+        from runner.cli.render import answer_hint
+
         self.err.print(
-            f"[dim]Answer with: agentctl run SPEC --thread {event.thread_id} --approve "
-            "(or --reject [--reason TEXT], or --edit JSON)[/]",
-            highlight=False,
+            f"[dim]{_escape(answer_hint(self.spec, event.thread_id))}[/]", highlight=False
         )
         self.thinking = False
         self.turn_open = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,48 +14,90 @@ import click
 @click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
+@click.option(
+    "--allow-unused-var",
+    is_flag=True,
+    help="Accept a --var that the agent's prompts and vars do not use.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON lines.")
-def validate(targets: tuple[str, ...], vars_: tuple[str, ...], as_json: bool) -> int:
+def validate(
+    targets: tuple[str, ...], vars_: tuple[str, ...], allow_unused_var: bool, as_json: bool
+) -> int:
     """Check agent files: YAML syntax, the schema, ${ENV} variables, includes, subagent refs,
-    prompt templates and skills. Prints `ok: FILE` for each valid file and one located line
-    (`file:line:col: key.path: message`) for each problem. Exits 0 when all are valid, 2 if not.
+    prompt templates, skills, tool names in interrupt_on, and the replay cassettes they play.
+    Prints `ok: FILE` for each valid file and one located line (`file:line:col: key.path:
+    message`) for each problem. Exits 0 when all are valid, 2 if not.
 
-    A directory means the agent files directly in it: `*.yaml` and `*.yml`, except cassettes
-    (`*.cassette.yaml`) and names starting with `_` or `.` (include fragments like `_base.yaml`).
+    A cassette (`*.cassette.yaml`, or a file that holds one) is checked against the agents that
+    play it: the agent files in its folder that name it in `replay:`, and the one it is named
+    after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
+
+    A directory means the agent files and cassettes directly in it: `*.yaml` and `*.yml`,
+    except names starting with `_` or `.` (include fragments like `_base.yaml`). A problem in a
+    file that several of them include is printed once, with the files it was found through.
     """
     from runner.cli.options import parse_vars
+    from runner.errors import Problem
     from runner.loader import display_path
-    from runner.validate import find_specs, validate_file
+    from runner.validate import FileReport, LoadCache, check_file, find_specs
 
     variables = parse_vars(vars_)
     failed = checked = 0
 
-    def skipped(path: Path, reason: str) -> None:
-        if not as_json:
-            click.echo(f"skipped: {display_path(path)} ({reason})")
+    # Each target's report (or, for a skipped file, the line saying why), in order.
+    results: list[tuple[Path, FileReport] | str] = []
 
-    for path, problem in find_specs(targets, on_skip=skipped):
-        problems = [problem] if problem else validate_file(path, vars=variables)
+    def skipped(path: Path, reason: str) -> None:
+        results.append(f"skipped: {display_path(path)} ({reason})")
+
+    cache: LoadCache = {}
+    for path, problem in find_specs(targets, on_skip=skipped, with_cassettes=True):
+        report = (
+            FileReport([problem])
+            if problem
+            else check_file(
+                path,
+                vars=variables,
+                allow_unused_vars=allow_unused_var or not variables,
+                cache=cache,
+            )
+        )
+        results.append((path, report))
+    # A problem in another file (an include, a ref'd agent) is printed once, with the files it
+    # was found through.
+    through: dict[Problem, list[str]] = {}
+    for entry in results:
+        if isinstance(entry, tuple):
+            shown = display_path(entry[0])
+            for p in entry[1].problems:
+                if p.file and p.file != shown:
+                    through.setdefault(p, []).append(shown)
+    printed: set[Problem] = set()
+    for entry in results:
+        if isinstance(entry, str):
+            if not as_json:
+                click.echo(entry)
+            continue
+        path, report = entry
+        problems = report.problems
         checked += 1
-        if problems:
-            failed += 1
-            for p in problems:
-                if as_json:
-                    click.echo(
-                        json.dumps(
-                            {
-                                "file": p.file,
-                                "line": p.line,
-                                "col": p.col,
-                                "path": p.path,
-                                "message": p.message,
-                            }
-                        )
-                    )
-                else:
-                    click.echo(str(p), err=True)
-        elif not as_json:
-            click.echo(f"ok: {display_path(path)}")
+        if not problems:
+            if not as_json:
+                note = f" ({report.note})" if report.note else ""
+                click.echo(f"ok: {display_path(path)}{note}")
+            continue
+        failed += 1
+        for p in problems:
+            if p in printed:
+                continue
+            printed.add(p)
+            if len(found_through := through.get(p, [])) > 1:
+                p = replace(p, message=f"{p.message} (found through {', '.join(found_through)})")
+            if as_json:
+                fields = {"file": p.file, "line": p.line, "col": p.col, "path": p.path}
+                click.echo(json.dumps({**fields, "message": p.message}))
+            else:
+                click.echo(str(p), err=True)
     if failed and not as_json and checked > 1:
         click.echo(f"{failed} of {checked} files have problems", err=True)
     return 2 if failed else 0

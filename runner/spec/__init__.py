@@ -9,7 +9,7 @@ interpolation, includes, subagent refs and prompt templating.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from runner.spec.agent import (
     FILESYSTEM_TOOLS,
@@ -44,20 +44,42 @@ from runner.spec.model import KNOWN_PROVIDERS, FallbackModelSpec, ModelSpec
 from runner.spec.tools import ImportTool, McpServer, McpTool, MiddlewareRef
 
 SCHEMA_ID = "https://agentctl.dev/schemas/agent.schema.json"
+CASSETTE_SCHEMA_ID = "https://agentctl.dev/schemas/cassette.schema.json"
+
+SchemaKind = Literal["agent", "cassette"]
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of an agent file, as committed in `schemas/agent.schema.json`."""
-    schema = AgentSpec.model_json_schema(mode="validation")
+def json_schema(kind: SchemaKind = "agent") -> dict[str, Any]:
+    """The JSON Schema of an agent file (`schemas/agent.schema.json`) or of a replay cassette
+    (`schemas/cassette.schema.json`: a mapping with `agents:`, or a plain list of replies)."""
+    if kind == "cassette":
+        from runner.cassette import CassetteFile
+
+        schema = CassetteFile.model_json_schema(mode="validation")
+        defs = schema.pop("$defs", {})
+        schema = {
+            "title": "Cassette",
+            "description": "Recorded model replies for `--model replay:FILE`: replies per agent "
+            "name under `agents:`, or a plain list of the main agent's replies.",
+            "anyOf": [
+                schema,
+                {"type": "array", "items": {"$ref": "#/$defs/CassetteReply"}},
+            ],
+            "$defs": defs,
+        }
+        schema_id = CASSETTE_SCHEMA_ID
+    else:
+        schema = AgentSpec.model_json_schema(mode="validation")
+        schema_id = SCHEMA_ID
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
+        "$id": schema_id,
         **schema,
     }
 
 
-def json_schema_text() -> str:
-    return json.dumps(json_schema(), indent=2, sort_keys=False) + "\n"
+def json_schema_text(kind: SchemaKind = "agent") -> str:
+    return json.dumps(json_schema(kind), indent=2, sort_keys=False) + "\n"
 
 
 __all__ = [

@@ -34,7 +34,11 @@ def test_init_writes_a_starter_that_validates_and_runs_offline(tmp_path: Path) -
     assert meta["name"] == "planning" and len(meta["description"]) > 40
 
     valid = run_cli("validate", "My Agent", cwd=tmp_path)
-    assert (valid.returncode, valid.stdout) == (0, f"ok: {Path('My Agent') / 'agent.yaml'}\n")
+    folder_shown = Path("My Agent")
+    assert (valid.returncode, valid.stdout) == (
+        0,
+        f"ok: {folder_shown / 'agent.cassette.yaml'}\nok: {folder_shown / 'agent.yaml'}\n",
+    )
     ran = run_cli("run", "My Agent/agent.yaml", "Plan our offsite", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert "▸ write_file(file_path='/plan.md'" in ran.stdout

@@ -205,6 +205,14 @@ def test_a_run_killed_mid_step_resumes_from_its_last_checkpoint(
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
     thread = seen[0]["thread_id"]
+    # Cut off before any approval: answering one says how to continue instead.
+    rejected = run_cli("run", str(spine), "--thread", thread, "--reject", cwd=tmp_path)
+    assert rejected.returncode == 1
+    assert (
+        f"thread {thread} has no approval waiting; nothing to answer; its last run was cut off "
+        f"before it asked: continue it with `agentctl run {spine.relative_to(tmp_path)} --thread "
+        f"{thread}` alone"
+    ) in rejected.stderr
     resumed = run_cli(
         "run",
         str(spine),

@@ -58,3 +58,33 @@ def test_a_path_it_cannot_write_is_a_clear_error_not_a_bug(tmp_path: Path) -> No
         "",
         "notes/agent.schema.json: cannot write the schema there (a folder on its path is a file)\n",
     )
+
+
+def test_the_cassette_schema_is_generated_committed_and_fits_the_example_cassettes() -> None:
+    import json
+
+    import jsonschema
+    import yaml
+
+    result = run_cli("schema", "--cassette", "--check")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "ok: schemas/cassette.schema.json is up to date\n",
+        "",
+    )
+    committed = (ROOT / "schemas" / "cassette.schema.json").read_text(encoding="utf-8")
+    assert committed == json_schema_text("cassette")
+    schema = json.loads(committed)
+    cassettes = sorted((ROOT / "agents").glob("*.cassette.yaml"))
+    assert cassettes
+    for path in cassettes:
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith("# yaml-language-server: $schema=../schemas/cassette.schema.json")
+        jsonschema.validate(yaml.safe_load(text), schema)
+    jsonschema.validate([{"content": "hi", "tool_calls": [{"name": "ls"}]}], schema)
+    try:
+        jsonschema.validate({"agents": {"a": [{"contnet": "typo"}]}}, schema)
+    except jsonschema.ValidationError:
+        pass
+    else:
+        raise AssertionError("a typo in a reply passed the cassette schema")

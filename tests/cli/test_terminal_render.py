@@ -235,3 +235,25 @@ def test_langchains_default_description_loses_its_copy_of_the_arguments() -> Non
     default = "Tool execution requires approval\n\nTool: shout\nArgs: {'text': 'hi'}"
     assert _without_call(default, "shout") == "Tool execution requires approval"
     assert _without_call("Shouting needs a yes", "shout") == "Shouting needs a yes"
+
+
+def test_the_approval_hint_names_the_agent_file_in_both_renderers() -> None:
+    from runner.cli.render import PlainRenderer
+    from runner.events import Interrupt
+
+    waiting = Interrupt(
+        agent="a",
+        thread_id="t1",
+        actions=[Action(name="execute", args={"command": "ls"}, allowed_decisions=["approve"])],
+    )
+    hint = "Answer with: agentctl run agents/coder.yaml --thread t1 --approve"
+    out = io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=out, force_terminal=False, width=200), spec="agents/coder.yaml"
+    )
+    renderer.handle(Start(agent="a", thread_id="t1"))
+    renderer.handle(waiting)
+    assert hint in out.getvalue()
+    err = io.StringIO()
+    PlainRenderer(io.StringIO(), err, spec="agents/coder.yaml").handle(waiting)
+    assert hint in err.getvalue()

@@ -12,12 +12,16 @@ from tests.spec.files import write_files as write
 from tests.spec.test_corpus import BROKEN, CORPUS, CORPUS_ENV, expected_problems
 
 EXAMPLES = sorted(p.name for p in AGENTS.glob("*.yaml") if is_agent_file_name(p))
+CASSETTES = sorted(p.name for p in AGENTS.glob("*.cassette.yaml"))
 
 
-def test_valid_examples_print_ok_and_exit_0() -> None:
+def test_valid_examples_and_their_cassettes_print_ok_and_exit_0() -> None:
     result = run_cli("validate", "agents/")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [f"ok: agents/{name}" for name in EXAMPLES]
+    assert CASSETTES, "the examples come with cassettes"
+    assert result.stdout.splitlines() == [
+        f"ok: agents/{name}" for name in sorted(EXAMPLES + CASSETTES)
+    ]
     assert result.stderr == ""
 
 
@@ -50,15 +54,17 @@ def test_ok_lines_go_to_stdout_and_problems_to_stderr(tmp_path: Path) -> None:
     )
 
 
-def test_directory_rule_skips_cassettes_fragments_hidden_and_subfolders(tmp_path: Path) -> None:
+def test_directory_rule_checks_cassettes_skips_fragments_hidden_and_subfolders(
+    tmp_path: Path,
+) -> None:
     broken = "name: [not, valid]\n"
     write(
         tmp_path,
         {
             "agent.yaml": "name: agent\n",
             "other.yml": "name: other\n",
-            "run.cassette.yaml": broken,
-            "run.cassette.yml": broken,
+            "agent.cassette.yaml": "- content: hi\n",
+            "run.cassette.yml": "agents: {agent: [{content: hi}]}\n",
             "_base.yaml": broken,
             ".hidden.yaml": broken,
             "notes.txt": broken,
@@ -68,7 +74,13 @@ def test_directory_rule_skips_cassettes_fragments_hidden_and_subfolders(tmp_path
     )
     result = run_cli("validate", ".", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == "ok: agent.yaml\nok: other.yml\n"
+    alone = (
+        " (a cassette, checked for its format only: no agent file in its folder plays it or is "
+        "named after it; validate the agent file to check its replies against it)"
+    )
+    assert result.stdout == (
+        f"ok: agent.cassette.yaml\nok: agent.yaml\nok: other.yml\nok: run.cassette.yml{alone}\n"
+    )
     # A file named on the command line is always checked, whatever its name.
     result = run_cli("validate", "_base.yaml", cwd=tmp_path)
     assert result.returncode == 2
@@ -188,7 +200,7 @@ def test_help_on_every_command_and_version() -> None:
     top = run_cli("--help")
     assert top.returncode == 0
     assert "validate  Check agent files and report every problem." in top.stdout
-    assert "schema    Print, write or check the agent JSON Schema." in top.stdout
+    assert "schema    Print, write or check the agent (or cassette) JSON Schema." in top.stdout
     validate = run_cli("validate", "--help")
     assert validate.returncode == 0
     assert "Usage: agentctl validate [OPTIONS] TARGETS..." in validate.stdout
@@ -268,9 +280,11 @@ def test_skills_folders_are_checked_even_when_the_file_has_other_problems(
     (tmp_path / "skills" / "bad").mkdir()
     (tmp_path / "skills" / "bad" / "SKILL.md").write_text("---\nname: bad\n---\nNo description\n")
     result = run_cli("validate", "ok.yaml", "both.yaml", cwd=tmp_path)
-    assert [line.split(": ")[0] for line in result.stderr.splitlines()[:-1]] == [
+    # The bad SKILL.md, found through both files, is printed once, naming both.
+    lines = result.stderr.splitlines()[:-1]
+    assert [line.split(": ")[0] for line in lines] == [
         "skills/bad/SKILL.md:2:1",
         "both.yaml:2:1",
         "both.yaml:3:10",
-        "skills/bad/SKILL.md:2:1",
     ]
+    assert lines[0].endswith(" (found through ok.yaml, both.yaml)")

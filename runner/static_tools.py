@@ -1,0 +1,268 @@
+"""Which tools each agent of a spec has, known without building it (and without langchain).
+
+`agentctl validate` checks `interrupt_on` names and cassette tool calls against these lists, so
+they must be the lists a build makes. The harness tools follow from the spec alone:
+
+- `write_todos` when `todos` is on;
+- the file tools (`filesystem.tools`, else all six) and `execute` when the backend can run
+  commands (`local_shell`, or a composite whose default is one; a subagent without a backend of
+  its own uses its parent's);
+- `task` when an agent file has subagents (its own, or the built-in general-purpose one).
+
+The spec's own tools are known by name only where the spec says it without running code: an
+`import:` entry by its `name:`, else by the name after `:` in the reference (a `@tool` function's
+name); an MCP server by its `include:` list (with its `prefix:`). A factory (`import:` with
+`args:`), an MCP server without `include:` and `middleware:` entries may add tools whose names only
+a build knows: such an agent's list is *open*, and names missing from it are not reported.
+The harness tools' arguments are in `runner.tool_args`. `tests/test_static_tools.py` compares
+these lists and those arguments with built agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.errors import Problem
+from runner.spec import (
+    AgentSpec,
+    CompositeBackendSpec,
+    ImportTool,
+    InlineSubagent,
+    LocalShellBackendSpec,
+    McpTool,
+    ModelSpec,
+    RefSubagent,
+)
+from runner.spec.agent import AgentCore
+from runner.spec.checks import GENERAL_PURPOSE, subagent_name
+
+__all__ = [
+    "FILE_TOOLS",
+    "StaticAgent",
+    "execute_message",
+    "fraction_message",
+    "static_agents",
+    "unknown_tool_message",
+]
+
+KeyPath = tuple[str | int, ...]
+Locator = Callable[[KeyPath, str], Problem]
+
+FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
+
+
+# --------------------------------------------------------------------------- agents
+
+
+@dataclass
+class StaticAgent:
+    """One agent of a spec as a build would make it, reduced to names."""
+
+    name: str
+    core: AgentCore
+    where: KeyPath
+    """Its key path in the file `locate` reports in (`()` for an agent file)."""
+    locate: Locator
+    is_main: bool
+    tools: list[str]
+    open: bool
+    """Tools may exist that are not in `tools` (see the module docstring)."""
+    subagents: list[str] = field(default_factory=list)
+    """The `subagent_type`s its `task` tool accepts."""
+    models: list[tuple[str, KeyPath, Locator]] = field(default_factory=list)
+    """The model ids it runs (model, then fallbacks), each with where it is written (the
+    parent's place when inherited)."""
+    explicit_interrupts: bool = True
+    """`interrupt_on` is its own (an inherited one is not checked against its tools)."""
+    executes: bool = False
+    """Its backend can run commands (a subagent without a backend shares its parent's)."""
+    spec_tools: list[str] = field(default_factory=list)
+    spec_tools_open: bool = False
+    """The spec's own tools (`tools:`), which a subagent that sets none inherits."""
+    context_window: int | None = None
+    """`model.context_window` as the spec sets it (its own, else inherited)."""
+    answer_tool: str | None = None
+    """The tool a model without native structured output calls to give a `response_format`
+    answer: the schema's `title` (an untitled schema's tool gets a random name)."""
+
+    def has_tool(self, name: str) -> bool:
+        return name in self.tools
+
+
+def execute_message(kind: str) -> str:
+    """`execute` asked for on a backend that cannot run commands (`run` says the same)."""
+    return (
+        f"`execute` needs a backend that can run commands (kind: local_shell, or a "
+        f"composite whose default is one); this agent's backend is {kind}"
+    )
+
+
+def fraction_message(model_id: str) -> str:
+    """A summarization `fraction` for a model whose context window is not known."""
+    return (
+        "a fraction needs the model's context window, which is not known for "
+        f"{model_id!r}: set `model.context_window`, or use `tokens:`"
+    )
+
+
+def unknown_tool_message(name: str, agent: str, tools: list[str]) -> str:
+    """The message for a tool name that an agent lacks; `run` and `validate` both use it."""
+    from runner.spec_errors import did_you_mean
+
+    names = sorted(set(tools))
+    hint = did_you_mean(name, names)
+    fix = f"; did you mean {hint!r}?" if hint else f"; its tools: {', '.join(names)}"
+    return f"no tool named {name!r} in agent {agent!r}{fix}"
+
+
+def static_agents(spec: AgentSpec) -> list[StaticAgent]:
+    """The main agent of `spec` and every agent under it (inline, ref'd, general-purpose), in
+    the order a build resolves them. A ref'd file used twice is listed twice."""
+    return list(_walk(spec, name=spec.name, where=(), locate=spec.problem, parent=None, depth=0))
+
+
+def _models_of(
+    model: ModelSpec | None, at: KeyPath, locate: Locator
+) -> list[tuple[str, KeyPath, Locator]]:
+    if model is None:
+        return []
+    found = [(model.id, at, locate)]
+    found += [(f.id, (*at, "fallbacks", i), locate) for i, f in enumerate(model.fallbacks)]
+    return found
+
+
+def _can_execute(core: AgentCore, parent: StaticAgent | None) -> bool:
+    """Whether the agent's backend runs commands: its own, else its parent's (as a build
+    shares it), else `state`, which does not."""
+    backend = core.backend
+    if backend is None:
+        return parent is not None and parent.executes
+    if isinstance(backend, CompositeBackendSpec):
+        backend = backend.default
+    return isinstance(backend, LocalShellBackendSpec)
+
+
+def _answer_tool(schema: dict[str, Any] | None) -> str | None:
+    title = schema.get("title") if schema else None
+    return str(title) if title is not None else None
+
+
+def _own_tools(core: AgentCore) -> tuple[list[str], bool]:
+    names: list[str] = []
+    open_ = bool(core.middleware)
+    for entry in core.tools:  # as `_check_approvals` counts them: after renames and prefixes
+        if isinstance(entry, ImportTool):
+            if entry.name is not None:
+                names.append(entry.name)
+            elif entry.args is not None:
+                open_ = True  # a factory: its tools are named when it runs
+            else:
+                names.append(entry.import_.rsplit(":", 1)[-1])
+        elif isinstance(entry, McpTool):
+            server = entry.mcp
+            if server.include is None:
+                open_ = True
+                continue
+            prefix = server.prefix
+            start = f"{server.name}_" if prefix is True else (prefix or "")
+            names += [f"{start}{tool}" for tool in server.include if tool not in server.exclude]
+    return names, open_
+
+
+def _walk(
+    core: AgentCore,
+    *,
+    name: str,
+    where: KeyPath,
+    locate: Locator,
+    parent: StaticAgent | None,
+    depth: int,
+) -> Iterator[StaticAgent]:
+    fields = core.model_fields_set
+    if parent is None or "tools" in fields:
+        own, own_open = _own_tools(core)
+    else:
+        own, own_open = parent.spec_tools, parent.spec_tools_open
+    executes = _can_execute(core, parent)
+    harness: list[str] = ["write_todos"] if core.todos else []
+    wanted = (
+        list(core.filesystem.tools)
+        if core.filesystem.tools is not None
+        else [*FILE_TOOLS, "execute"]
+    )
+    harness += [t for t in wanted if t != "execute" or executes]
+    subagents: list[str] = []
+    if isinstance(core, AgentSpec):
+        subagents = [n for entry in core.subagents if (n := subagent_name(entry)) is not None]
+        if core.general_purpose_agent.enabled:
+            subagents.append(GENERAL_PURPOSE)
+        if subagents:
+            harness.append("task")
+    models = _models_of(core.model, (*where, "model"), locate)
+    if not models and parent is not None:
+        models = list(parent.models)
+    agent = StaticAgent(
+        name=name,
+        core=core,
+        where=where,
+        locate=locate,
+        is_main=parent is None,
+        tools=[*harness, *own],
+        open=own_open or bool(core.middleware),
+        subagents=subagents,
+        models=models,
+        explicit_interrupts=parent is None or "interrupt_on" in fields,
+        executes=executes,
+        spec_tools=own,
+        spec_tools_open=own_open,
+        answer_tool=_answer_tool(core.response_format),
+        context_window=(
+            core.model.context_window
+            if core.model is not None
+            else parent.context_window
+            if parent is not None
+            else None
+        ),
+    )
+    yield agent
+    if not isinstance(core, AgentSpec) or depth > 20:
+        return
+    for index, entry in enumerate(core.subagents):
+        at: KeyPath = (*where, "subagents", index)
+        if isinstance(entry, InlineSubagent):
+            yield from _walk(
+                entry, name=entry.name, where=at, locate=locate, parent=agent, depth=depth + 1
+            )
+        elif isinstance(entry, RefSubagent) and entry._spec is not None:
+            ref = entry._spec
+            yield from _walk(
+                ref,
+                name=entry.name or ref.name,
+                where=(),
+                locate=ref.problem,
+                parent=agent,
+                depth=depth + 1,
+            )
+    gp = core.general_purpose_agent
+    if gp.enabled:
+        # as the resolver makes it; constructed without validation (its values are checked)
+        gp_core = InlineSubagent.model_construct(
+            name=GENERAL_PURPOSE, description="-", todos=core.todos
+        )
+        if gp.model is not None:
+            gp_core.model = gp.model
+        gp_where: KeyPath = (*where, "general_purpose_agent")
+        for found in _walk(
+            gp_core,
+            name=GENERAL_PURPOSE,
+            where=gp_where,
+            locate=locate,
+            parent=agent,
+            depth=depth + 1,
+        ):
+            if gp.model is not None:
+                found.models = _models_of(gp.model, (*gp_where, "model"), locate)
+                found.context_window = gp.model.context_window
+            yield found
