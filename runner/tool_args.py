@@ -61,6 +61,7 @@ class GrepArgs(_Args):
 
 class ExecuteArgs(_Args):
     command: str
+    timeout: float | None = None
 
 
 class TaskArgs(_Args):
