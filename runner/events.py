@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+SUMMARY_TAG = "agentctl:summary"
+"""The run tag of the summarizer's own model calls: their words are not the agent's, so the
+event stream and the cassette recorder leave them out."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunEvent:
@@ -168,6 +172,7 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
 
 __all__ = [
     "EVENT_TYPES",
+    "SUMMARY_TAG",
     "Action",
     "Error",
     "Final",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runner.errors import RunError, RunnerError
 from runner.events import (
+    SUMMARY_TAG,
     Action,
     Error,
     Final,
@@ -38,7 +39,6 @@ from runner.events import (
     ToolResult,
     Usage,
 )
-from runner.middleware.summarization import SUMMARY_TAG
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -662,11 +662,12 @@ class Session:
         thread_id: str,
         message: str | None,
         decisions: Sequence[Decision] | None,
+        state: Any,
     ) -> Any:
+        """The graph input for this turn, from the thread's `state` as the turn found it."""
         from langchain_core.messages import HumanMessage
         from langgraph.types import Command
 
-        state = self.state(thread_id)
         pending = pending_actions(state)
         if decisions is not None:
             if not pending:
@@ -710,7 +711,7 @@ class Session:
                 answers[interrupt_id] = {"decisions": chosen}
             return Command(resume=answers)
         if message is not None:
-            return {"messages": [HumanMessage(content=message)]}
+            return {"messages": [*self._answer_dangling(state), HumanMessage(content=message)]}
         if pending:
             names = ", ".join(a.name for _, actions in pending for a in actions)
             raise RunError(
@@ -721,6 +722,29 @@ class Session:
             # their writes already, which is why `next` alone can be empty); None continues it.
             return None
         raise RunError(f"thread {thread_id} has nothing to continue; send a message")
+
+    def _answer_dangling(self, state: Any) -> list[Any]:
+        """For a new message on a thread whose history has unanswered tool calls (a killed run,
+        an approval left for a new message): the history again with each such call answered as
+        cancelled, to replace the saved one; nothing otherwise (the usual case)."""
+        from runner.middleware.patch_tool_calls import patch_dangling
+
+        if state is None:
+            return []
+        messages = (state.values or {}).get("messages") or []
+        if state.tasks:
+            # A step left unfinished: a new message drops the writes its finished tasks saved,
+            # which `values` shows applied; patch the history the checkpoint itself holds.
+            saved = self.home.checkpointer.get_tuple(state.config)
+            values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
+            messages = values.get("messages") or []
+        patched = patch_dangling(messages)
+        if patched is None:
+            return []
+        from langchain_core.messages import RemoveMessage
+        from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *patched]
 
     def stream(
         self,
@@ -740,11 +764,10 @@ class Session:
 
         new_thread = thread_id is None
         thread_id = thread_id or new_thread_id()
-        if (
-            not new_thread
-            and self.home.thread(thread_id) is None
-            and not self.state(thread_id).values
-        ):
+        # The one read of the thread's state this turn: its input, the calls already shown, and
+        # (unless the turn stops for approval) its outcome come from it and from the stream.
+        state = self.state(thread_id) if not new_thread else None
+        if state is not None and not state.values and self.home.thread(thread_id) is None:
             yield Error(
                 agent=self.name,
                 message=f"no thread {thread_id!r} in {self.home.path}",
@@ -753,7 +776,7 @@ class Session:
             )
             return
         try:
-            graph_input = self._input(thread_id, message, decisions)
+            graph_input = self._input(thread_id, message, decisions, state)
         except RunnerError as exc:
             yield Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
@@ -779,17 +802,20 @@ class Session:
         if self.record_path is not None:
             recorder = _Recorder(self.record_path, main_agent=self.name, append=not new_thread)
             callbacks.append(recorder.handler)
-        existing = self.values(thread_id).get("messages", []) if not new_thread else []
+        existing = (state.values or {}).get("messages", []) if state is not None else []
         translator = EventTranslator(
             self.name,
             seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
             seen_results={m.tool_call_id for m in existing if m.type == "tool"},
         )
         config = self._config(thread_id, callbacks)
+        final_values: dict[str, Any] | None = None
         try:
             # durability="sync": each checkpoint is committed before the next step starts, so a
             # killed process loses at most the step it was in.
-            modes: Any = ["messages", "updates", "custom"]
+            # "values" of the main graph (not its subgraphs) give the state the turn ends with,
+            # so its outcome needs no second read of the checkpoint.
+            modes: Any = ["messages", "updates", "custom", "values"]
             for namespace, mode, data in self.graph.stream(
                 graph_input,
                 config,
@@ -797,6 +823,10 @@ class Session:
                 subgraphs=True,
                 durability="sync",
             ):
+                if mode == "values":
+                    if not namespace:
+                        final_values = data
+                    continue
                 yield from translator.feed(namespace, mode, data)
         except GraphRecursionError:
             yield Error(
@@ -825,12 +855,14 @@ class Session:
             return
         finally:
             self.home.touch(thread_id)
-        outcome = self._outcome(thread_id, translator.interrupt_agents)
+        outcome = self._outcome(thread_id, translator.interrupt_agents, final_values)
         if isinstance(outcome, Final):
-            yield from self._unused_replies(thread_id)
+            yield from self._unused_replies(thread_id, final_values)
         yield outcome
 
-    def _unused_replies(self, thread_id: str) -> Iterator[RunWarning]:
+    def _unused_replies(
+        self, thread_id: str, values: Mapping[str, Any] | None = None
+    ) -> Iterator[RunWarning]:
         """At the end of a run on replay models: the replies no agent played, per cassette (a
         tool-name or subagent typo in a hand-written cassette leaves some unplayed). A subagent
         that an earlier process of this thread called is not counted: its replies were played
@@ -839,7 +871,9 @@ class Session:
             return
         from runner.loader import display_path
 
-        messages = self.values(thread_id).get("messages", [])
+        if values is None:
+            values = self.values(thread_id)
+        messages = values.get("messages", [])
         main_played = 1 + max(
             (
                 int(m.response_metadata.get("replay_index", -1))
@@ -870,16 +904,25 @@ class Session:
                     "a run that took another path)",
                 )
 
-    def _outcome(self, thread_id: str, agents: Mapping[str, str]) -> RunEvent:
-        state = self.state(thread_id)
-        pending = pending_actions(state, agents)
-        if pending:
-            return Interrupt(
-                agent=self.name,
-                thread_id=thread_id,
-                actions=[action for _, actions in pending for action in actions],
-            )
-        values = state.values or {}
+    def _outcome(
+        self, thread_id: str, agents: Mapping[str, str], final_values: Mapping[str, Any] | None
+    ) -> RunEvent:
+        """`Interrupt` when the thread now waits for approval, else `Final`. A turn that raised
+        no interrupt (none reached the stream) leaves none pending: every approval waiting when
+        it started was answered (`_input` refuses otherwise) or cancelled by a new message. So
+        only a turn that stopped for approval, or one the stream gave no state for, reads the
+        checkpoint again."""
+        if agents or final_values is None:
+            state = self.state(thread_id)
+            pending = pending_actions(state, agents)
+            if pending:
+                return Interrupt(
+                    agent=self.name,
+                    thread_id=thread_id,
+                    actions=[action for _, actions in pending for action in actions],
+                )
+            final_values = state.values or {}
+        values = final_values
         messages = values.get("messages", [])
         last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
         direct = {t.name for t in self.resolved.tools if t.return_direct}

@@ -39,11 +39,11 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from runner.backends import Backend, BackendError, BackendProvider
+from runner.events import SUMMARY_TAG
 
 log = logging.getLogger("agentctl")
 
 CHARS_PER_TOKEN = 4
-SUMMARY_TAG = "agentctl:summary"
 DEFAULT_TRIGGER_FRACTION = 0.85
 DEFAULT_TRIGGER_TOKENS = 170_000
 DEFAULT_KEEP_FRACTION = 0.10

@@ -90,7 +90,8 @@ def test_a_checkpoint_left_mid_tool_call_resumes_with_a_new_message(
     tmp_path: Path, mode: str
 ) -> None:
     # The process died after the model asked for two tools and before they answered: the
-    # checkpoint ends with that AI message.
+    # checkpoint ends with that AI message. The graph alone (no Session) patches what the model
+    # is sent; the saved history keeps what happened.
     model = strict([reply("Listing and reading."), reply("Starting over: what do you need?")])
     agent = runner.build_agent(spec_file(tmp_path), model=model, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "killed"}}
@@ -100,12 +101,47 @@ def test_a_checkpoint_left_mid_tool_call_resumes_with_a_new_message(
     )
     agent.update_state(config, {"messages": [HumanMessage("look around"), interrupted]})
     result = run(agent, "are you there?", mode, config)
-    assert history(result["messages"]) == [
+    assert history(model.calls[-1])[1:] == [
         ("human", "look around"),
         ("ai", "Listing and reading."),
         ("tool", cancelled("ls", "call_ls")),
         ("tool", cancelled("read_file", "call_rf")),
         ("human", "are you there?"),
-        ("ai", "Starting over: what do you need?"),
     ]
     check_like_a_provider(model.calls[-1])
+    assert history(result["messages"])[-1] == ("ai", "Starting over: what do you need?")
+
+
+def test_a_session_saves_the_cancelled_answers_and_adds_no_step_when_nothing_dangles(
+    tmp_path: Path,
+) -> None:
+    model = strict([reply("(never asked)"), reply("Again?"), reply("Still here.")])
+    with Session(spec_file(tmp_path), model=model, db=tmp_path / "db") as session:
+        graph = session.graph
+        config: Any = {"configurable": {"thread_id": "killed"}}
+        graph.update_state(
+            config,
+            {
+                "messages": [
+                    HumanMessage("look"),
+                    AIMessage("Listing.", tool_calls=[call("ls", "call_ls", path="/")]),
+                ]
+            },
+        )
+        session.home.register("killed", agent=session.name, spec=None, first_message="look")
+        done = session.run("are you there?", thread_id="killed")
+        values = session.values("killed")
+        # a turn without dangling calls: a model call and no other step (input, loop start,
+        # model: three checkpoints)
+        before = len(list(graph.get_state_history(config)))
+        again = session.run("and now?", thread_id="killed")
+        after = len(list(graph.get_state_history(config)))
+    assert done.error is None and done.content == "Again?"
+    assert history(values["messages"]) == [
+        ("human", "look"),
+        ("ai", "Listing."),
+        ("tool", cancelled("ls", "call_ls")),
+        ("human", "are you there?"),
+        ("ai", "Again?"),
+    ]
+    assert again.content == "Still here." and after - before == 3
