@@ -39,6 +39,7 @@ from runner.events import (
     ToolResult,
     Usage,
 )
+from runner.retention import SqliteRetention
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -143,6 +144,7 @@ class Home:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            SqliteRetention.prepare_new_database(self.conn)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, "
@@ -155,6 +157,8 @@ class Home:
         self._lock = threading.Lock()
         self._checkpointer: Any = None
         self._store: Any = None
+        self.retention = SqliteRetention(self.conn, self._lock)
+        """Prunes old checkpoints (`runner.retention`); shares the connection and its lock."""
 
     # One connection, one lock. The checkpointer and the store each serialise their use of the
     # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
@@ -269,6 +273,7 @@ class Home:
         with self._lock:
             self.conn.execute("DELETE FROM agentctl_threads WHERE thread_id = ?", (thread_id,))
             self.conn.commit()
+        self.retention.reclaim()
         return found
 
     def close(self) -> None:
@@ -603,7 +608,11 @@ class Session:
         record: str | os.PathLike[str] | None = None,
         local_context: str | None = None,
         allow_unused_vars: bool = False,
+        keep_checkpoints: int | Literal["all"] | None = None,
     ) -> None:
+        """`keep_checkpoints`: how many of each thread's latest checkpoints a turn leaves
+        (`"all"`: every one); by default the database's setting, else
+        `runner.retention.DEFAULT_KEEP`. See `runner.retention` for what is always kept."""
         from runner.build import _as_spec, build_graph
         from runner.resolve import Resolver
 
@@ -623,6 +632,9 @@ class Session:
         self.record_path = Path(record) if record else None
         self.no_sandbox = _no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(model, vars)
+        if isinstance(keep_checkpoints, int) and keep_checkpoints < 1:
+            raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
+        self.keep_checkpoints = keep_checkpoints
 
     # ----------------------------------------------------------------------- threads
 
@@ -824,7 +836,7 @@ class Session:
                 durability="sync",
             ):
                 if mode == "values":
-                    if not namespace:
+                    if not namespace and isinstance(data, dict):
                         final_values = data
                     continue
                 yield from translator.feed(namespace, mode, data)
@@ -858,6 +870,9 @@ class Session:
         outcome = self._outcome(thread_id, translator.interrupt_agents, final_values)
         if isinstance(outcome, Final):
             yield from self._unused_replies(thread_id, final_values)
+        warning = self._prune(thread_id)
+        if warning is not None:
+            yield warning
         yield outcome
 
     def _unused_replies(
@@ -903,6 +918,24 @@ class Session:
                     f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
                     "a run that took another path)",
                 )
+
+    def _prune(self, thread_id: str) -> RunWarning | None:
+        """Remove the thread's checkpoints that nothing needs any more (`runner.retention`);
+        a failure costs only space, so it is a warning."""
+        retention = self.home.retention
+        if self.keep_checkpoints == "all":
+            return None
+        keep = self.keep_checkpoints or retention.effective_keep()
+        try:
+            retention.prune(thread_id, keep)
+            retention.reclaim()
+        except sqlite3.Error as exc:
+            return RunWarning(
+                agent=self.name,
+                code="retention",
+                message=f"old checkpoints of thread {thread_id} were not removed: {exc}",
+            )
+        return None
 
     def _outcome(
         self, thread_id: str, agents: Mapping[str, str], final_values: Mapping[str, Any] | None

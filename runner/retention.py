@@ -1,0 +1,332 @@
+"""Checkpoint retention: a thread's storage grows with its length, not with its square.
+
+LangGraph writes a checkpoint after every graph step, and each checkpoint holds every channel's
+whole value: the latest one alone holds the thread's entire conversation, and a turn writes a
+few of them. Kept for ever, a 1,000-turn thread of tiny messages takes gigabytes. So after each
+turn the thread is pruned to what something can still use:
+
+- the latest `keep` checkpoints of each namespace (the main graph's `""` and each subagent's):
+  the latest is what the next turn, a resume after a crash and `agentctl threads show` read; the
+  few before it let the Python API look back over the last turn or two
+  (`graph.get_state_history`);
+- every checkpoint where the thread waited for an approval (it has an `__interrupt__` write):
+  the pending one is what an answer resumes, the answered ones record what was asked;
+- every checkpoint a fork was made from: the parent of a checkpoint LangGraph wrote for
+  `update_state` (source `update` / `fork`), which replays from it by id, and every checkpoint
+  with two or more children (a branch point, from running again from an older checkpoint);
+- a subagent's checkpoints only while the main-graph checkpoint it ran under is kept (or is
+  newer than the oldest kept one): they serve resuming that step and nothing after it.
+
+The `writes` rows of every removed checkpoint go with it. A kept checkpoint's parent pointer may
+then name a removed one; LangGraph follows parent pointers only to replay a fork (whose parent is
+kept, above) and to rebuild `DeltaChannel` values, which agentctl's graphs do not use
+(`tests/test_retention.py` checks that), so nothing reads the missing parent.
+
+agentctl itself has no fork command and no `threads export`; the rules above keep what LangGraph
+forks made through the Python API need, and `threads show` reads only the latest checkpoint.
+
+`keep` is `DEFAULT_KEEP` (10) unless the database has its own setting (`agentctl threads
+keep-checkpoints N|all`, stored in `agentctl_settings`) or a run sets one (`agentctl run
+--keep-checkpoints N|all`); `None` ("all") keeps every checkpoint, for full time travel, at the
+price of storage growing with the square of the thread's length. Ten covers the last two turns
+of one tool call each (five checkpoints a turn) or one turn of three tool rounds, and costs about
+ten times the latest checkpoint: at 1,000 short turns, about 20 MB instead of 3 GB.
+
+Space: a new database uses SQLite's incremental auto-vacuum. Pages freed by pruning are reused by
+the next turn's checkpoints, so pruning alone keeps the file at about the live size plus one
+turn; when more than a quarter of the file (and at least `RECLAIM_MIN_BYTES`) is free, as after
+`threads rm` or lowering `keep`, the free pages are returned to the file system
+(`PRAGMA incremental_vacuum`). A database made before incremental auto-vacuum is switched over by
+one full `VACUUM` in `agentctl threads keep-checkpoints` (it says so).
+
+Other checkpointers: `CheckpointRetention` is what the run loop calls. A Postgres one
+(`langgraph-checkpoint-postgres`, for `agentctl serve`) implements `prune` with the same
+`kept_checkpoints` choice over `SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+metadata->>'source', metadata->'parents'->>'' FROM checkpoints WHERE thread_id = %s` and the
+`__interrupt__` rows of `checkpoint_writes`; it deletes the other `checkpoints` and
+`checkpoint_writes` rows, then the `checkpoint_blobs` rows of the thread whose
+`(checkpoint_ns, channel, version)` no kept checkpoint names in its `checkpoint ->
+'channel_versions'` (Postgres stores each channel value once per version, not inside the
+checkpoint), all in one transaction; `reclaim` is Postgres's autovacuum (or `VACUUM`), so it can
+return 0.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = [
+    "DEFAULT_KEEP",
+    "CheckpointRetention",
+    "CheckpointRow",
+    "Pruned",
+    "SqliteRetention",
+    "kept_checkpoints",
+    "parse_keep",
+]
+
+DEFAULT_KEEP = 10
+"""Checkpoints kept per thread namespace unless the database or the run says otherwise."""
+
+RECLAIM_MIN_BYTES = 4 * 1024 * 1024
+"""Free space below this stays in the file for the next checkpoints to reuse."""
+
+SETTING = "keep_checkpoints"
+
+
+def parse_keep(text: str) -> int | None:
+    """`N` (a whole number of at least 1) or `all` (None); ValueError with the reason otherwise."""
+    value = text.strip().lower()
+    if value == "all":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(
+            f"expected a number of checkpoints (1 or more) or `all`, found {text!r}"
+        ) from None
+    if number < 1:
+        raise ValueError(
+            f"keep at least 1 checkpoint (the latest is what a thread continues from), "
+            f"found {number}"
+        )
+    return number
+
+
+def describe_keep(keep: int | None) -> str:
+    return "all" if keep is None else str(keep)
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """What retention needs of a checkpoint (never its blob)."""
+
+    namespace: str
+    checkpoint_id: str
+    parent_id: str | None
+    source: str | None
+    """The metadata's `source`: input, loop, update, fork."""
+    root_id: str | None
+    """For a subagent's checkpoint: the main-graph checkpoint it ran under."""
+
+
+@dataclass(frozen=True)
+class Pruned:
+    checkpoints: int = 0
+    writes: int = 0
+
+
+def kept_checkpoints(
+    rows: Iterable[CheckpointRow], waited: set[tuple[str, str]], keep: int | None
+) -> set[tuple[str, str]]:
+    """The (namespace, checkpoint id) pairs of one thread that retention keeps (see the module
+    docstring); `waited` are those with an `__interrupt__` write. Ids sort by time (uuid6)."""
+    rows = list(rows)
+    everything = {(r.namespace, r.checkpoint_id) for r in rows}
+    if keep is None:
+        return everything
+    by_namespace: dict[str, list[CheckpointRow]] = {}
+    for row in rows:
+        by_namespace.setdefault(row.namespace, []).append(row)
+    children = Counter((r.namespace, r.parent_id) for r in rows if r.parent_id)
+    kept = set(waited & everything)
+    kept |= {key for key, count in children.items() if count > 1 and key in everything}
+    forked_from = {
+        (r.namespace, r.parent_id) for r in rows if r.parent_id and r.source in ("update", "fork")
+    }
+    kept |= forked_from & everything
+    for namespace_rows in by_namespace.values():
+        namespace_rows.sort(key=lambda r: r.checkpoint_id, reverse=True)
+        kept |= {(r.namespace, r.checkpoint_id) for r in namespace_rows[:keep]}
+    roots = {cid for ns, cid in kept if ns == ""}
+    oldest_root = min(roots, default=None)
+    for row in rows:
+        if row.namespace == "" or (row.namespace, row.checkpoint_id) not in kept:
+            continue
+        ran_under = row.root_id
+        if ran_under is None or ran_under in roots:
+            continue
+        if oldest_root is None or ran_under < oldest_root:
+            kept.discard((row.namespace, row.checkpoint_id))
+    return kept
+
+
+class CheckpointRetention(Protocol):
+    """Prunes one checkpointer's storage; `runner.run.Session` calls `prune` after each turn."""
+
+    def prune(self, thread_id: str, keep: int | None) -> Pruned:
+        """Remove the checkpoints of `thread_id` (and their writes) that `kept_checkpoints`
+        does not keep; `keep=None` removes nothing."""
+        ...
+
+    def reclaim(self, *, force: bool = False) -> int:
+        """Give free space back to the file system when much of the storage is free (always
+        with `force`); the bytes given back."""
+        ...
+
+
+class SqliteRetention:
+    """Retention for `langgraph-checkpoint-sqlite`'s tables (`checkpoints`, `writes`) on the
+    connection and lock that `runner.run.Home` shares with the checkpointer."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    # ----------------------------------------------------------------------- setup
+
+    @staticmethod
+    def prepare_new_database(conn: sqlite3.Connection) -> None:
+        """Incremental auto-vacuum on a database that has no table yet (the mode can change
+        only before the first table, or with a full VACUUM)."""
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+
+    def _has_tables(self) -> bool:
+        found = self.conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+            "AND name IN ('checkpoints', 'writes')"
+        ).fetchone()[0]
+        return bool(found == 2)
+
+    # ----------------------------------------------------------------------- settings
+
+    def stored_keep(self) -> tuple[bool, int | None]:
+        """(whether the database has its own setting, that setting)."""
+        with self.lock:
+            if not self._settings_table():
+                return False, None
+            row = self.conn.execute(
+                "SELECT value FROM agentctl_settings WHERE key = ?", (SETTING,)
+            ).fetchone()
+        if row is None:
+            return False, None
+        try:
+            return True, parse_keep(str(row[0]))
+        except ValueError:
+            return False, None
+
+    def store_keep(self, keep: int | None) -> None:
+        with self.lock:
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS agentctl_settings (key TEXT PRIMARY KEY, value TEXT)"
+            )
+            self.conn.execute(
+                "INSERT INTO agentctl_settings VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (SETTING, describe_keep(keep)),
+            )
+            self.conn.commit()
+
+    def _settings_table(self) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentctl_settings'"
+            ).fetchone()
+            is not None
+        )
+
+    def effective_keep(self) -> int | None:
+        found, keep = self.stored_keep()
+        return keep if found else DEFAULT_KEEP
+
+    # ----------------------------------------------------------------------- pruning
+
+    def prune(self, thread_id: str, keep: int | None) -> Pruned:
+        if keep is None:
+            return Pruned()
+        with self.lock:
+            if not self._has_tables():
+                return Pruned()
+            rows = [
+                CheckpointRow(ns, cid, parent, source, root)
+                for ns, cid, parent, source, root in self.conn.execute(
+                    "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+                    "json_extract(CAST(metadata AS TEXT), '$.source'), "
+                    "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"') "
+                    "FROM checkpoints WHERE thread_id = ?",
+                    (thread_id,),
+                )
+            ]
+            if len(rows) <= keep:
+                return Pruned()
+            waited = {
+                (ns, cid)
+                for ns, cid in self.conn.execute(
+                    "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM writes "
+                    "WHERE thread_id = ? AND channel = '__interrupt__'",
+                    (thread_id,),
+                )
+            }
+            kept = kept_checkpoints(rows, waited, keep)
+            gone = [
+                (thread_id, r.namespace, r.checkpoint_id)
+                for r in rows
+                if (r.namespace, r.checkpoint_id) not in kept
+            ]
+            if not gone:
+                return Pruned()
+            try:
+                writes = self.conn.executemany(
+                    "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id = ?",
+                    gone,
+                ).rowcount
+                self.conn.executemany(
+                    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id = ?",
+                    gone,
+                )
+                self.conn.commit()
+            except BaseException:
+                self.conn.rollback()
+                raise
+        return Pruned(checkpoints=len(gone), writes=max(writes, 0))
+
+    def prune_all(self, keep: int | None) -> Pruned:
+        """Every thread in the database (after lowering `keep`)."""
+        with self.lock:
+            if not self._has_tables():
+                return Pruned()
+            found = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints")
+            threads = [thread_id for (thread_id,) in found]
+        total = Pruned()
+        for thread_id in threads:
+            done = self.prune(thread_id, keep)
+            total = Pruned(total.checkpoints + done.checkpoints, total.writes + done.writes)
+        return total
+
+    # ----------------------------------------------------------------------- space
+
+    def sizes(self) -> tuple[int, int]:
+        """(file size, free bytes inside it) from the page counts."""
+        with self.lock:
+            page = self.conn.execute("PRAGMA page_size").fetchone()[0]
+            pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+            free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return pages * page, free * page
+
+    def incremental(self) -> bool:
+        with self.lock:
+            return bool(self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2)
+
+    def reclaim(self, *, force: bool = False) -> int:
+        size, free = self.sizes()
+        if not force and (free < RECLAIM_MIN_BYTES or free * 4 < size):
+            return 0
+        with self.lock:
+            if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+                self.conn.execute("PRAGMA incremental_vacuum")
+                self.conn.commit()
+            elif force:
+                # A database from before incremental auto-vacuum: one full rewrite switches it.
+                self.conn.commit()
+                self.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                self.conn.execute("VACUUM")
+        after, _ = self.sizes()
+        return max(size - after, 0)
