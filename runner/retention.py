@@ -11,9 +11,10 @@ turn the thread is pruned to what something can still use:
   (`graph.get_state_history`);
 - every checkpoint where the thread waited for an approval (it has an `__interrupt__` write):
   the pending one is what an answer resumes, the answered ones record what was asked;
-- every checkpoint a fork was made from: the parent of a checkpoint LangGraph wrote for
-  `update_state` (source `update` / `fork`), which replays from it by id, and every checkpoint
-  with two or more children (a branch point, from running again from an older checkpoint);
+- every checkpoint a fork was made from, and the fork: a checkpoint LangGraph wrote for
+  `update_state` (source `update` / `fork`) and its parent, which a run from the fork replays
+  by id; and every checkpoint with two or more children (a branch point, from running again
+  from an older checkpoint) with those children, so the branch stays visible to later prunes;
 - a subagent's checkpoints only while the main-graph checkpoint it ran under is kept (or is
   newer than the oldest kept one): they serve resuming that step and nothing after it.
 
@@ -133,13 +134,15 @@ def kept_checkpoints(
     by_namespace: dict[str, list[CheckpointRow]] = {}
     for row in rows:
         by_namespace.setdefault(row.namespace, []).append(row)
+    # Forks and branches stay marked across prunes: a fork checkpoint is kept with the one it
+    # was made from, and a branch point with its children (the first step of each branch).
     children = Counter((r.namespace, r.parent_id) for r in rows if r.parent_id)
-    kept = set(waited & everything)
-    kept |= {key for key, count in children.items() if count > 1 and key in everything}
-    forked_from = {
-        (r.namespace, r.parent_id) for r in rows if r.parent_id and r.source in ("update", "fork")
-    }
-    kept |= forked_from & everything
+    branches = {key for key, count in children.items() if count > 1 and key in everything}
+    forks = [r for r in rows if r.source in ("update", "fork")]
+    kept = set(waited & everything) | branches
+    kept |= {(r.namespace, r.checkpoint_id) for r in forks}
+    kept |= {(r.namespace, r.parent_id) for r in forks if r.parent_id} & everything
+    kept |= {(r.namespace, r.checkpoint_id) for r in rows if (r.namespace, r.parent_id) in branches}
     for namespace_rows in by_namespace.values():
         namespace_rows.sort(key=lambda r: r.checkpoint_id, reverse=True)
         kept |= {(r.namespace, r.checkpoint_id) for r in namespace_rows[:keep]}
@@ -288,6 +291,25 @@ class SqliteRetention:
                 raise
         return Pruned(checkpoints=len(gone), writes=max(writes, 0))
 
+    def has_checkpoints(self, thread_id: str) -> bool:
+        with self.lock:
+            if not self._has_tables():
+                return False
+            row = self.conn.execute(
+                "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,)
+            ).fetchone()
+        return row is not None
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Every checkpoint and write of a thread (what `SqliteSaver.delete_thread` does, without
+        importing LangGraph: `agentctl threads rm` stays light)."""
+        with self.lock:
+            if not self._has_tables():
+                return
+            self.conn.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
+            self.conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
+            self.conn.commit()
+
     def prune_all(self, keep: int | None) -> Pruned:
         """Every thread in the database (after lowering `keep`)."""
         with self.lock:
@@ -321,8 +343,10 @@ class SqliteRetention:
             return 0
         with self.lock:
             if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-                self.conn.execute("PRAGMA incremental_vacuum")
+                # It frees one page per step, and `execute` steps it once (`fetchall` too, on
+                # SQLite 3.40); `executescript` runs it to its end.
                 self.conn.commit()
+                self.conn.executescript("PRAGMA incremental_vacuum;")
             elif force:
                 # A database from before incremental auto-vacuum: one full rewrite switches it.
                 self.conn.commit()

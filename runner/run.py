@@ -269,7 +269,7 @@ class Home:
 
     def delete(self, thread_id: str) -> bool:
         found = self.thread(thread_id) is not None
-        self.checkpointer.delete_thread(thread_id)
+        self.retention.delete_thread(thread_id)
         with self._lock:
             self.conn.execute("DELETE FROM agentctl_threads WHERE thread_id = ?", (thread_id,))
             self.conn.commit()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,39 @@ def test_building_a_non_anthropic_agent_does_not_import_the_anthropic_sdk(tmp_pa
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def loaded_by_cli(args: list[str], cwd: Path) -> list[str]:
+    """The LangChain and LangGraph packages `agentctl ARGS` imports (`langchain` itself, and
+    `langchain_core` / `langgraph` as "core" / "langgraph")."""
+    code = (
+        "import sys\n"
+        "from runner.cli import main\n"
+        f"main({args!r})\n"
+        "found = {m.split('.')[0] for m in sys.modules}\n"
+        "print(sorted(found & {'langchain', 'langchain_core', 'langgraph'}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    return list(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_threads_commands_do_not_import_langchain(tmp_path: Path) -> None:
+    from runner.run import Session
+    from tests.fakes import ScriptedChatModel
+    from tests.middleware.helpers import spec_file
+
+    db = str(tmp_path / "threads.db")
+    empty = str(tmp_path / "empty.db")
+    assert loaded_by_cli(["threads", "list", "--db", empty], tmp_path) == []
+    with Session(
+        spec_file(tmp_path), model=ScriptedChatModel(script=[{"content": "hi"}]), db=db
+    ) as session:
+        thread = session.run("hello").thread_id
+    assert loaded_by_cli(["threads", "list", "--db", db], tmp_path) == []
+    assert loaded_by_cli(["threads", "keep-checkpoints", "--db", db], tmp_path) == []
+    # showing decodes the saved messages, which are langchain_core objects
+    shown = loaded_by_cli(["threads", "show", thread, "--db", db], tmp_path)
+    assert "langchain" not in shown
+    assert loaded_by_cli(["threads", "rm", thread, "--yes", "--db", db], tmp_path) == []

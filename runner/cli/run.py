@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -72,6 +73,14 @@ import click
 @click.option(
     "--auto-approve", is_flag=True, help="Approve every tool call that asks for approval."
 )
+@click.option(
+    "--keep-checkpoints",
+    "keep_checkpoints",
+    metavar="N|all",
+    callback=lambda _ctx, _param, value: _keep(value),
+    help="Checkpoints of the thread to keep after each turn (default: the database's setting, "
+    "else 10; `all` for full time travel).",
+)
 def run(
     spec: Path,
     message: str | None,
@@ -89,6 +98,7 @@ def run(
     edit_json: str | None,
     decisions_json: str | None,
     auto_approve: bool,
+    keep_checkpoints: int | Literal["all"] | None,
 ) -> int:
     """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
 
@@ -137,7 +147,15 @@ def run(
     )
     if interactive:
         return _chat(
-            spec, thread_id, parse_vars(vars_), model, record, db, auto_approve, allow_unused_var
+            spec,
+            thread_id,
+            parse_vars(vars_),
+            model,
+            record,
+            db,
+            auto_approve,
+            allow_unused_var,
+            keep_checkpoints,
         )
     if message is None and answers is None and thread_id is None:
         raise click.UsageError(
@@ -158,6 +176,7 @@ def run(
         answers=answers,
         auto_approve=auto_approve,
         allow_unused_vars=allow_unused_var,
+        keep_checkpoints=keep_checkpoints,
     )
 
 
@@ -170,6 +189,7 @@ def _chat(
     db: Path | None,
     auto_approve: bool,
     allow_unused_vars: bool,
+    keep_checkpoints: int | Literal["all"] | None,
 ) -> int:
     from runner.cli.chat import chat
     from runner.cli.session import local_context
@@ -186,6 +206,7 @@ def _chat(
             record=record,
             local_context=local_context(spec),
             allow_unused_vars=allow_unused_vars,
+            keep_checkpoints=keep_checkpoints,
         )
     except BaseException:
         home.close()
@@ -194,3 +215,16 @@ def _chat(
         return chat(session, spec=spec, thread_id=thread_id, auto_approve=auto_approve)
     finally:
         session.close()
+
+
+def _keep(value: str | None) -> int | Literal["all"] | None:
+    """`--keep-checkpoints`: a number, `all`, or not given (None)."""
+    if value is None:
+        return None
+    from runner.retention import parse_keep
+
+    try:
+        keep = parse_keep(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--keep-checkpoints") from None
+    return "all" if keep is None else keep

@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import click
 
@@ -373,6 +373,7 @@ def run_turns(
     answers: list[Decision] | None,
     auto_approve: bool,
     allow_unused_vars: bool = False,
+    keep_checkpoints: int | Literal["all"] | None = None,
 ) -> int:
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
@@ -390,6 +391,7 @@ def run_turns(
             record=record,
             local_context=local_context(spec),
             allow_unused_vars=allow_unused_vars,
+            keep_checkpoints=keep_checkpoints,
         )
     except BaseException:
         home.close()

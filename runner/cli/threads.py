@@ -127,7 +127,7 @@ def remove_thread(thread_id: str, yes: bool, db: Path | None) -> int:
     home = _home(db)
     try:
         info = home.thread(thread_id)
-        if info is None and home.transcript(thread_id) is None:
+        if info is None and not home.retention.has_checkpoints(thread_id):
             raise RunError(f"no thread {thread_id!r} in {home.path}")
         if not yes:
             about = f" ({info.agent}: {one_line(info.first_message, 50)})" if info else ""
@@ -142,6 +142,47 @@ def remove_thread(thread_id: str, yes: bool, db: Path | None) -> int:
     finally:
         home.close()
     click.echo(f"deleted thread {thread_id}")
+    return 0
+
+
+@threads.command("keep-checkpoints")
+@click.argument("value", metavar="[N|all]", required=False)
+@db_option
+def keep_checkpoints(value: str | None, db: Path | None) -> int:
+    """Show or set how many of its latest checkpoints each thread keeps in this database.
+
+    The default is 10. `all` keeps every checkpoint (full time travel through the Python API),
+    and then a thread's storage grows with the square of its length: each checkpoint holds the
+    whole conversation. Checkpoints where a thread waited for approval, or that a fork was made
+    from, are always kept. Setting a value prunes every thread now and gives the freed space
+    back to the file system; `agentctl run --keep-checkpoints` overrides it for one run.
+    """
+    from runner.retention import DEFAULT_KEEP, describe_keep, parse_keep
+
+    home = _home(db)
+    try:
+        retention = home.retention
+        if value is None:
+            found, keep = retention.stored_keep()
+            which = "" if found else " (the default)"
+            click.echo(f"{describe_keep(keep if found else DEFAULT_KEEP)}{which}")
+            return 0
+        try:
+            keep = parse_keep(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="N|all") from None
+        converting = not retention.incremental()
+        retention.store_keep(keep)
+        pruned = retention.prune_all(keep)
+        if converting:
+            click.echo("rewriting the database once to give space back (VACUUM) ...", err=True)
+        freed = retention.reclaim(force=True)
+    finally:
+        home.close()
+    click.echo(
+        f"threads in {home.path} keep {describe_keep(keep)} checkpoints; removed "
+        f"{pruned.checkpoints} old checkpoints, freed {freed / 1e6:.1f} MB"
+    )
     return 0
 
 

@@ -1,0 +1,246 @@
+"""Checkpoint retention: a thread keeps its latest checkpoints, its approvals and its fork points,
+and everything a resume, an answer or `threads show` reads."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from runner.events import Final, Interrupt
+from runner.retention import CheckpointRow, kept_checkpoints, parse_keep
+from runner.run import Decision, Home, Session
+from tests.conftest import run_cli
+from tests.fakes import ScriptedChatModel
+from tests.middleware.helpers import spec_file
+
+
+def answers(messages: list[BaseMessage]) -> dict[str, Any]:
+    """`write X` asks to write a file (an approval with `interrupt_on`); anything else gets a
+    numbered answer after one `ls`."""
+    last = messages[-1]
+    turn = sum(1 for m in messages if m.type == "human")
+    if last.type == "tool":
+        return {"content": f"answer {turn}"}
+    text = str(last.content)
+    if text.startswith("write "):
+        args = {"file_path": f"/{text[6:]}.md", "content": "x"}
+        return {"content": "", "tool_calls": [{"name": "write_file", "args": args}]}
+    return {"content": "", "tool_calls": [{"name": "ls", "args": {"path": "/"}}]}
+
+
+def session(tmp_path: Path, *, approvals: bool = True, **kwargs: Any) -> Session:
+    spec = spec_file(tmp_path, interrupt_on={"write_file": True} if approvals else {})
+    return Session(spec, model=ScriptedChatModel(script=answers), db=tmp_path / "db", **kwargs)
+
+
+def rows(db: Path, table: str, thread: str) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            f"SELECT checkpoint_ns, checkpoint_id FROM {table} WHERE thread_id = ? "
+            "ORDER BY checkpoint_id",
+            (thread,),
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def turns(s: Session, count: int, thread: str | None = None, start: int = 0) -> str:
+    for i in range(start, start + count):
+        result = s.run(f"question {i}", thread_id=thread)
+        assert result.error is None and result.content == f"answer {i + 1}", result.events[-1]
+        thread = result.thread_id
+    assert thread is not None
+    return thread
+
+
+def test_a_long_thread_keeps_its_latest_checkpoints_and_its_whole_conversation(
+    tmp_path: Path,
+) -> None:
+    with session(tmp_path, keep_checkpoints=3) as s:
+        thread = turns(s, 12)
+        kept = rows(tmp_path / "db", "checkpoints", thread)
+        transcript = s.home.transcript(thread)
+        # the next turn starts from the latest checkpoint, in this process and in another
+        turns(s, 1, thread, start=12)
+    assert len(kept) == 3
+    writes = rows(tmp_path / "db", "writes", thread)
+    assert set(writes) <= set(rows(tmp_path / "db", "checkpoints", thread))
+    assert transcript is not None
+    assert [m.text for m in transcript.messages if m.type == "human"] == [
+        f"question {i}" for i in range(12)
+    ]
+    assert len(transcript.messages) == 12 * 4
+    with session(tmp_path) as fresh:
+        turns(fresh, 1, thread, start=13)
+
+
+def test_checkpoints_where_the_thread_waited_for_approval_stay(tmp_path: Path) -> None:
+    with session(tmp_path, keep_checkpoints=2) as s:
+        paused = s.run("write a")
+        thread = paused.thread_id
+        assert isinstance(paused.events[-1], Interrupt)
+        waiting = [cid for ns, cid in rows(tmp_path / "db", "writes", thread)]
+        # the pending approval survives the pruning after the turn that asked, and is answered
+        done = s.run(thread_id=thread, decisions=[Decision("approve")])
+        assert isinstance(done.events[-1], Final)
+        turns(s, 6, thread, start=1)
+        conn = sqlite3.connect(tmp_path / "db")
+        interrupts = conn.execute(
+            "SELECT DISTINCT checkpoint_id FROM writes WHERE thread_id = ? "
+            "AND channel = '__interrupt__'",
+            (thread,),
+        ).fetchall()
+        conn.close()
+        left = {cid for _, cid in rows(tmp_path / "db", "checkpoints", thread)}
+        assert len(interrupts) == 1 and interrupts[0][0] in left and interrupts[0][0] in waiting
+        assert len(left) == 3  # the latest two and the approval
+
+
+def test_a_pending_approval_is_answered_from_a_fresh_process_after_pruning(
+    tmp_path: Path,
+) -> None:
+    with session(tmp_path, keep_checkpoints=1) as s:
+        thread = turns(s, 3)
+        paused = s.run("write b", thread_id=thread)
+        assert isinstance(paused.events[-1], Interrupt)
+        shown = s.home.transcript(thread)
+    assert shown is not None and [a.name for a in shown.pending] == ["write_file"]
+    with session(tmp_path, keep_checkpoints=1) as again:
+        assert [a.name for _, actions in again.pending(thread) for a in actions] == ["write_file"]
+        done = again.run(thread_id=thread, decisions=[Decision("approve")])
+        assert isinstance(done.events[-1], Final)
+        assert again.values(thread)["files"]["/b.md"]
+
+
+def test_the_checkpoint_a_fork_was_made_from_stays(tmp_path: Path) -> None:
+    with session(tmp_path, keep_checkpoints="all") as s:
+        thread = turns(s, 2)
+        config: Any = {"configurable": {"thread_id": thread}}
+        origin = list(s.graph.get_state_history(config))[3].config
+        # a fork through the Python API: new values on an older checkpoint
+        forked = s.graph.update_state(origin, {"todos": []})
+    with session(tmp_path, keep_checkpoints=2) as s:
+        s.run("question 9", thread_id=thread)
+        s.run("question 10", thread_id=thread)
+        left = {cid for _, cid in rows(tmp_path / "db", "checkpoints", thread)}
+    # the latest two, the fork and the checkpoint it was made from, and that one's first child
+    # on the old branch (it is a branch point now)
+    assert origin["configurable"]["checkpoint_id"] in left
+    assert forked["configurable"]["checkpoint_id"] in left
+    assert len(left) == 5
+
+
+def test_keep_all_keeps_every_checkpoint(tmp_path: Path) -> None:
+    with session(tmp_path, approvals=False, keep_checkpoints="all") as s:
+        thread = turns(s, 4)
+    # a turn: input, loop start, model, tools, model; no extra step for dangling calls
+    assert len(rows(tmp_path / "db", "checkpoints", thread)) == 4 * 5
+
+
+def test_the_database_setting_applies_and_a_run_overrides_it(tmp_path: Path) -> None:
+    home = Home(tmp_path / "db")
+    home.retention.store_keep(2)
+    home.close()
+    with session(tmp_path) as s:
+        thread = turns(s, 3)
+        assert len(rows(tmp_path / "db", "checkpoints", thread)) == 2
+    with session(tmp_path, keep_checkpoints=7) as s:
+        turns(s, 2, thread, start=3)
+        assert len(rows(tmp_path / "db", "checkpoints", thread)) == 7
+
+
+def test_subagent_checkpoints_go_with_the_main_checkpoint_they_ran_under() -> None:
+    main = [CheckpointRow("", f"0{i}", f"0{i - 1}" if i else None, "loop", None) for i in range(6)]
+    sub = [
+        CheckpointRow("tools:a", "02a", None, "loop", "02"),
+        CheckpointRow("tools:b", "05a", None, "loop", "05"),
+        CheckpointRow("tools:c", "09a", None, "loop", "09"),  # its main checkpoint is not saved yet
+    ]
+    kept = kept_checkpoints(main + sub, set(), 2)
+    assert kept == {("", "04"), ("", "05"), ("tools:b", "05a"), ("tools:c", "09a")}
+    waited = kept_checkpoints(main + sub, {("", "02")}, 2)
+    assert ("", "02") in waited and ("tools:a", "02a") in waited
+
+
+def test_a_branch_point_stays() -> None:
+    rows_ = [
+        CheckpointRow("", "01", None, "input", None),
+        CheckpointRow("", "02", "01", "loop", None),
+        CheckpointRow("", "03", "02", "loop", None),
+        CheckpointRow("", "04", "02", "loop", None),  # run again from 02
+        CheckpointRow("", "05", "04", "loop", None),
+    ]
+    assert kept_checkpoints(rows_, set(), 1) == {("", "02"), ("", "03"), ("", "04"), ("", "05")}
+    assert len(kept_checkpoints(rows_, set(), None)) == 5
+
+
+def test_agentctl_graphs_use_no_delta_channel(tmp_path: Path) -> None:
+    # Retention leaves the oldest kept checkpoint's parent pointer dangling; only DeltaChannel
+    # values are rebuilt through parents. If LangChain moves state to DeltaChannel, retention
+    # must keep the chain back to a snapshot: this test says so.
+    from langgraph.channels.delta import DeltaChannel
+
+    with session(tmp_path) as s:
+        channels = dict(s.graph.channels)
+    assert channels and not any(isinstance(c, DeltaChannel) for c in channels.values())
+
+
+def test_deleting_a_thread_gives_the_space_back(tmp_path: Path) -> None:
+    with session(tmp_path, keep_checkpoints="all") as s:
+        big = s.run("x" * 300_000).thread_id
+        turns(s, 10, big, start=1)
+        small = turns(s, 1)
+        before, _ = s.home.retention.sizes()
+        assert s.home.retention.incremental()
+        s.home.delete(big)
+        after, free = s.home.retention.sizes()
+    assert after < before / 4 and free * 4 < after
+    assert rows(tmp_path / "db", "checkpoints", small)
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "some", ""])
+def test_bad_keep_values_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"at least 1|expected"):
+        parse_keep(text)
+
+
+def test_the_cli_shows_sets_and_checks_the_setting(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    with session(tmp_path, keep_checkpoints="all") as s:
+        thread = turns(s, 3)
+    saved = len(rows(tmp_path / "db", "checkpoints", thread))
+    shown = run_cli("threads", "keep-checkpoints", "--db", db, cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout == "10 (the default)\n"
+    changed = run_cli("threads", "keep-checkpoints", "1", "--db", db, cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert f"keep 1 checkpoints; removed {saved - 1} old checkpoints" in changed.stdout
+    assert len(rows(tmp_path / "db", "checkpoints", thread)) == 1
+    assert run_cli("threads", "keep-checkpoints", "--db", db, cwd=tmp_path).stdout == "1\n"
+    bad = run_cli("threads", "keep-checkpoints", "none", "--db", db, cwd=tmp_path)
+    assert bad.returncode == 2 and "expected a number of checkpoints" in bad.stderr
+    shown_thread = run_cli("threads", "show", thread, "--db", db, cwd=tmp_path)
+    assert shown_thread.returncode == 0 and "question 2" in shown_thread.stdout
+    flag = run_cli("run", "x.yaml", "hi", "--keep-checkpoints", "0", cwd=tmp_path)
+    assert flag.returncode == 2 and "--keep-checkpoints" in flag.stderr
+
+
+def test_a_turn_reads_the_thread_once(tmp_path: Path) -> None:
+    with session(tmp_path, approvals=False) as s:
+        thread = turns(s, 1)
+        saver = s.home.checkpointer
+        reads: list[Any] = []
+        original = saver.get_tuple
+
+        def counted(config: Any) -> Any:
+            reads.append(config)
+            return original(config)
+
+        saver.get_tuple = counted
+        turns(s, 1, thread, start=1)
+    # one read by the Session (input, calls already shown, outcome), one by LangGraph's loop
+    assert len(reads) == 2
