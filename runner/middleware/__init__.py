@@ -18,7 +18,8 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 | - | fallback, retries     | fallback outside retry: retry the primary first, then fall back;     |
 |   |                       | both inside prompt assembly, outside caching                         |
 | 7 | PromptCaching         | Anthropic cache markers, decided on the model actually called        |
-| 8 | PatchToolCalls        | answers dangling tool calls before a run starts                      |
+| 8 | PatchToolCalls        | answers dangling tool calls in the request (a model-call hook, not a |
+|   |                       | node: a node is a graph step, and every step writes a checkpoint)    |
 | - | spec `middleware:`    | the user's middleware, after the whole shared harness (seed 000      |
 |   |                       | §3.1: a subagent's own middleware follows the shared one; the main   |
 |   |                       | agent's goes in the same place, as `create_deep_agent` puts it)      |
@@ -32,8 +33,8 @@ instead of appending in its own `wrap_model_call`: every wrap hook costs time on
 call, and most sections never change during a run.
 
 For the same reason `build_graph` hands LangChain the wrap hooks of adjacent harness middleware
-(nothing else's hook of that kind between them) as one hook per kind, composed in the order
-above (`runner.middleware.fused`): in the default chain Filesystem's and LargeInputs' tool hooks
-are one, and LargeInputs' and Summarization's model hooks are one. The spec's middleware and
-LangChain's own are never fused, and `middleware_chain` still lists the chain as above.
+(nothing else's hook of that kind between them) as one hook per kind, composed in the order above
+(`runner.middleware.fused`): in the default chain Filesystem's and LargeInputs' tool hooks are one,
+and LargeInputs', Summarization's and PatchToolCalls' model hooks are one. The spec's middleware
+and LangChain's own are never fused, and `middleware_chain` still lists the chain as above.
 """
