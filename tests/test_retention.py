@@ -244,3 +244,33 @@ def test_a_turn_reads_the_thread_once(tmp_path: Path) -> None:
         turns(s, 1, thread, start=1)
     # one read by the Session (input, calls already shown, outcome), one by LangGraph's loop
     assert len(reads) == 2
+
+
+def subagent_writes(messages: list[BaseMessage]) -> dict[str, Any]:
+    """The main agent hands the work to the general-purpose subagent, which writes a file."""
+    last = messages[-1]
+    first = next(m for m in messages if m.type == "human")
+    if str(first.content).startswith("sub:"):
+        if last.type == "tool":
+            return {"content": "sub done"}
+        args = {"file_path": "/s.md", "content": "x"}
+        return {"content": "", "tool_calls": [{"name": "write_file", "args": args}]}
+    if last.type == "tool":
+        return {"content": "main done"}
+    args = {"description": "sub: write it", "subagent_type": "general-purpose"}
+    return {"content": "", "tool_calls": [{"name": "task", "args": args}]}
+
+
+def test_a_subagents_pending_approval_survives_pruning(tmp_path: Path) -> None:
+    spec = spec_file(tmp_path, general_purpose_agent=True, interrupt_on={"write_file": True})
+    model = ScriptedChatModel(script=subagent_writes)
+    with Session(spec, model=model, db=tmp_path / "db", keep_checkpoints=1) as s:
+        paused = s.run("go")
+        assert isinstance(paused.events[-1], Interrupt)
+        assert paused.events[-1].actions[0].agent == "general-purpose"
+    namespaces = [ns for ns, _ in rows(tmp_path / "db", "checkpoints", paused.thread_id)]
+    assert len(namespaces) == 2 and namespaces.count("") == 1  # the main step and the subagent's
+    with Session(spec, model=model, db=tmp_path / "db", keep_checkpoints=1) as s:
+        done = s.run(thread_id=paused.thread_id, decisions=[Decision("approve")])
+        turns_after = s.run("go again", thread_id=paused.thread_id)
+    assert done.content == "main done" and isinstance(turns_after.events[-1], Interrupt)
