@@ -162,6 +162,11 @@ def kept_checkpoints(
 class CheckpointRetention(Protocol):
     """Prunes one checkpointer's storage; `runner.run.Session` calls `prune` after each turn."""
 
+    def latest_checkpoint_id(self, thread_id: str) -> str | None:
+        """The id of the thread's latest main-graph checkpoint, without reading its values
+        (lets a session tell whether a thread moved since its last turn)."""
+        ...
+
     def prune(self, thread_id: str, keep: int | None) -> Pruned:
         """Remove the checkpoints of `thread_id` (and their writes) that `kept_checkpoints`
         does not keep; `keep=None` removes nothing."""
@@ -290,6 +295,18 @@ class SqliteRetention:
                 self.conn.rollback()
                 raise
         return Pruned(checkpoints=len(gone), writes=max(writes, 0))
+
+    def latest_checkpoint_id(self, thread_id: str) -> str | None:
+        """The id of the thread's latest main-graph checkpoint, without reading it."""
+        with self.lock:
+            if not self._has_tables():
+                return None
+            row = self.conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id,),
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def has_checkpoints(self, thread_id: str) -> bool:
         with self.lock:

@@ -472,6 +472,17 @@ class EventTranslator:
             yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
 
 
+@dataclass(frozen=True)
+class _Finished:
+    """The parts of a LangGraph `StateSnapshot` a turn reads, for a thread that finished its
+    last turn: its values, and no task or approval pending."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...] = ()
+    tasks: tuple[Any, ...] = ()
+    interrupts: tuple[Any, ...] = ()
+
+
 def pending_actions(
     state: Any, agents: Mapping[str, str] | None = None
 ) -> list[tuple[str, list[Action]]]:
@@ -635,6 +646,10 @@ class Session:
         if isinstance(keep_checkpoints, int) and keep_checkpoints < 1:
             raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
         self.keep_checkpoints = keep_checkpoints
+        # (thread, its latest checkpoint id, its values) after a turn of ours that finished:
+        # the next turn on that thread in this session starts from them unless the thread has
+        # moved since (another process, `graph.update_state`), instead of decoding them again.
+        self._finished: tuple[str, str, dict[str, Any]] | None = None
 
     # ----------------------------------------------------------------------- threads
 
@@ -778,7 +793,8 @@ class Session:
         thread_id = thread_id or new_thread_id()
         # The one read of the thread's state this turn: its input, the calls already shown, and
         # (unless the turn stops for approval) its outcome come from it and from the stream.
-        state = self.state(thread_id) if not new_thread else None
+        state = self._state_at_start(thread_id) if not new_thread else None
+        self._finished = None
         if state is not None and not state.values and self.home.thread(thread_id) is None:
             yield Error(
                 agent=self.name,
@@ -873,6 +889,10 @@ class Session:
         warning = self._prune(thread_id)
         if warning is not None:
             yield warning
+        if isinstance(outcome, Final) and final_values is not None:
+            latest = self.home.retention.latest_checkpoint_id(thread_id)
+            if latest is not None:
+                self._finished = (thread_id, latest, dict(final_values))
         yield outcome
 
     def _unused_replies(
@@ -918,6 +938,19 @@ class Session:
                     f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
                     "a run that took another path)",
                 )
+
+    def _state_at_start(self, thread_id: str) -> Any:
+        """The thread's state as this turn finds it: what the last turn of this session ended
+        with when nothing has written to the thread since (a finished turn leaves no task and
+        no approval pending), else read from its latest checkpoint."""
+        finished = self._finished
+        if (
+            finished is not None
+            and finished[0] == thread_id
+            and self.home.retention.latest_checkpoint_id(thread_id) == finished[1]
+        ):
+            return _Finished(values=finished[2])
+        return self.state(thread_id)
 
     def _prune(self, thread_id: str) -> RunWarning | None:
         """Remove the thread's checkpoints that nothing needs any more (`runner.retention`);

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from runner.events import Final, Interrupt
 from runner.retention import CheckpointRow, kept_checkpoints, parse_keep
@@ -229,9 +229,12 @@ def test_the_cli_shows_sets_and_checks_the_setting(tmp_path: Path) -> None:
     assert flag.returncode == 2 and "--keep-checkpoints" in flag.stderr
 
 
-def test_a_turn_reads_the_thread_once(tmp_path: Path) -> None:
+def test_a_turn_reads_the_thread_once_and_a_next_turn_reuses_what_it_ended_with(
+    tmp_path: Path,
+) -> None:
     with session(tmp_path, approvals=False) as s:
         thread = turns(s, 1)
+    with session(tmp_path, approvals=False) as s:
         saver = s.home.checkpointer
         reads: list[Any] = []
         original = saver.get_tuple
@@ -242,8 +245,21 @@ def test_a_turn_reads_the_thread_once(tmp_path: Path) -> None:
 
         saver.get_tuple = counted
         turns(s, 1, thread, start=1)
-    # one read by the Session (input, calls already shown, outcome), one by LangGraph's loop
-    assert len(reads) == 2
+        # one read by the Session (input, calls already shown, outcome), one by LangGraph's loop
+        assert len(reads) == 2
+        turns(s, 1, thread, start=2)
+        # the next turn in this session starts from what the last one ended with
+        assert len(reads) == 3
+        # unless the thread moved meanwhile
+        config: Any = {"configurable": {"thread_id": thread}}
+        s.graph.update_state(config, {"messages": [HumanMessage("a note in between")]})
+        assert s.run("question 3", thread_id=thread).content == "answer 5"
+        assert len(reads) > 5
+        history = s.values(thread)["messages"]
+    assert [m.text for m in history if m.type == "human"][-2:] == [
+        "a note in between",
+        "question 3",
+    ]
 
 
 def subagent_writes(messages: list[BaseMessage]) -> dict[str, Any]:
