@@ -60,7 +60,6 @@ def test_the_threads_commands_do_not_import_langchain(tmp_path: Path) -> None:
         thread = session.run("hello").thread_id
     assert loaded_by_cli(["threads", "list", "--db", db], tmp_path) == []
     assert loaded_by_cli(["threads", "keep-checkpoints", "--db", db], tmp_path) == []
-    # showing decodes the saved messages, which are langchain_core objects
-    shown = loaded_by_cli(["threads", "show", thread, "--db", db], tmp_path)
-    assert "langchain" not in shown
+    # the saved messages are read as plain values (runner.transcripts)
+    assert loaded_by_cli(["threads", "show", thread, "--db", db], tmp_path) == []
     assert loaded_by_cli(["threads", "rm", thread, "--yes", "--db", db], tmp_path) == []

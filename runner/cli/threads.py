@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from runner.run import Home, ThreadInfo
+    from runner.run import Home, ThreadInfo, Transcript
 
 db_option = click.option(
     "--db",
@@ -54,10 +54,12 @@ def list_threads(agent: str | None = None, db: Path | None = None) -> int:
         (t.thread_id, t.agent, local_time(t.updated_at), one_line(t.first_message)) for t in found
     ]
     widths = [max(len(row[i]) for row in [_HEADER, *rows]) for i in range(3)]
+    lines = []
     for row in [_HEADER, *rows]:
         line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
         line += "  " + row[3]
-        click.echo(click.style(line, bold=True) if row is _HEADER else line)
+        lines.append(click.style(line, bold=True) if row is _HEADER else line)
+    click.echo("\n".join(lines))  # one write: thousands of threads list at once
     return 0
 
 
@@ -76,7 +78,7 @@ def show_thread(thread_id: str, db: Path | None) -> int:
     home = _home(db)
     try:
         info = home.thread(thread_id)
-        transcript = home.transcript(thread_id)
+        transcript = _transcript(home, thread_id)
     finally:
         home.close()
     if transcript is None and info is None:
@@ -184,6 +186,19 @@ def keep_checkpoints(value: str | None, db: Path | None) -> int:
         f"{pruned.checkpoints} old checkpoints, freed {freed / 1e6:.1f} MB"
     )
     return 0
+
+
+def _transcript(home: Home, thread_id: str) -> Transcript | None:
+    """Read without LangChain when the checkpoint is plain msgpack (`runner.transcripts`), else
+    through LangGraph's serializer."""
+    from runner.run import Transcript
+    from runner.transcripts import Unreadable, saved_transcript
+
+    try:
+        found = saved_transcript(home.conn, home._lock, thread_id)
+    except Unreadable:
+        return home.transcript(thread_id)
+    return None if found is None else Transcript(list(found[0]), found[1])
 
 
 def _home(db: Path | None) -> Home:

@@ -1,0 +1,134 @@
+"""A saved thread's conversation read without LangChain, for `agentctl threads show`.
+
+`Home.transcript` decodes the latest checkpoint with LangGraph's serializer into LangChain
+message objects; importing those (langchain_core, the checkpointer) takes longer than everything
+`threads show` does. A checkpoint is msgpack, where LangGraph writes each object as an extension
+holding (module, class, arguments): a pydantic model (every LangChain message) as its field
+values, a dataclass (an `Interrupt`) as its keyword arguments. This module reads those as plain
+values: a message becomes a `SavedMessage` with what the transcript shows. Anything else (another
+serializer, an extension it does not know) raises `Unreadable`, and the caller falls back to
+`Home.transcript`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from runner.events import Action
+
+__all__ = ["SavedMessage", "Unreadable", "saved_transcript"]
+
+# LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
+_SINGLE_ARG, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2 = range(6)
+
+
+class Unreadable(Exception):
+    """The checkpoint is not in the format this module reads."""
+
+
+@dataclass(frozen=True)
+class SavedMessage:
+    """What `threads show` needs of a message: its kind (human, ai, tool), text, tool calls
+    (name, args, id) and, for a tool result, its status."""
+
+    type: str
+    text: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "success"
+
+
+def _ext(code: int, data: bytes) -> Any:
+    import ormsgpack
+
+    if code not in (_SINGLE_ARG, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2):
+        raise Unreadable(f"msgpack extension {code}")
+    parts = ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+    if not isinstance(parts, list | tuple) or len(parts) < 3:
+        raise Unreadable("unexpected extension layout")
+    module, name, argument = parts[0], parts[1], parts[2]
+    if code == _SINGLE_ARG and (module, name) == ("uuid", "UUID"):
+        return str(argument)
+    return argument
+
+
+def _decode(kind: str | None, blob: bytes | None) -> Any:
+    if kind != "msgpack" or blob is None:
+        raise Unreadable(f"serializer {kind!r}")
+    import ormsgpack
+
+    try:
+        return ormsgpack.unpackb(blob, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+    except ormsgpack.MsgpackDecodeError as exc:
+        raise Unreadable(str(exc)) from None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part if isinstance(part, str) else str(part.get("text", ""))
+            for part in content
+            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
+        )
+    return str(content)
+
+
+def _message(value: Any) -> SavedMessage:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise Unreadable("a message without a type")
+    chunks = {"AIMessageChunk": "ai", "HumanMessageChunk": "human", "ToolMessageChunk": "tool"}
+    kind = chunks.get(value["type"], str(value["type"]))
+    calls = [
+        {"name": c.get("name", ""), "args": dict(c.get("args") or {}), "id": c.get("id")}
+        for c in value.get("tool_calls") or ()
+        if isinstance(c, dict)
+    ]
+    return SavedMessage(
+        kind, _text(value.get("content", "")), calls, str(value.get("status") or "success")
+    )
+
+
+def saved_transcript(
+    conn: sqlite3.Connection, lock: threading.Lock, thread_id: str
+) -> tuple[list[SavedMessage], list[Action]] | None:
+    """The messages and pending approvals of the thread's latest checkpoint (None without
+    one), from LangGraph's SQLite tables; `Unreadable` when they are not plain msgpack."""
+    from runner.run import pending_actions
+
+    with lock:
+        tables = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+            "AND name IN ('checkpoints', 'writes')"
+        ).fetchone()[0]
+        if tables != 2:
+            return None
+        row = conn.execute(
+            "SELECT checkpoint_id, type, checkpoint FROM checkpoints WHERE thread_id = ? "
+            "AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        writes = conn.execute(
+            "SELECT type, value FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "
+            "AND checkpoint_id = ? AND channel = '__interrupt__' ORDER BY task_id, idx",
+            (thread_id, row[0]),
+        ).fetchall()
+    checkpoint = _decode(row[1], row[2])
+    values = checkpoint.get("channel_values") if isinstance(checkpoint, dict) else None
+    if not isinstance(values, dict):
+        raise Unreadable("no channel values")
+    messages = [_message(m) for m in values.get("messages") or ()]
+    interrupts = []
+    for kind, blob in writes:
+        for item in _decode(kind, blob) or ():
+            if not isinstance(item, dict) or "value" not in item:
+                raise Unreadable("an interrupt without a value")
+            interrupts.append(SimpleNamespace(id=item.get("id", ""), value=item["value"]))
+    pending = pending_actions(SimpleNamespace(interrupts=interrupts))
+    return messages, [action for _, actions in pending for action in actions]

@@ -1,0 +1,66 @@
+"""`threads show` reads a saved thread without LangChain, and shows what LangGraph's own decoding
+shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.cli import threads as threads_cli
+from runner.events import Interrupt
+from runner.run import Session
+from runner.transcripts import Unreadable, _decode, saved_transcript
+from tests.fakes import ScriptedChatModel
+from tests.middleware.helpers import call, reply, spec_file
+
+
+def test_the_light_reading_matches_langgraphs(tmp_path: Path) -> None:
+    spec = spec_file(tmp_path, interrupt_on={"write_file": True})
+    model = ScriptedChatModel(
+        script=[
+            reply("Looking.", call("ls", path="/"), call("read_file", file_path="/missing.md")),
+            reply([{"type": "text", "text": "Nothing "}, {"type": "text", "text": "there."}]),
+            reply("", call("write_file", file_path="/a.md", content="x")),
+        ]
+    )
+    with Session(spec, model=model, db=tmp_path / "db") as session:
+        thread = session.run("look").thread_id
+        paused = session.run("write it", thread_id=thread)
+        assert isinstance(paused.events[-1], Interrupt)
+        home = session.home
+        light = saved_transcript(home.conn, home._lock, thread)
+        full = home.transcript(thread)
+        assert saved_transcript(home.conn, home._lock, "nope") is None
+    assert light is not None and full is not None
+    messages, pending = light
+    assert [(m.type, m.text, m.tool_calls, m.status) for m in messages] == [
+        (
+            m.type,
+            m.text,
+            [{k: c[k] for k in ("name", "args", "id")} for c in m.tool_calls]
+            if m.type == "ai"
+            else [],
+            getattr(m, "status", "success") if m.type == "tool" else "success",
+        )
+        for m in full.messages
+    ]
+    assert any(m.status == "error" for m in messages)  # the missing file
+    assert pending == full.pending and [a.name for a in pending] == ["write_file"]
+
+
+def test_another_format_falls_back_to_langgraph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(Unreadable):
+        _decode("pickle", b"...")
+    model = ScriptedChatModel(script=[reply("Hello there.")])
+    with Session(spec_file(tmp_path), model=model, db=tmp_path / "db") as session:
+        thread = session.run("hi").thread_id
+
+        def unreadable(*args: object) -> None:
+            raise Unreadable("test")
+
+        monkeypatch.setattr("runner.transcripts.saved_transcript", unreadable)
+        transcript = threads_cli._transcript(session.home, thread)
+    assert transcript is not None and transcript.messages[-1].text == "Hello there."
