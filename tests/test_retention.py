@@ -290,3 +290,24 @@ def test_a_subagents_pending_approval_survives_pruning(tmp_path: Path) -> None:
         done = s.run(thread_id=paused.thread_id, decisions=[Decision("approve")])
         turns_after = s.run("go again", thread_id=paused.thread_id)
     assert done.content == "main done" and isinstance(turns_after.events[-1], Interrupt)
+
+
+def test_a_database_from_before_is_switched_to_incremental_vacuum_once(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE agentctl_threads (thread_id TEXT PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    home = Home(db)
+    try:
+        assert not home.retention.incremental()  # an existing file keeps its mode on opening
+    finally:
+        home.close()
+    changed = run_cli("threads", "keep-checkpoints", "5", "--db", str(db), cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert "rewriting the database once" in changed.stderr
+    home = Home(db)
+    try:
+        assert home.retention.incremental() and home.retention.stored_keep() == (True, 5)
+    finally:
+        home.close()
