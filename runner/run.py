@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from runner import threads_db
 from runner.errors import RunError, RunnerError
 from runner.events import (
     Action,
@@ -61,6 +62,12 @@ __all__ = [
     "new_thread_id",
     "resume_settings",
 ]
+
+
+DURABILITY: Literal["sync"] = "sync"
+"""LangGraph's checkpoint durability for every turn: each step's checkpoint is committed before
+the next step starts ("async" would overlap the write with the next step, and a crash could lose
+a finished step; "exit" would write only when the run ends)."""
 
 
 def default_home() -> Path:
@@ -143,18 +150,27 @@ class Home:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            # Durability (README "Crashes and concurrent runs"): write-ahead log, so readers
+            # never block the writer and a killed writer leaves no half-written page; NORMAL
+            # sync, so a commit is safe from a process crash once it returns (the OS has it)
+            # and costs no fsync per checkpoint; an OS crash or power cut may lose the last
+            # commits, never the database.
             self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, "
                 "agent TEXT, spec TEXT, created_at TEXT, updated_at TEXT, first_message TEXT)"
             )
             self.conn.execute(_SETTINGS_TABLE)
-            self.conn.commit()
+            threads_db.setup(self.conn)  # commits
         except (OSError, sqlite3.Error) as exc:
             raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
         self._lock = threading.Lock()
         self._checkpointer: Any = None
         self._store: Any = None
+        self.lease: threads_db.ThreadLease = threads_db.SqliteThreadLease(self.conn, self._lock)
+        self.answers: threads_db.AnswerLog = threads_db.SqliteAnswerLog(self.conn, self._lock)
+        self._journal: threads_db.ToolJournal | None = None
 
     # One connection, one lock. The checkpointer and the store each serialise their use of the
     # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
@@ -171,8 +187,16 @@ class Home:
             saver = SqliteSaver(self.conn)
             saver.lock = self._lock
             saver.setup()
+            # the tool journal (runner.middleware.journal) finds its table through the saver
+            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
             self._checkpointer = saver
         return self._checkpointer
+
+    @property
+    def journal(self) -> threads_db.ToolJournal:
+        if self._journal is None:
+            self._journal = threads_db.SqliteToolJournal(self.conn, self._lock)
+        return self._journal
 
     @property
     def store(self) -> Any:
@@ -268,11 +292,13 @@ class Home:
         self.checkpointer.delete_thread(thread_id)
         with self._lock:
             self.conn.execute("DELETE FROM agentctl_threads WHERE thread_id = ?", (thread_id,))
+            threads_db.forget_thread(self.conn, thread_id)
             self.conn.commit()
         return found
 
     def close(self) -> None:
-        self.conn.close()
+        with self._lock:  # not while another thread is in the middle of a write
+            self.conn.close()
 
 
 @dataclass(frozen=True)
@@ -603,6 +629,7 @@ class Session:
         record: str | os.PathLike[str] | None = None,
         local_context: str | None = None,
         allow_unused_vars: bool = False,
+        wait: float | None = None,
     ) -> None:
         from runner.build import _as_spec, build_graph
         from runner.resolve import Resolver
@@ -623,6 +650,8 @@ class Session:
         self.record_path = Path(record) if record else None
         self.no_sandbox = _no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(model, vars)
+        self.wait = wait
+        """Seconds a turn waits for a thread another process runs (None: fail at once)."""
 
     # ----------------------------------------------------------------------- threads
 
@@ -657,61 +686,104 @@ class Session:
 
     # ----------------------------------------------------------------------- running
 
+    def _answers(
+        self,
+        thread_id: str,
+        pending: list[tuple[str, list[Action]]],
+        decisions: Sequence[Decision],
+    ) -> dict[str, tuple[str, Any]]:
+        """Interrupt id -> (the decisions in words, the resume value) for `decisions`."""
+        total = sum(len(actions) for _, actions in pending)
+        if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
+            decisions = list(decisions) * total
+        if len(decisions) != total:
+            raise RunError(
+                f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
+                f"not {len(decisions)} (from the command line: --decisions with a JSON "
+                f"list of {total}, in the order the calls are listed)"
+            )
+        answers: dict[str, tuple[str, Any]] = {}
+        position = 0
+        for interrupt_id, actions in pending:
+            chosen = []
+            for action in actions:
+                decision = decisions[position]
+                position += 1
+                if decision.type not in action.allowed_decisions:
+                    raise RunError(
+                        f"{action.name}: '{decision.type}' is not allowed here; allowed: "
+                        f"{', '.join(action.allowed_decisions)}"
+                    )
+                chosen.append(decision.as_langchain(action))
+            summary = ", ".join(c["type"] for c in chosen)
+            answers[interrupt_id] = (summary, {"decisions": chosen})
+        return answers
+
+    def _claim(self, thread_id: str, decisions: Sequence[Decision]) -> dict[str, Any]:
+        """Answer the thread's pending approvals: a compare-and-set on the pending interrupts
+        (`runner.threads_db.AnswerLog`). Returns the resume value per interrupt; raises
+        `AlreadyAnswered` when another answer came first.
+
+        An answer whose process died before the thread went on is still the answer: the same
+        decisions again finish it, other ones are refused."""
+        pending = pending_actions(self.state(thread_id))
+        if not pending:
+            last = self.home.answers.last(thread_id)
+            if last is not None:
+                raise threads_db.AlreadyAnswered(
+                    f"thread {thread_id} has no approval waiting: {last.describe()}"
+                )
+            hint = ""
+            state = self.state(thread_id)
+            if state.next or state.tasks:  # cut off before it reached the approval
+                import shlex
+
+                from runner.loader import display_path
+
+                source = self.spec.source
+                spec = shlex.quote(display_path(source)) if source else "SPEC"
+                hint = (
+                    "; its last run was cut off before it asked: continue it with "
+                    f"`agentctl run {spec} --thread {thread_id}` alone"
+                )
+            raise RunError(f"thread {thread_id} has no approval waiting; nothing to answer{hint}")
+        answers = self._answers(thread_id, pending, decisions)
+        earlier = self.home.answers.claim(thread_id, answers)
+        if earlier is None:
+            return {iid: resume for iid, (_, resume) in answers.items()}
+        recorded = self.home.answers.recorded(thread_id, list(answers))
+        same = set(recorded) == set(answers) and all(
+            recorded[iid].resume == resume for iid, (_, resume) in answers.items()
+        )
+        if same and all(a.process_gone for a in recorded.values()):
+            return {iid: a.resume for iid, a in recorded.items()}
+        raise threads_db.AlreadyAnswered(f"thread {thread_id}: {earlier.describe()}")
+
     def _input(
         self,
         thread_id: str,
         message: str | None,
-        decisions: Sequence[Decision] | None,
+        claimed: dict[str, Any] | None,
     ) -> Any:
+        """The graph input of a turn, read with the thread's lease held."""
         from langchain_core.messages import HumanMessage
         from langgraph.types import Command
 
         state = self.state(thread_id)
         pending = pending_actions(state)
-        if decisions is not None:
-            if not pending:
-                hint = ""
-                if state.next or state.tasks:  # cut off before it reached the approval
-                    import shlex
-
-                    from runner.loader import display_path
-
-                    source = self.spec.source
-                    spec = shlex.quote(display_path(source)) if source else "SPEC"
-                    hint = (
-                        "; its last run was cut off before it asked: continue it with "
-                        f"`agentctl run {spec} --thread {thread_id}` alone"
-                    )
-                raise RunError(
-                    f"thread {thread_id} has no approval waiting; nothing to answer{hint}"
-                )
-            total = sum(len(actions) for _, actions in pending)
-            if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
-                decisions = list(decisions) * total
-            if len(decisions) != total:
-                raise RunError(
-                    f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
-                    f"not {len(decisions)} (from the command line: --decisions with a JSON "
-                    f"list of {total}, in the order the calls are listed)"
-                )
-            answers: dict[str, Any] = {}
-            position = 0
-            for interrupt_id, actions in pending:
-                chosen = []
-                for action in actions:
-                    decision = decisions[position]
-                    position += 1
-                    if decision.type not in action.allowed_decisions:
-                        raise RunError(
-                            f"{action.name}: '{decision.type}' is not allowed here; allowed: "
-                            f"{', '.join(action.allowed_decisions)}"
-                        )
-                    chosen.append(decision.as_langchain(action))
-                answers[interrupt_id] = {"decisions": chosen}
-            return Command(resume=answers)
+        if claimed is not None:
+            if not {iid for iid, _ in pending} >= set(claimed):
+                last = self.home.answers.last(thread_id)
+                told = last.describe() if last else "already answered"
+                raise threads_db.AlreadyAnswered(f"thread {thread_id}: {told}")
+            return Command(resume=claimed)
         if message is not None:
             return {"messages": [HumanMessage(content=message)]}
         if pending:
+            recorded = self.home.answers.recorded(thread_id, [iid for iid, _ in pending])
+            if len(recorded) == len(pending):
+                # answered before a crash cut the run short: the recorded answer goes on
+                return Command(resume={iid: answer.resume for iid, answer in recorded.items()})
             names = ", ".join(a.name for _, actions in pending for a in actions)
             raise RunError(
                 f"thread {thread_id} waits for approval of {names}; approve, edit or reject it"
@@ -735,9 +807,12 @@ class Session:
         Give a `message` to send, `decisions` to answer pending approvals, or neither to continue
         a run that was cut off. Failures become an `Error` event (never an exception), except
         `KeyboardInterrupt`.
-        """
-        from langgraph.errors import GraphRecursionError
 
+        The turn holds the thread's lease (`runner.threads_db`): while it runs, another process
+        (or session) gets a `ThreadBusy` error, or waits up to the session's `wait` seconds.
+        Decisions are claimed before the lease is taken: of two answers to one approval, the
+        first recorded runs, the other gets `AlreadyAnswered`.
+        """
         new_thread = thread_id is None
         thread_id = thread_id or new_thread_id()
         if (
@@ -753,12 +828,36 @@ class Session:
             )
             return
         try:
-            graph_input = self._input(thread_id, message, decisions)
+            claimed = self._claim(thread_id, decisions) if decisions is not None else None
+            lease = self.home.lease.acquire(thread_id, wait=self.wait)
         except RunnerError as exc:
             yield Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
             )
             return
+        try:
+            outcome = yield from self._turn(thread_id, new_thread, message, claimed)
+        finally:
+            lease.release()
+        if outcome is not None:
+            yield outcome  # after the release: whoever reads it may go on with the thread
+
+    def _turn(
+        self,
+        thread_id: str,
+        new_thread: bool,
+        message: str | None,
+        claimed: dict[str, Any] | None,
+    ) -> Generator[RunEvent, None, RunEvent | None]:
+        """The events of one turn, with the lease held; returns the last one (the outcome)."""
+        from langgraph.errors import GraphRecursionError
+
+        try:
+            graph_input = self._input(thread_id, message, claimed)
+        except RunnerError as exc:
+            return Error(
+                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
+            )
         if message is not None:
             self.home.register(
                 thread_id, agent=self.name, spec=self.spec.source, first_message=message
@@ -788,18 +887,19 @@ class Session:
         config = self._config(thread_id, callbacks)
         try:
             # durability="sync": each checkpoint is committed before the next step starts, so a
-            # killed process loses at most the step it was in.
+            # killed process loses at most the step it was in (and the tool journal keeps what
+            # that step's finished tool calls returned).
             modes: Any = ["messages", "updates", "custom"]
             for namespace, mode, data in self.graph.stream(
                 graph_input,
                 config,
                 stream_mode=modes,
                 subgraphs=True,
-                durability="sync",
+                durability=DURABILITY,
             ):
                 yield from translator.feed(namespace, mode, data)
         except GraphRecursionError:
-            yield Error(
+            return Error(
                 agent=self.name,
                 kind="RecursionLimit",
                 thread_id=thread_id,
@@ -809,26 +909,23 @@ class Session:
                     "if it needs more"
                 ),
             )
-            return
         except RunnerError as exc:
-            yield Error(
+            return Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
             )
-            return
         except Exception as exc:
-            yield Error(
+            return Error(
                 agent=self.name,
                 message=describe_failure(exc, spec=self.spec),
                 kind="ModelCallLimit" if _is_model_call_limit(exc) else type(exc).__name__,
                 thread_id=thread_id,
             )
-            return
         finally:
             self.home.touch(thread_id)
         outcome = self._outcome(thread_id, translator.interrupt_agents)
         if isinstance(outcome, Final):
             yield from self._unused_replies(thread_id)
-        yield outcome
+        return outcome
 
     def _unused_replies(self, thread_id: str) -> Iterator[RunWarning]:
         """At the end of a run on replay models: the replies no agent played, per cassette (a
