@@ -296,6 +296,11 @@ class Home:
             self.conn.commit()
         return found
 
+    def freeze(self) -> None:
+        """Take the database lock for good, for a process about to `os._exit`: the writes under
+        way on this connection have committed, and no other starts."""
+        self._lock.acquire()
+
     def close(self) -> None:
         with self._lock:  # not while another thread is in the middle of a write
             self.conn.close()

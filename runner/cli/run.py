@@ -72,6 +72,16 @@ import click
 @click.option(
     "--auto-approve", is_flag=True, help="Approve every tool call that asks for approval."
 )
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    is_flag=False,
+    flag_value=float("inf"),
+    default=None,
+    metavar="[SECONDS]",
+    help="When another process runs the thread, wait for it (at most SECONDS; without a "
+    "number, as long as it takes) instead of failing.",
+)
 def run(
     spec: Path,
     message: str | None,
@@ -89,6 +99,7 @@ def run(
     edit_json: str | None,
     decisions_json: str | None,
     auto_approve: bool,
+    wait: float | None,
 ) -> int:
     """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
 
@@ -104,8 +115,12 @@ def run(
     --approve, --reject [--reason TEXT] or --edit JSON on the same thread (--approve and
     --reject answer every waiting call; --decisions JSON answers several one by one).
 
-    Exit codes: 0 done (or waiting for approval), 1 the run failed, 2 bad spec or usage,
-    130 interrupted.
+    One process runs a thread at a time: another one fails, naming the process that
+    runs it, unless --wait. An approval is answered once: a second answer fails.
+
+    Exit codes: 0 done (or waiting for approval), 1 the run failed (or the thread is busy,
+    or the approval was already answered), 2 bad spec or usage, 130 interrupted, 141 the
+    reader of the output left (`| head`; the thread is kept and can be continued).
     """
     from runner.cli.options import parse_vars
     from runner.cli.session import decisions_from_flags, is_terminal, run_turns
@@ -137,7 +152,15 @@ def run(
     )
     if interactive:
         return _chat(
-            spec, thread_id, parse_vars(vars_), model, record, db, auto_approve, allow_unused_var
+            spec,
+            thread_id,
+            parse_vars(vars_),
+            model,
+            record,
+            db,
+            auto_approve,
+            allow_unused_var,
+            wait,
         )
     if message is None and answers is None and thread_id is None:
         raise click.UsageError(
@@ -158,6 +181,7 @@ def run(
         answers=answers,
         auto_approve=auto_approve,
         allow_unused_vars=allow_unused_var,
+        wait=wait,
     )
 
 
@@ -170,6 +194,7 @@ def _chat(
     db: Path | None,
     auto_approve: bool,
     allow_unused_vars: bool,
+    wait: float | None,
 ) -> int:
     from runner.cli.chat import chat
     from runner.cli.session import local_context
@@ -186,6 +211,7 @@ def _chat(
             record=record,
             local_context=local_context(spec),
             allow_unused_vars=allow_unused_vars,
+            wait=wait,
         )
     except BaseException:
         home.close()

@@ -10,6 +10,7 @@ last completed step, and `PatchToolCallsMiddleware` answers any tool call left w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -17,7 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import click
 
@@ -373,6 +374,7 @@ def run_turns(
     answers: list[Decision] | None,
     auto_approve: bool,
     allow_unused_vars: bool = False,
+    wait: float | None = None,
 ) -> int:
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
@@ -390,6 +392,7 @@ def run_turns(
             record=record,
             local_context=local_context(spec),
             allow_unused_vars=allow_unused_vars,
+            wait=wait,
         )
     except BaseException:
         home.close()
@@ -414,8 +417,36 @@ def run_turns(
         view.pause()  # stop the spinners before saying anything
         finish_cancelled(turns, session)
         raise
+    except BrokenPipeError:
+        reader_left(session)
     finally:
         session.close()
+
+
+READER_LEFT = 141
+"""The exit status when the reader of the output left (`agentctl run ... | head`): 128 + SIGPIPE,
+what a shell reports for a program that SIGPIPE ended, as `yes | head` ends."""
+
+
+def reader_left(session: Session) -> NoReturn:
+    """The output's reader is gone: end now, quietly, with `READER_LEFT`, every time.
+
+    Ending like SIGPIPE would (at once, the step in flight cut short) but cleanly: the
+    database lock is taken for good first, so every write under way has committed and no other
+    starts (SQLite would roll back a half-written one anyway); the thread is as after a crash,
+    resumable with `--thread ID`, its finished tool calls journaled. MCP servers are stopped.
+    Then `os._exit`: an ordinary exit would tear the interpreter down under the turn's worker
+    thread and LangGraph's executor while they still run, which crashed (SIGSEGV) or printed
+    tracebacks and exited 1."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # whatever is still buffered goes nowhere
+    with contextlib.suppress(Exception):  # ending anyway; a server that will not stop dies with us
+        session.resolved.close()
+    session.home.freeze()
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(READER_LEFT)
 
 
 def finish_cancelled(
