@@ -42,11 +42,11 @@ def not_an_agent(path: Path) -> str | None:
     or has the agent schema line at its top, counts as an agent file, so its problems show."""
     import difflib
 
-    from runner.yamlsource import read_yaml
+    from runner.yamlsource import read_source, read_yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_source(path)
+    except (OSError, UnicodeDecodeError, ValueError):
         return None
     if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
         return None
@@ -308,11 +308,11 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
     """The host skills folders named at the top of a file that did not load (so its other
     problems and these show together): missing folders and bad SKILL.md files."""
-    from runner.yamlsource import read_yaml
+    from runner.yamlsource import read_source, read_yaml
 
     try:
-        doc = read_yaml(path.read_text(encoding="utf-8"), display_path(path), env)
-    except (OSError, UnicodeDecodeError):
+        doc = read_yaml(read_source(path), display_path(path), env)
+    except (OSError, UnicodeDecodeError, ValueError):
         return []
     skills = doc.value.get("skills") if isinstance(doc.value, dict) else None
     if not isinstance(skills, list) or ("skills",) in doc.failed_paths:
