@@ -108,11 +108,11 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
     h = agent.harness
     head, tail = prompt_parts(agent)
     chain = [
-        h.get("journal"),
         SystemPromptMiddleware(head) if static_prompt(head) is None else None,
         h.get("todos"),
         h.get("memory"),
         h.get("skills"),
+        h.get("journal"),
         h.get("filesystem"),
         h.get("large_inputs"),
         h.get("subagents"),

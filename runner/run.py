@@ -834,7 +834,18 @@ class Session:
             return
         try:
             claimed = self._claim(thread_id, decisions) if decisions is not None else None
-            lease = self.home.lease.acquire(thread_id, wait=self.wait)
+            try:
+                lease = self.home.lease.acquire(thread_id)
+            except threads_db.ThreadBusy as busy:
+                if not self.wait:
+                    raise
+                yield RunWarning(
+                    agent=self.name,
+                    code="thread_busy",
+                    message=f"thread {thread_id} is being run by another process "
+                    f"({busy.holder.describe()}); waiting for it",
+                )
+                lease = self.home.lease.acquire(thread_id, wait=self.wait)
         except RunnerError as exc:
             yield Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
