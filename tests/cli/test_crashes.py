@@ -168,9 +168,11 @@ def test_two_processes_answering_one_approval_run_it_once(tmp_path: Path) -> Non
     second = runs.start("--thread", thread, "--approve", gate="approved")
     runs.until(lambda: first.poll() is not None or second.poll() is not None)
     loser, winner = (first, second) if first.poll() is not None else (second, first)
-    _, err = loser.communicate()
+    out, _ = loser.communicate()
     assert loser.returncode == 1
-    assert f"already answered (approve, by pid {winner.pid} at 20" in err
+    error = events(out)[-1]
+    assert error["type"] == "error" and error["kind"] == "AlreadyAnswered"
+    assert f"already answered (approve, by pid {winner.pid} at 20" in error["message"]
     assert winner.poll() is None  # it runs the call, held at the gate
     runs.gate.touch()
     out, err = winner.communicate(timeout=PATIENCE)
@@ -178,8 +180,10 @@ def test_two_processes_answering_one_approval_run_it_once(tmp_path: Path) -> Non
     assert events(out)[-1]["content"] == "All recorded."
     assert Counter(runs.effects()) == EVERY_EFFECT
     # an answer after the thread went on is refused the same way
-    code, _, err = runs.run("--thread", thread, "--reject")
-    assert code == 1 and f"already answered (approve, by pid {winner.pid} at" in err
+    code, lines, _ = runs.run("--thread", thread, "--reject")
+    assert (
+        code == 1 and f"already answered (approve, by pid {winner.pid} at" in lines[-1]["message"]
+    )
 
 
 def test_a_thread_runs_in_one_process_at_a_time(tmp_path: Path) -> None:
@@ -192,10 +196,11 @@ def test_a_thread_runs_in_one_process_at_a_time(tmp_path: Path) -> None:
     thread = json.loads(holder.stdout.readline())["thread_id"]
     runs.until(lambda: "a" in runs.effects())
     for args in (("--thread", thread), ("--thread", thread, "more")):
-        code, _, err = runs.run(*args)
-        assert code == 1
-        assert f"thread {thread} is being run by another process (pid {holder.pid} on " in err
-        assert "--wait" in err
+        code, lines, _ = runs.run(*args)
+        assert code == 1 and lines[-1]["kind"] == "ThreadBusy"
+        message = lines[-1]["message"]
+        assert f"thread {thread} is being run by another process (pid {holder.pid} on " in message
+        assert "--wait" in message
     waiter = runs.start("--thread", thread, "one more", "--wait")
     assert waiter.stdout is not None
     waiting = json.loads(waiter.stdout.readline())  # it found the thread busy: it waits
