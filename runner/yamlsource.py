@@ -405,19 +405,24 @@ class InputTooLarge(yaml.MarkedYAMLError):
     """A document over one of the bounds: an alias bomb, a loop of aliases, too deep nesting."""
 
 
-def read_source(path: os.PathLike[str] | str, *, limit: int = MAX_SOURCE_BYTES) -> str:
+def read_source(path: os.PathLike[str] | str, *, limit: int | None = None) -> str:
     """The UTF-8 text of a file, refused (`SourceTooLarge`, with the reason) past `limit` bytes
-    before any of it is read into memory. OSError and UnicodeDecodeError pass through."""
+    (default `MAX_SOURCE_BYTES`) before any of it is read into memory. OSError and
+    UnicodeDecodeError pass through."""
+    limit = MAX_SOURCE_BYTES if limit is None else limit
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(limit + 1) if size <= limit else b""
     if size > limit or len(data) > limit:
-        shown = max(size, len(data))
         raise SourceTooLarge(
-            f"the file is {shown / 2**20:.1f} MiB; files over {limit / 2**20:g} MiB are not read "
+            f"the file is {_size(max(size, len(data)))}; files over {_size(limit)} are not read "
             "(is it the right file?)"
         )
     return data.decode("utf-8")
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count:,} bytes"
 
 
 class _BoundedLoader(yaml.SafeLoader):
