@@ -5,8 +5,10 @@ Run: .venv/bin/python bench/bench_steps.py [--repeat 5] [--quick]
 One step is a model call plus a tool call; the model answers at once (it reads only the last
 message), so a step's time is the harness's overhead. The three agents run the same script with
 the same tool, interleaved in rotating order, for 50 and 500 steps, under `invoke` and `ainvoke`,
-without and with a checkpointer (InMemorySaver). Also: the time to build each agent, and the
-cost of a step at the start and at the end of a 500-step run (must not grow where avoidable).
+without and with a checkpointer (InMemorySaver), and under `invoke` on a SQLite checkpointer
+with `durability="sync"` as `agentctl run` uses it (WAL, synchronous=NORMAL; agentctl journals
+each tool call there). Also: the time to build each agent, and the cost of a step at the start
+and at the end of a 500-step run (must not grow where avoidable).
 
 Prints a table (median ms per step; ratios c/a and c/b) and, last, one JSON line. A 50-step
 run is repeated three times as often as a 500-step one.
@@ -38,14 +40,16 @@ from _common import (
 WINDOW = 50  # steps compared at the start and the end of a long run
 
 
-def run_once(agent: Any, model: InstantModel, steps: int, mode: str, thread: str | None) -> float:
+def run_once(
+    agent: Any, model: InstantModel, steps: int, mode: str, thread: str | None, **kwargs: Any
+) -> float:
     config: dict[str, Any] = {"recursion_limit": 4 * steps + 20}
     if thread is not None:
         config["configurable"] = {"thread_id": thread}
     message: Any = {"messages": [{"role": "user", "content": "go"}]}
     model.stamps.clear()
     if mode == "invoke":
-        seconds = timed(lambda: agent.invoke(message, config))
+        seconds = timed(lambda: agent.invoke(message, config, **kwargs))
     else:
         seconds = timed(lambda: asyncio.run(agent.ainvoke(message, config)))
     assert len(model.stamps) == steps + 1, f"expected {steps + 1} model calls"
@@ -100,6 +104,45 @@ def bench_steps(spec: Path, repeat: int, sizes: list[int]) -> dict[str, Any]:
     return results
 
 
+def sqlite_saver(folder: Path, name: str) -> Any:
+    """A LangGraph SqliteSaver on a fresh file, set up as agentctl's thread database is (WAL,
+    synchronous=NORMAL); agentctl's tool journal lives in the same database."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(str(folder / f"{name}.db"), check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return SqliteSaver(conn)
+
+
+def bench_durable(spec: Path, repeat: int, sizes: list[int]) -> dict[str, Any]:
+    """Per-step cost on a SQLite checkpointer with `durability="sync"`, as `agentctl run`
+    runs (LangGraph's SqliteSaver is synchronous: invoke only). agentctl journals every tool
+    call there; the bare agent and deepagents do not."""
+    results: dict[str, Any] = {}
+    threads = itertools.count()
+    with tempfile.TemporaryDirectory() as tmp:
+        for steps in sizes:
+            models = {k: InstantModel(script=steps_script(steps)) for k in CONTENDERS}
+            agents = {
+                k: build(k, models[k], spec, checkpointer=sqlite_saver(Path(tmp), k))
+                for k in CONTENDERS
+            }
+            times: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+            for order in rotations(repeat * max(1, 150 // steps)):
+                for kind in order:
+                    thread = f"t{next(threads)}"
+                    seconds = run_once(
+                        agents[kind], models[kind], steps, "invoke", thread, durability="sync"
+                    )
+                    times[kind].append(seconds / steps)
+            for kind in CONTENDERS:
+                results[f"{kind}_{steps}_invoke_sqlite_ms"] = median(times[kind]) * 1e3
+    return results
+
+
 def table(results: dict[str, Any], builds: dict[str, float], sizes: list[int]) -> str:
     head = f"{'ms per step':<32}" + "".join(f"{LABELS[k]:>18}" for k in CONTENDERS)
     rows = [head + f"{'c/a':>7}{'c/b':>7}"]
@@ -107,6 +150,13 @@ def table(results: dict[str, Any], builds: dict[str, float], sizes: list[int]) -
         key = f"{steps}_{mode}_{saver}"
         a, b, c = (results[f"{k}_{key}_ms"] for k in CONTENDERS)
         label = f"{steps} steps, {mode}" + (", checkpointer" if saver == "saver" else "")
+        rows.append(f"{label:<32}{a:>18.3f}{b:>18.3f}{c:>18.3f}{c / a:>7.2f}{c / b:>7.2f}")
+    for steps in sizes:
+        key = f"{steps}_invoke_sqlite"
+        if f"bare_{key}_ms" not in results:
+            continue
+        a, b, c = (results[f"{k}_{key}_ms"] for k in CONTENDERS)
+        label = f"{steps} steps, invoke, SQLite sync"
         rows.append(f"{label:<32}{a:>18.3f}{b:>18.3f}{c:>18.3f}{c / a:>7.2f}{c / b:>7.2f}")
     a, b, c = (builds[k] * 1e3 for k in CONTENDERS)
     label = "build the agent (ms)"
@@ -138,11 +188,17 @@ def main() -> None:
         spec = spec_file(Path(tmp), "steps")
         builds = bench_build(spec, max(repeat, 5))
         results = bench_steps(spec, repeat, sizes)
+        results.update(bench_durable(spec, repeat, sizes))
     print(f"instant scripted model, one `step` tool call per step; median of {repeat} runs")
     print(table(results, builds, sizes))
     summary: dict[str, Any] = {"bench": "steps", "repeat": repeat}
     summary.update({f"build_{k}_ms": round(v * 1e3, 2) for k, v in builds.items()})
     summary.update({k: round(v, 4) for k, v in results.items()})
+    for steps in sizes:
+        key = f"{steps}_invoke_sqlite"
+        summary[f"ratio_ca_{key}"] = round(
+            results[f"agentctl_{key}_ms"] / results[f"bare_{key}_ms"], 3
+        )
     for steps, mode in itertools.product(sizes, ("invoke", "ainvoke")):
         key = f"{steps}_{mode}_none"
         c = results[f"agentctl_{key}_ms"]

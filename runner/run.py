@@ -724,10 +724,10 @@ class Session:
             answers[interrupt_id] = (summary, {"decisions": chosen})
         return answers
 
-    def _claim(self, thread_id: str, decisions: Sequence[Decision]) -> dict[str, Any]:
+    def _claim(self, thread_id: str, decisions: Sequence[Decision]) -> tuple[dict[str, Any], bool]:
         """Answer the thread's pending approvals: a compare-and-set on the pending interrupts
-        (`runner.threads_db.AnswerLog`). Returns the resume value per interrupt; raises
-        `AlreadyAnswered` when another answer came first.
+        (`runner.threads_db.AnswerLog`). Returns the resume value per interrupt, and whether
+        this call recorded it; raises `AlreadyAnswered` when another answer came first.
 
         An answer whose process died before the thread went on is still the answer: the same
         decisions again finish it, other ones are refused."""
@@ -755,13 +755,13 @@ class Session:
         answers = self._answers(thread_id, pending, decisions)
         earlier = self.home.answers.claim(thread_id, answers)
         if earlier is None:
-            return {iid: resume for iid, (_, resume) in answers.items()}
+            return {iid: resume for iid, (_, resume) in answers.items()}, True
         recorded = self.home.answers.recorded(thread_id, list(answers))
         same = set(recorded) == set(answers) and all(
             recorded[iid].resume == resume for iid, (_, resume) in answers.items()
         )
         if same and all(a.process_gone for a in recorded.values()):
-            return {iid: a.resume for iid, a in recorded.items()}
+            return {iid: a.resume for iid, a in recorded.items()}, False
         raise threads_db.AlreadyAnswered(f"thread {thread_id}: {earlier.describe()}")
 
     def _input(
@@ -832,8 +832,11 @@ class Session:
                 thread_id=thread_id,
             )
             return
+        claimed: dict[str, Any] | None = None
+        fresh = False
         try:
-            claimed = self._claim(thread_id, decisions) if decisions is not None else None
+            if decisions is not None:
+                claimed, fresh = self._claim(thread_id, decisions)
             try:
                 lease = self.home.lease.acquire(thread_id)
             except threads_db.ThreadBusy as busy:
@@ -846,6 +849,11 @@ class Session:
                     f"({busy.holder.describe()}); waiting for it",
                 )
                 lease = self.home.lease.acquire(thread_id, wait=self.wait)
+        except threads_db.ThreadBusy as exc:
+            if fresh and claimed:  # it could not run: the approval waits as before
+                self.home.answers.withdraw(thread_id, list(claimed))
+            yield Error(agent=self.name, message=str(exc), kind="ThreadBusy", thread_id=thread_id)
+            return
         except RunnerError as exc:
             yield Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id

@@ -352,6 +352,9 @@ class AnswerLog(Protocol):
 
     def last(self, thread_id: str) -> Answer | None: ...
 
+    def withdraw(self, thread_id: str, interrupt_ids: list[str]) -> None:
+        """Take back this process's answers that could not run (the thread was busy)."""
+
 
 def _answer(row: Any) -> Answer:
     interrupt_id, summary, resume, pid, host, answered_at = row
@@ -398,6 +401,15 @@ class SqliteAnswerLog:
                 (thread_id, *interrupt_ids),
             ).fetchall()
         return {row[0]: _answer(row) for row in rows}
+
+    def withdraw(self, thread_id: str, interrupt_ids: list[str]) -> None:
+        with self.lock:
+            self.conn.executemany(
+                "DELETE FROM agentctl_answers WHERE thread_id = ? AND interrupt_id = ? AND pid = ? "
+                "AND host = ?",
+                [(thread_id, iid, os.getpid(), HOST) for iid in interrupt_ids],
+            )
+            self.conn.commit()
 
     def last(self, thread_id: str) -> Answer | None:
         with self.lock:

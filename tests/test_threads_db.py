@@ -120,6 +120,13 @@ def test_an_approval_is_answered_once(home: Home) -> None:
     assert home.answers.claim("t2", answer) is None  # per thread
 
 
+def test_an_answer_that_could_not_run_is_taken_back(home: Home) -> None:
+    assert home.answers.claim("t1", {"i1": ("approve", {})}) is None
+    home.answers.withdraw("t1", ["i1"])  # the thread was busy: the approval still waits
+    assert home.answers.claim("t1", {"i1": ("reject", {})}) is None
+    assert home.answers.recorded("t1", ["i1"])["i1"].summary == "reject"
+
+
 def test_deleting_a_thread_forgets_its_answers_journal_and_lease(home: Home) -> None:
     home.register("t1", agent="a", spec=None, first_message="hi")
     home.answers.claim("t1", {"i1": ("approve", {})})
