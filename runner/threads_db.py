@@ -42,6 +42,7 @@ __all__ = [
     "AlreadyAnswered",
     "Answer",
     "AnswerLog",
+    "AsyncSqliteToolJournal",
     "Holder",
     "Lease",
     "SqliteAnswerLog",
@@ -466,3 +467,42 @@ class SqliteToolJournal:
                 (thread_id, scope, call_id, kind, data, _now()),
             )
             self.conn.commit()
+
+
+class AsyncSqliteToolJournal:
+    """`ToolJournal`'s async twin for LangGraph's `AsyncSqliteSaver` (aiosqlite), on its
+    connection and lock: `alookup` / `arecord`, for graphs run with `ainvoke` / `astream`."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self.serde = saver.serde
+        self._ready = False
+
+    async def _setup(self) -> None:
+        if not self._ready:
+            await self.saver.setup()  # connects, like the saver's own first call
+            async with self.saver.lock:
+                for statement in SCHEMA:
+                    await self.saver.conn.execute(statement)
+                await self.saver.conn.commit()
+            self._ready = True
+
+    async def alookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
+        await self._setup()
+        async with self.saver.lock:
+            cursor = await self.saver.conn.execute(
+                "SELECT type, result FROM agentctl_tool_journal "
+                "WHERE thread_id = ? AND scope = ? AND call_id = ?",
+                (thread_id, scope, call_id),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else self.serde.loads_typed((row[0], row[1]))
+
+    async def arecord(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
+        kind, data = self.serde.dumps_typed(result)
+        async with self.saver.lock:
+            await self.saver.conn.execute(
+                "INSERT OR IGNORE INTO agentctl_tool_journal VALUES (?, ?, ?, ?, ?, ?)",
+                (thread_id, scope, call_id, kind, data, _now()),
+            )
+            await self.saver.conn.commit()

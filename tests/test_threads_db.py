@@ -149,8 +149,10 @@ def _agent(tmp_path: Path) -> Path:
 def _savers(tmp_path: Path) -> dict[str, Any]:
     """Checkpointers that lose every task write while `dropping` is set: the state a SIGKILL
     leaves when it lands after a tool returned and before LangGraph saved its result."""
+    import aiosqlite
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     def dropping(cls: type) -> type:
         class Dropping(cls):  # type: ignore[misc, valid-type]
@@ -160,44 +162,73 @@ def _savers(tmp_path: Path) -> dict[str, Any]:
                 if not self.dropping:
                     super().put_writes(*args, **kwargs)
 
+            async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+                if not self.dropping:
+                    await super().aput_writes(*args, **kwargs)
+
+        Dropping.__name__ = cls.__name__
         return Dropping
 
     conn = sqlite3.connect(tmp_path / "saver.db", check_same_thread=False)
     return {
-        "sqlite": dropping(SqliteSaver)(conn),
-        "memory": dropping(InMemorySaver)(),
+        "sqlite": lambda: dropping(SqliteSaver)(conn),
+        "memory": lambda: dropping(InMemorySaver)(),
+        # made inside the event loop that runs the graph
+        "async-sqlite": lambda: dropping(AsyncSqliteSaver)(
+            aiosqlite.connect(str(tmp_path / "async.db"))
+        ),
     }
 
 
-@pytest.mark.parametrize("saver_kind", ["sqlite", "memory"])
+@pytest.mark.parametrize("saver_kind", ["sqlite", "async-sqlite", "memory"])
 def test_a_finished_call_is_not_run_again_when_langgraph_reruns_its_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saver_kind: str
 ) -> None:
     """`b` finishes, then `c` crashes in flight before the step's writes are saved; resuming
     runs the step again. With a SQLite checkpointer (a `build_agent` user's `SqliteSaver`), `b`
-    is answered from the journal; with a checkpointer that has no journal it runs twice."""
+    is answered from the journal (under `invoke`, and under `ainvoke` with an
+    `AsyncSqliteSaver`); with a checkpointer that has no journal it runs twice."""
+    import asyncio
+
     import runner
 
     log = tmp_path / "effects.log"
     monkeypatch.setenv("EFFECT_LOG", str(log))
     monkeypatch.setenv("EFFECT_CRASH", "c")
-    saver = _savers(tmp_path)[saver_kind]
     model = ScriptedChatModel(
         script=[ai("both", ("record", {"name": "b"}), ("record", {"name": "c"})), ai("done")]
     )
-    agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
     # one at a time, in order: `b` has returned before `c` starts
     config: Any = {"configurable": {"thread_id": "t1"}, "max_concurrency": 1}
-    saver.dropping = True
-    with pytest.raises(KeyboardInterrupt):
-        agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
-    saver.dropping = False
-    monkeypatch.delenv("EFFECT_CRASH")
-    result = agent.invoke(None, config)
+    message = {"messages": [{"role": "user", "content": "go"}]}
+
+    def crash_and_resume(saver: Any) -> Any:
+        agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
+        saver.dropping = True
+        with pytest.raises(BaseException, match="crash in flight in c"):
+            agent.invoke(message, config)
+        saver.dropping = False
+        monkeypatch.delenv("EFFECT_CRASH")
+        return agent.invoke(None, config)
+
+    async def acrash_and_resume() -> Any:
+        saver = _savers(tmp_path)[saver_kind]()  # made in the loop that runs the graph
+        agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
+        saver.dropping = True
+        with pytest.raises(BaseException, match="crash in flight in c"):
+            await agent.ainvoke(message, config)
+        saver.dropping = False
+        monkeypatch.delenv("EFFECT_CRASH")
+        return await agent.ainvoke(None, config)
+
+    if saver_kind == "async-sqlite":
+        result = asyncio.run(acrash_and_resume())
+    else:
+        result = crash_and_resume(_savers(tmp_path)[saver_kind]())
     assert result["messages"][-1].content == "done"
     counts = Counter(log.read_text().split())
     assert counts["c"] == 2  # in flight at the crash: it may run again, and did
-    assert counts["b"] == (1 if saver_kind == "sqlite" else 2)
+    assert counts["b"] == (2 if saver_kind == "memory" else 1)
     results = [m.content for m in result["messages"] if m.type == "tool"]
     assert results == ["recorded b", "recorded c"]
 

@@ -10,9 +10,10 @@ gets) is recorded and committed before anything else happens. So a call that fin
 run again; only a call in flight at the moment of a crash may run a second time.
 
 The journal is found from the run's checkpointer (`runner.threads_db.ToolJournal`): agentctl's
-thread database attaches one (`runner.run.Home`), and a LangGraph `SqliteSaver` passed to
-`build_agent(checkpointer=...)` gets one in its own database. With any other checkpointer, or
-none, calls pass through unjournaled (LangGraph's own at-least-once holds). Entries are keyed by
+thread database attaches one (`runner.run.Home`), and a LangGraph `SqliteSaver` (sync) or
+`AsyncSqliteSaver` (async) passed to `build_agent(checkpointer=...)` gets one in its own
+database. With any other checkpointer, or none, calls pass through unjournaled (LangGraph's own
+at-least-once holds). Entries are keyed by
 thread, scope and call id; the scope is the chain of `task` calls a subagent's call runs under,
 so subagents' calls are journaled too (a contextvar carries the chain into the subagent).
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
-from runner.threads_db import SqliteToolJournal, ToolJournal
+from runner.threads_db import AsyncSqliteToolJournal, SqliteToolJournal, ToolJournal
 
 __all__ = ["ToolJournalMiddleware", "journal_for"]
 
@@ -41,12 +42,15 @@ CHECKPOINTER_KEY = "__pregel_checkpointer"
 _SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("agentctl_tool_scope", default="")
 """The `task` calls the current tool call runs under, joined by "/"; "" for the main agent."""
 
-_JOURNALS: weakref.WeakKeyDictionary[Any, ToolJournal | None] = weakref.WeakKeyDictionary()
+Journal = ToolJournal | AsyncSqliteToolJournal
+
+_JOURNALS: weakref.WeakKeyDictionary[Any, Journal | None] = weakref.WeakKeyDictionary()
 
 
-def journal_for(checkpointer: Any) -> ToolJournal | None:
+def journal_for(checkpointer: Any) -> Journal | None:
     """The tool journal that goes with `checkpointer`, made once per checkpointer: the one it
-    carries (`agentctl_journal`, set by `Home`), or one in a `SqliteSaver`'s own database."""
+    carries (`agentctl_journal`, set by `Home`), or one in the database of a `SqliteSaver`
+    (used by `invoke`) or an `AsyncSqliteSaver` (used by `ainvoke`)."""
     if checkpointer is None:
         return None
     attached = getattr(checkpointer, "agentctl_journal", None)
@@ -56,17 +60,19 @@ def journal_for(checkpointer: Any) -> ToolJournal | None:
         return _JOURNALS[checkpointer]
     except (KeyError, TypeError):
         pass
-    journal: ToolJournal | None = None
+    journal: Journal | None = None
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     if isinstance(checkpointer, SqliteSaver):
         journal = SqliteToolJournal(checkpointer.conn, checkpointer.lock, serde=checkpointer.serde)
+    elif type(checkpointer).__name__ == "AsyncSqliteSaver":  # no aiosqlite import otherwise
+        journal = AsyncSqliteToolJournal(checkpointer)
     with contextlib.suppress(TypeError):  # a checkpointer that takes no weak reference
         _JOURNALS[checkpointer] = journal
     return journal
 
 
-def _entry(request: Any) -> tuple[ToolJournal, str, str, str] | None:
+def _entry(request: Any) -> tuple[Journal, str, str, str] | None:
     """(journal, thread, scope, call id) for this call; None when it is not journaled."""
     runtime = request.runtime
     configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
@@ -92,6 +98,8 @@ class ToolJournalMiddleware(AgentMiddleware):
         if entry is None:
             return handler(request)
         journal, thread_id, scope, call_id = entry
+        if isinstance(journal, AsyncSqliteToolJournal):  # an async saver under invoke: its
+            return handler(request)  # own sync calls fail first; nothing to journal with
         found = journal.lookup(thread_id, scope, call_id)
         if found is not None:
             return found
@@ -108,8 +116,10 @@ class ToolJournalMiddleware(AgentMiddleware):
         if entry is None:
             return await handler(request)
         journal, thread_id, scope, call_id = entry
-        # The journal's database calls block: off the event loop with them.
-        found = await asyncio.to_thread(journal.lookup, thread_id, scope, call_id)
+        if isinstance(journal, AsyncSqliteToolJournal):
+            found = await journal.alookup(thread_id, scope, call_id)
+        else:  # a blocking journal: its database calls go off the event loop
+            found = await asyncio.to_thread(journal.lookup, thread_id, scope, call_id)
         if found is not None:
             return found
         token = _SCOPE.set(_inner_scope(scope, call_id))
@@ -117,5 +127,8 @@ class ToolJournalMiddleware(AgentMiddleware):
             result = await handler(request)
         finally:
             _SCOPE.reset(token)
-        await asyncio.to_thread(journal.record, thread_id, scope, call_id, result)
+        if isinstance(journal, AsyncSqliteToolJournal):
+            await journal.arecord(thread_id, scope, call_id, result)
+        else:
+            await asyncio.to_thread(journal.record, thread_id, scope, call_id, result)
         return result
