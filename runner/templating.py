@@ -6,8 +6,9 @@ error names the template's file and line and the variables that do exist. Prompt
 
 Templates render in Jinja's sandbox (no attribute of Python internals, `range` capped at 100,000
 items), with repetition (`"x" * n`, `[..] * n`) and powers checked before they are computed, and
-the output capped at `MAX_OUTPUT_CHARS`: a template that would make a huge string fails at once
-with a located error instead of eating the machine's memory.
+the output capped at `MAX_OUTPUT_CHARS`, and the lines of template code it runs capped at
+`MAX_TEMPLATE_LINES` (nested loops that print nothing): a template that would make a huge string
+or run for ever fails at once with a located error instead of eating the machine.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ MAX_OUTPUT_CHARS = 1_000_000
 """A rendered prompt may be this long at most (a long prompt is some 100,000 characters)."""
 MAX_POWER_BITS = 100_000
 """`a ** b` may make an integer this many bits long at most."""
+MAX_TEMPLATE_LINES = 1_000_000
+"""Lines of template code one render may run (loops count each pass): a prompt runs thousands."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ def render(
             f"template syntax error: {exc.message}", exc.lineno or 0, exc.filename
         ) from None
     try:
-        return _capped(template.generate(vars=variables))
+        return _within_budget(lambda: _capped(template.generate(vars=variables)), name, search_dir)
     except jinja2.TemplateSyntaxError as exc:  # in an included template
         raise TemplateProblem(
             f"template syntax error: {exc.message}", exc.lineno or 0, exc.filename
@@ -181,3 +184,42 @@ def _bounded_environment() -> Any:
 
     _BOUNDED = BoundedEnvironment
     return _BOUNDED
+
+
+def _within_budget(render: Any, name: str, search_dir: Path | None) -> str:
+    """`render()`, stopped with a TemplateError once the template code (the prompt's own frames
+    and those of files it includes) has run `MAX_TEMPLATE_LINES` lines. Counted with a trace
+    function on those frames only; whatever tracer was set before is put back."""
+    import sys
+
+    import jinja2
+
+    folder = str(search_dir) if search_dir else None
+    lines = 0
+
+    def count(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal lines
+        if event == "line":
+            lines += 1
+            if lines > MAX_TEMPLATE_LINES:
+                raise jinja2.TemplateError(
+                    f"the template ran more than {MAX_TEMPLATE_LINES:,} steps; is a loop running "
+                    "away?"
+                )
+        return count
+
+    def template_frames(frame: Any, event: str, arg: Any) -> Any:
+        filename = frame.f_code.co_filename
+        if filename == name or (
+            folder and filename.startswith(folder) and not filename.endswith(".py")
+        ):
+            return count
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(template_frames)
+    try:
+        result: str = render()
+    finally:
+        sys.settrace(previous)
+    return result

@@ -97,9 +97,13 @@ def test_a_file_over_the_size_cap_is_not_read(
             "{% endfor %}",
             "the rendered prompt is over 1,000,000 characters",
         ),
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "the template ran more than 1,000,000 steps; is a loop running away?",
+        ),
         ('{{ "".__class__.__mro__ }}', "access to attribute '__class__' of 'str' object is unsafe"),
     ],
-    ids=["repeat", "loops", "internals"],
+    ids=["repeat", "loops", "quiet-loops", "internals"],
 )
 def test_a_runaway_or_unsafe_template_is_a_located_error(
     tmp_path: Path, prompt: str, expected: str
