@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -657,6 +658,21 @@ class Session:
         self.settings = ThreadSettings.of(model, vars)
         self.wait = wait
         """Seconds a turn waits for a thread another process runs (None: fail at once)."""
+        self._kept: dict[str, threads_db.Lease] | None = None
+
+    @contextmanager
+    def holding_threads(self) -> Iterator[None]:
+        """Keep each thread's lease from one turn to the next until the block ends, for a caller
+        that answers approvals itself (`--auto-approve`, a person at the terminal): no other
+        process can take the thread between the turn that asks and the turn that answers.
+        Without it a turn lets go of its thread before yielding its last event."""
+        self._kept = {}
+        try:
+            yield
+        finally:
+            kept, self._kept = self._kept, None
+            for lease in kept.values():
+                lease.release()
 
     # ----------------------------------------------------------------------- threads
 
@@ -834,11 +850,13 @@ class Session:
             return
         claimed: dict[str, Any] | None = None
         fresh = False
+        kept = self._kept
         try:
             if decisions is not None:
                 claimed, fresh = self._claim(thread_id, decisions)
             try:
-                lease = self.home.lease.acquire(thread_id)
+                held = kept.get(thread_id) if kept is not None else None
+                lease = held or self.home.lease.acquire(thread_id)
             except threads_db.ThreadBusy as busy:
                 if not self.wait:
                     raise
@@ -859,10 +877,13 @@ class Session:
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
             )
             return
+        if kept is not None:
+            kept[thread_id] = lease
         try:
             outcome = yield from self._turn(thread_id, new_thread, message, claimed)
         finally:
-            lease.release()
+            if kept is None:
+                lease.release()
         if outcome is not None:
             yield outcome  # after the release: whoever reads it may go on with the thread
 

@@ -402,21 +402,26 @@ def run_turns(
     view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
     ask = output == "text" and not auto_approve and can_ask()
     turns = TurnRunner(session)
+    # answering approvals here: keep the thread between the turn that asks and the one that
+    # answers (else the thread is let go before its last event, for whoever answers next)
+    holding = session.holding_threads() if auto_approve or ask else contextlib.nullcontext()
     try:
-        last = play_turn(
-            turns,
-            view,
-            message=message,
-            thread_id=thread_id,
-            decisions=answers,
-            auto_approve=auto_approve,
-            approver=terminal_approver() if ask else None,
-        )
+        with holding:  # let go only after a cancelled step has finished
+            try:
+                last = play_turn(
+                    turns,
+                    view,
+                    message=message,
+                    thread_id=thread_id,
+                    decisions=answers,
+                    auto_approve=auto_approve,
+                    approver=terminal_approver() if ask else None,
+                )
+            except KeyboardInterrupt:
+                view.pause()  # stop the spinners before saying anything
+                finish_cancelled(turns, session)
+                raise
         return 1 if isinstance(last, Error) or last is None else 0
-    except KeyboardInterrupt:
-        view.pause()  # stop the spinners before saying anything
-        finish_cancelled(turns, session)
-        raise
     except BrokenPipeError:
         reader_left(session)
     finally:
