@@ -31,6 +31,20 @@ PATIENCE = 120.0
 """Seconds before a test that waits on a child gives up (a hang, not a measurement)."""
 
 
+STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left() -> Any:
+    """A failed test must not leave a child waiting at its gate for ever."""
+    yield
+    while STARTED:
+        child = STARTED.pop()
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+
+
 class Runs:
     """`agentctl run` children on the crash agent, in one home, with one effect log."""
 
@@ -48,7 +62,7 @@ class Runs:
         env = dict(self.env)
         if gate is not None:
             env["EFFECT_GATE"] = f"{gate}={self.gate}"
-        return subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, "-m", "runner", "run", str(self.spec), *args, "--output", "jsonl"],
             cwd=self.cwd,
             env=env,
@@ -56,6 +70,8 @@ class Runs:
             stderr=subprocess.PIPE,
             text=True,
         )
+        STARTED.append(child)
+        return child
 
     def run(self, *args: str) -> tuple[int, list[dict[str, Any]], str]:
         process = self.start(*args)
