@@ -112,6 +112,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("todos"),
         h.get("memory"),
         h.get("skills"),
+        h.get("journal"),
         h.get("filesystem"),
         h.get("large_inputs"),
         h.get("subagents"),

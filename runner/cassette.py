@@ -160,15 +160,15 @@ def read_cassette(path: str | Path) -> CassetteDocument:
     """Parse and validate a cassette file; problems are located like spec problems (SpecError)."""
     from runner.loader import display_path
     from runner.spec_errors import problems_from_validation
-    from runner.yamlsource import Pos, read_yaml
+    from runner.yamlsource import Pos, read_source, read_yaml
 
     path = Path(path)
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
     except FileNotFoundError:
         raise SpecError(Problem(shown, 0, 0, "", "cassette not found")) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise SpecError(Problem(shown, 0, 0, "", f"cannot read cassette: {exc}")) from None
     doc = read_yaml(text, shown, env={})
     if doc.problems:

@@ -36,7 +36,17 @@ from runner.spec.backend import backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec_errors import problems_from_validation
 from runner.templating import TemplateProblem, render
-from runner.yamlsource import Document, KeyPath, Pos, SourceMap, format_path, merge, read_yaml
+from runner.yamlsource import (
+    Document,
+    KeyPath,
+    Pos,
+    SourceMap,
+    SourceTooLarge,
+    format_path,
+    merge,
+    read_source,
+    read_yaml,
+)
 
 __all__ = ["display_path", "load_spec"]
 
@@ -161,9 +171,12 @@ class _Loader:
     def _read(self, path: Path, *, at: Problem | None = None) -> Document | None:
         shown = display_path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(path)
         except FileNotFoundError:
             self._fail(at, shown, "file not found")
+            return None
+        except SourceTooLarge as exc:
+            self._fail(at, shown, str(exc))
             return None
         except IsADirectoryError:
             self._fail(at, shown, "is a directory, not an agent file")
@@ -411,7 +424,10 @@ class _Loader:
             file_at: KeyPath = (*prompt_at, "file")
             file = _host_path(prompt["file"], _base_dir(smap, file_at))
             try:
-                source = file.read_text(encoding="utf-8")
+                source = read_source(file)
+            except SourceTooLarge as exc:
+                self.problems.append(smap.problem(file_at, f"{display_path(file)}: {exc}"))
+                return None
             except OSError as exc:
                 reason = (
                     "file not found"

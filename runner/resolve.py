@@ -422,6 +422,7 @@ class Resolver:
         parent's model, tools and approvals unless it sets them; memory is never inherited."""
         from runner.middleware.approvals import approvals_middleware, approvals_section
         from runner.middleware.filesystem import filesystem_section
+        from runner.middleware.journal import ToolJournalMiddleware
         from runner.middleware.large_inputs import LargeInputsMiddleware
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
         from runner.middleware.todos import TodosMiddleware
@@ -483,6 +484,7 @@ class Resolver:
             recursion_limit=core.limits.recursion or DEFAULT_RECURSION_LIMIT,
             is_main=is_main,
             harness={
+                "journal": ToolJournalMiddleware(),
                 "todos": todos,
                 "memory": memory,
                 "skills": skills,

@@ -18,11 +18,13 @@ import threading
 import time
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from runner import threads_db
 from runner.errors import RunError, RunnerError
 from runner.events import (
     SUMMARY_TAG,
@@ -62,6 +64,12 @@ __all__ = [
     "new_thread_id",
     "resume_settings",
 ]
+
+
+DURABILITY: Literal["sync"] = "sync"
+"""LangGraph's checkpoint durability for every turn: each step's checkpoint is committed before
+the next step starts ("async" would overlap the write with the next step, and a crash could lose
+a finished step; "exit" would write only when the run ends)."""
 
 
 def default_home() -> Path:
@@ -145,13 +153,19 @@ class Home:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
             SqliteRetention.prepare_new_database(self.conn)
+            # Durability (README "Crashes and concurrent runs"): write-ahead log, so readers
+            # never block the writer and a killed writer leaves no half-written page; NORMAL
+            # sync, so a commit is safe from a process crash once it returns (the OS has it)
+            # and costs no fsync per checkpoint; an OS crash or power cut may lose the last
+            # commits, never the database.
             self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, "
                 "agent TEXT, spec TEXT, created_at TEXT, updated_at TEXT, first_message TEXT)"
             )
             self.conn.execute(_SETTINGS_TABLE)
-            self.conn.commit()
+            threads_db.setup(self.conn)  # commits
         except (OSError, sqlite3.Error) as exc:
             raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
         self._lock = threading.Lock()
@@ -159,6 +173,9 @@ class Home:
         self._store: Any = None
         self.retention = SqliteRetention(self.conn, self._lock)
         """Prunes old checkpoints (`runner.retention`); shares the connection and its lock."""
+        self.lease: threads_db.ThreadLease = threads_db.SqliteThreadLease(self.conn, self._lock)
+        self.answers: threads_db.AnswerLog = threads_db.SqliteAnswerLog(self.conn, self._lock)
+        self._journal: threads_db.ToolJournal | None = None
 
     # One connection, one lock. The checkpointer and the store each serialise their use of the
     # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
@@ -175,8 +192,16 @@ class Home:
             saver = SqliteSaver(self.conn)
             saver.lock = self._lock
             saver.setup()
+            # the tool journal (runner.middleware.journal) finds its table through the saver
+            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
             self._checkpointer = saver
         return self._checkpointer
+
+    @property
+    def journal(self) -> threads_db.ToolJournal:
+        if self._journal is None:
+            self._journal = threads_db.SqliteToolJournal(self.conn, self._lock)
+        return self._journal
 
     @property
     def store(self) -> Any:
@@ -272,12 +297,19 @@ class Home:
         self.retention.delete_thread(thread_id)
         with self._lock:
             self.conn.execute("DELETE FROM agentctl_threads WHERE thread_id = ?", (thread_id,))
+            threads_db.forget_thread(self.conn, thread_id)
             self.conn.commit()
         self.retention.reclaim()
         return found
 
+    def freeze(self) -> None:
+        """Take the database lock for good, for a process about to `os._exit`: the writes under
+        way on this connection have committed, and no other starts."""
+        self._lock.acquire()
+
     def close(self) -> None:
-        self.conn.close()
+        with self._lock:  # not while another thread is in the middle of a write
+            self.conn.close()
 
 
 @dataclass(frozen=True)
@@ -620,6 +652,7 @@ class Session:
         local_context: str | None = None,
         allow_unused_vars: bool = False,
         keep_checkpoints: int | Literal["all"] | None = None,
+        wait: float | None = None,
     ) -> None:
         """`keep_checkpoints`: how many of each thread's latest checkpoints a turn leaves
         (`"all"`: every one); by default the database's setting, else
@@ -650,6 +683,23 @@ class Session:
         # the next turn on that thread in this session starts from them unless the thread has
         # moved since (another process, `graph.update_state`), instead of decoding them again.
         self._finished: tuple[str, str, dict[str, Any]] | None = None
+        self.wait = wait
+        """Seconds a turn waits for a thread another process runs (None: fail at once)."""
+        self._kept: dict[str, threads_db.Lease] | None = None
+
+    @contextmanager
+    def holding_threads(self) -> Iterator[None]:
+        """Keep each thread's lease from one turn to the next until the block ends, for a caller
+        that answers approvals itself (`--auto-approve`, a person at the terminal): no other
+        process can take the thread between the turn that asks and the turn that answers.
+        Without it a turn lets go of its thread before yielding its last event."""
+        self._kept = {}
+        try:
+            yield
+        finally:
+            kept, self._kept = self._kept, None
+            for lease in kept.values():
+                lease.release()
 
     # ----------------------------------------------------------------------- threads
 
@@ -684,62 +734,105 @@ class Session:
 
     # ----------------------------------------------------------------------- running
 
+    def _answers(
+        self,
+        thread_id: str,
+        pending: list[tuple[str, list[Action]]],
+        decisions: Sequence[Decision],
+    ) -> dict[str, tuple[str, Any]]:
+        """Interrupt id -> (the decisions in words, the resume value) for `decisions`."""
+        total = sum(len(actions) for _, actions in pending)
+        if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
+            decisions = list(decisions) * total
+        if len(decisions) != total:
+            raise RunError(
+                f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
+                f"not {len(decisions)} (from the command line: --decisions with a JSON "
+                f"list of {total}, in the order the calls are listed)"
+            )
+        answers: dict[str, tuple[str, Any]] = {}
+        position = 0
+        for interrupt_id, actions in pending:
+            chosen = []
+            for action in actions:
+                decision = decisions[position]
+                position += 1
+                if decision.type not in action.allowed_decisions:
+                    raise RunError(
+                        f"{action.name}: '{decision.type}' is not allowed here; allowed: "
+                        f"{', '.join(action.allowed_decisions)}"
+                    )
+                chosen.append(decision.as_langchain(action))
+            summary = ", ".join(c["type"] for c in chosen)
+            answers[interrupt_id] = (summary, {"decisions": chosen})
+        return answers
+
+    def _claim(self, thread_id: str, decisions: Sequence[Decision]) -> tuple[dict[str, Any], bool]:
+        """Answer the thread's pending approvals: a compare-and-set on the pending interrupts
+        (`runner.threads_db.AnswerLog`). Returns the resume value per interrupt, and whether
+        this call recorded it; raises `AlreadyAnswered` when another answer came first.
+
+        An answer whose process died before the thread went on is still the answer: the same
+        decisions again finish it, other ones are refused."""
+        pending = pending_actions(self.state(thread_id))
+        if not pending:
+            last = self.home.answers.last(thread_id)
+            if last is not None:
+                raise threads_db.AlreadyAnswered(
+                    f"thread {thread_id} has no approval waiting: {last.describe()}"
+                )
+            hint = ""
+            state = self.state(thread_id)
+            if state.next or state.tasks:  # cut off before it reached the approval
+                import shlex
+
+                from runner.loader import display_path
+
+                source = self.spec.source
+                spec = shlex.quote(display_path(source)) if source else "SPEC"
+                hint = (
+                    "; its last run was cut off before it asked: continue it with "
+                    f"`agentctl run {spec} --thread {thread_id}` alone"
+                )
+            raise RunError(f"thread {thread_id} has no approval waiting; nothing to answer{hint}")
+        answers = self._answers(thread_id, pending, decisions)
+        earlier = self.home.answers.claim(thread_id, answers)
+        if earlier is None:
+            return {iid: resume for iid, (_, resume) in answers.items()}, True
+        recorded = self.home.answers.recorded(thread_id, list(answers))
+        same = set(recorded) == set(answers) and all(
+            recorded[iid].resume == resume for iid, (_, resume) in answers.items()
+        )
+        if same and all(a.process_gone for a in recorded.values()):
+            return {iid: a.resume for iid, a in recorded.items()}, False
+        raise threads_db.AlreadyAnswered(f"thread {thread_id}: {earlier.describe()}")
+
     def _input(
         self,
         thread_id: str,
         message: str | None,
-        decisions: Sequence[Decision] | None,
+        claimed: dict[str, Any] | None,
         state: Any,
     ) -> Any:
-        """The graph input for this turn, from the thread's `state` as the turn found it."""
+        """The graph input of a turn, from the thread's `state` as the turn found it with its
+        lease held."""
         from langchain_core.messages import HumanMessage
         from langgraph.types import Command
 
         pending = pending_actions(state)
-        if decisions is not None:
-            if not pending:
-                hint = ""
-                if state.next or state.tasks:  # cut off before it reached the approval
-                    import shlex
-
-                    from runner.loader import display_path
-
-                    source = self.spec.source
-                    spec = shlex.quote(display_path(source)) if source else "SPEC"
-                    hint = (
-                        "; its last run was cut off before it asked: continue it with "
-                        f"`agentctl run {spec} --thread {thread_id}` alone"
-                    )
-                raise RunError(
-                    f"thread {thread_id} has no approval waiting; nothing to answer{hint}"
-                )
-            total = sum(len(actions) for _, actions in pending)
-            if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
-                decisions = list(decisions) * total
-            if len(decisions) != total:
-                raise RunError(
-                    f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
-                    f"not {len(decisions)} (from the command line: --decisions with a JSON "
-                    f"list of {total}, in the order the calls are listed)"
-                )
-            answers: dict[str, Any] = {}
-            position = 0
-            for interrupt_id, actions in pending:
-                chosen = []
-                for action in actions:
-                    decision = decisions[position]
-                    position += 1
-                    if decision.type not in action.allowed_decisions:
-                        raise RunError(
-                            f"{action.name}: '{decision.type}' is not allowed here; allowed: "
-                            f"{', '.join(action.allowed_decisions)}"
-                        )
-                    chosen.append(decision.as_langchain(action))
-                answers[interrupt_id] = {"decisions": chosen}
-            return Command(resume=answers)
+        if claimed is not None:
+            if not {iid for iid, _ in pending} >= set(claimed):
+                last = self.home.answers.last(thread_id)
+                told = last.describe() if last else "already answered"
+                raise threads_db.AlreadyAnswered(f"thread {thread_id}: {told}")
+            return Command(resume=claimed)
         if message is not None:
             return {"messages": [*self._answer_dangling(state), HumanMessage(content=message)]}
         if pending:
+            recorded = self.home.answers.recorded(thread_id, [iid for iid, _ in pending])
+            if len(recorded) == len(pending):
+                # answered before a crash cut the run short: the recorded answer goes on
+                return Command(resume={iid: answer.resume for iid, answer in recorded.items()})
             names = ", ".join(a.name for _, actions in pending for a in actions)
             raise RunError(
                 f"thread {thread_id} waits for approval of {names}; approve, edit or reject it"
@@ -786,16 +879,19 @@ class Session:
         Give a `message` to send, `decisions` to answer pending approvals, or neither to continue
         a run that was cut off. Failures become an `Error` event (never an exception), except
         `KeyboardInterrupt`.
-        """
-        from langgraph.errors import GraphRecursionError
 
+        The turn holds the thread's lease (`runner.threads_db`): while it runs, another process
+        (or session) gets a `ThreadBusy` error, or waits up to the session's `wait` seconds.
+        Decisions are claimed before the lease is taken: of two answers to one approval, the
+        first recorded runs, the other gets `AlreadyAnswered`.
+        """
         new_thread = thread_id is None
         thread_id = thread_id or new_thread_id()
-        # The one read of the thread's state this turn: its input, the calls already shown, and
-        # (unless the turn stops for approval) its outcome come from it and from the stream.
-        state = self._state_at_start(thread_id) if not new_thread else None
-        self._finished = None
-        if state is not None and not state.values and self.home.thread(thread_id) is None:
+        if (
+            not new_thread
+            and self.home.thread(thread_id) is None
+            and not self.state(thread_id).values
+        ):
             yield Error(
                 agent=self.name,
                 message=f"no thread {thread_id!r} in {self.home.path}",
@@ -803,13 +899,66 @@ class Session:
                 thread_id=thread_id,
             )
             return
+        claimed: dict[str, Any] | None = None
+        fresh = False
+        kept = self._kept
         try:
-            graph_input = self._input(thread_id, message, decisions, state)
+            if decisions is not None:
+                claimed, fresh = self._claim(thread_id, decisions)
+            try:
+                held = kept.get(thread_id) if kept is not None else None
+                lease = held or self.home.lease.acquire(thread_id)
+            except threads_db.ThreadBusy as busy:
+                if not self.wait:
+                    raise
+                yield RunWarning(
+                    agent=self.name,
+                    code="thread_busy",
+                    message=f"thread {thread_id} is being run by another process "
+                    f"({busy.holder.describe()}); waiting for it",
+                )
+                lease = self.home.lease.acquire(thread_id, wait=self.wait)
+        except threads_db.ThreadBusy as exc:
+            if fresh and claimed:  # it could not run: the approval waits as before
+                self.home.answers.withdraw(thread_id, list(claimed))
+            yield Error(agent=self.name, message=str(exc), kind="ThreadBusy", thread_id=thread_id)
+            return
         except RunnerError as exc:
             yield Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
             )
             return
+        if kept is not None:
+            kept[thread_id] = lease
+        try:
+            outcome = yield from self._turn(thread_id, new_thread, message, claimed)
+        finally:
+            if kept is None:
+                lease.release()
+        if outcome is not None:
+            yield outcome  # after the release: whoever reads it may go on with the thread
+
+    def _turn(
+        self,
+        thread_id: str,
+        new_thread: bool,
+        message: str | None,
+        claimed: dict[str, Any] | None,
+    ) -> Generator[RunEvent, None, RunEvent | None]:
+        """The events of one turn, with the lease held; returns the last one (the outcome)."""
+        from langgraph.errors import GraphRecursionError
+
+        # The one read of the thread's state this turn, with its lease held: its input, the
+        # calls already shown, and (unless the turn stops for approval) its outcome come from it
+        # and from the stream.
+        state = self._state_at_start(thread_id) if not new_thread else None
+        self._finished = None
+        try:
+            graph_input = self._input(thread_id, message, claimed, state or _Finished(values={}))
+        except RunnerError as exc:
+            return Error(
+                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
+            )
         if message is not None:
             self.home.register(
                 thread_id, agent=self.name, spec=self.spec.source, first_message=message
@@ -840,7 +989,8 @@ class Session:
         final_values: dict[str, Any] | None = None
         try:
             # durability="sync": each checkpoint is committed before the next step starts, so a
-            # killed process loses at most the step it was in.
+            # killed process loses at most the step it was in (and the tool journal keeps what
+            # that step's finished tool calls returned).
             # "values" of the main graph (not its subgraphs) give the state the turn ends with,
             # so its outcome needs no second read of the checkpoint.
             modes: Any = ["messages", "updates", "custom", "values"]
@@ -849,7 +999,7 @@ class Session:
                 config,
                 stream_mode=modes,
                 subgraphs=True,
-                durability="sync",
+                durability=DURABILITY,
             ):
                 if mode == "values":
                     if not namespace and isinstance(data, dict):
@@ -857,7 +1007,7 @@ class Session:
                     continue
                 yield from translator.feed(namespace, mode, data)
         except GraphRecursionError:
-            yield Error(
+            return Error(
                 agent=self.name,
                 kind="RecursionLimit",
                 thread_id=thread_id,
@@ -867,20 +1017,17 @@ class Session:
                     "if it needs more"
                 ),
             )
-            return
         except RunnerError as exc:
-            yield Error(
+            return Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
             )
-            return
         except Exception as exc:
-            yield Error(
+            return Error(
                 agent=self.name,
                 message=describe_failure(exc, spec=self.spec),
                 kind="ModelCallLimit" if _is_model_call_limit(exc) else type(exc).__name__,
                 thread_id=thread_id,
             )
-            return
         finally:
             self.home.touch(thread_id)
         outcome = self._outcome(thread_id, translator.interrupt_agents, final_values)
@@ -893,7 +1040,7 @@ class Session:
             latest = self.home.retention.latest_checkpoint_id(thread_id)
             if latest is not None:
                 self._finished = (thread_id, latest, dict(final_values))
-        yield outcome
+        return outcome
 
     def _unused_replies(
         self, thread_id: str, values: Mapping[str, Any] | None = None

@@ -188,6 +188,7 @@ def discover(folders: Iterable[tuple[Path, str]]) -> SkillSet:
     """Skills in host folders, each given with the agent path it is mounted at (`/skills/`).
     Later folders override earlier ones by name; problems are collected, bad skills skipped."""
     from runner.loader import display_path
+    from runner.yamlsource import read_source
 
     found = SkillSet()
     for folder, agent_prefix in folders:
@@ -199,8 +200,8 @@ def discover(folders: Iterable[tuple[Path, str]]) -> SkillSet:
         for skill_file in sorted(folder.glob(f"*/{SKILL_FILE}")):
             shown = display_path(skill_file)
             try:
-                text = skill_file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                text = read_source(skill_file)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
                 found.problems.append(Problem(shown, 0, 0, "", f"cannot read: {exc}"))
                 continue
             meta, problems = parse_skill(text, shown, folder_name=skill_file.parent.name)

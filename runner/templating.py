@@ -3,6 +3,12 @@
 `StrictUndefined` makes a misspelled `{{ vars.topci }}` an error instead of an empty string; the
 error names the template's file and line and the variables that do exist. Prompt files may
 `{% include %}` other files from their own folder.
+
+Templates render in Jinja's sandbox (no attribute of Python internals, `range` capped at 100,000
+items), with repetition (`"x" * n`, `[..] * n`) and powers checked before they are computed, and
+the output capped at `MAX_OUTPUT_CHARS`, and the lines of template code it runs capped at
+`MAX_TEMPLATE_LINES` (nested loops that print nothing): a template that would make a huge string
+or run for ever fails at once with a located error instead of eating the machine.
 """
 
 from __future__ import annotations
@@ -13,6 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+MAX_OUTPUT_CHARS = 1_000_000
+"""A rendered prompt may be this long at most (a long prompt is some 100,000 characters)."""
+MAX_POWER_BITS = 100_000
+"""`a ** b` may make an integer this many bits long at most."""
+MAX_TEMPLATE_LINES = 1_000_000
+"""Lines of template code one render may run (loops count each pass): a prompt runs thousands."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +94,7 @@ def render(
     import jinja2
 
     loader = jinja2.FileSystemLoader(str(search_dir)) if search_dir else None
-    env = jinja2.Environment(
+    env = _bounded_environment()(
         undefined=jinja2.StrictUndefined,
         loader=loader,
         keep_trailing_newline=True,
@@ -95,7 +108,7 @@ def render(
             f"template syntax error: {exc.message}", exc.lineno or 0, exc.filename
         ) from None
     try:
-        return template.render(vars=variables)
+        return _within_budget(lambda: _capped(template.generate(vars=variables)), name, search_dir)
     except jinja2.TemplateSyntaxError as exc:  # in an included template
         raise TemplateProblem(
             f"template syntax error: {exc.message}", exc.lineno or 0, exc.filename
@@ -120,3 +133,93 @@ def render(
         else:
             message = f"template error: {type(exc).__name__}: {exc}"
         raise TemplateProblem(message, line, file) from None
+
+
+def _capped(chunks: Any) -> str:
+    """The rendered text, stopped as soon as it passes `MAX_OUTPUT_CHARS`."""
+    import jinja2
+
+    parts: list[str] = []
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > MAX_OUTPUT_CHARS:
+            raise jinja2.TemplateError(
+                f"the rendered prompt is over {MAX_OUTPUT_CHARS:,} characters; is a loop or an "
+                "include running away?"
+            )
+        parts.append(chunk)
+    return "".join(parts)
+
+
+_BOUNDED: Any = None
+
+
+def _bounded_environment() -> Any:
+    """Jinja's `SandboxedEnvironment`, refusing a repetition or power whose result would pass
+    the caps before computing it (made once, on first use: Jinja is imported lazily)."""
+    global _BOUNDED
+    if _BOUNDED is not None:
+        return _BOUNDED
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    class BoundedEnvironment(SandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "*":
+                for seq, times in ((left, right), (right, left)):
+                    sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                    if sized and len(seq) * times > MAX_OUTPUT_CHARS:
+                        raise SecurityError(
+                            f"repeating {len(seq):,} items {times:,} times makes more than "
+                            f"{MAX_OUTPUT_CHARS:,}"
+                        )
+            elif operator == "**" and isinstance(left, int) and isinstance(right, int):
+                bits = abs(left).bit_length() * right if abs(left) > 1 and right > 0 else 0
+                if bits > MAX_POWER_BITS:
+                    raise SecurityError(f"{left} ** {right} is over {MAX_POWER_BITS:,} bits long")
+            return super().call_binop(context, operator, left, right)
+
+    _BOUNDED = BoundedEnvironment
+    return _BOUNDED
+
+
+def _within_budget(render: Any, name: str, search_dir: Path | None) -> str:
+    """`render()`, stopped with a TemplateError once the template code (the prompt's own frames
+    and those of files it includes) has run `MAX_TEMPLATE_LINES` lines. Counted with a trace
+    function on those frames only; whatever tracer was set before is put back."""
+    import sys
+
+    import jinja2
+
+    folder = str(search_dir) if search_dir else None
+    lines = 0
+
+    def count(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal lines
+        if event == "line":
+            lines += 1
+            if lines > MAX_TEMPLATE_LINES:
+                raise jinja2.TemplateError(
+                    f"the template ran more than {MAX_TEMPLATE_LINES:,} steps; is a loop running "
+                    "away?"
+                )
+        return count
+
+    def template_frames(frame: Any, event: str, arg: Any) -> Any:
+        filename = frame.f_code.co_filename
+        if filename == name or (
+            folder and filename.startswith(folder) and not filename.endswith(".py")
+        ):
+            return count
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(template_frames)
+    try:
+        result: str = render()
+    finally:
+        sys.settrace(previous)
+    return result

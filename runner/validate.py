@@ -42,11 +42,11 @@ def not_an_agent(path: Path) -> str | None:
     or has the agent schema line at its top, counts as an agent file, so its problems show."""
     import difflib
 
-    from runner.yamlsource import read_yaml
+    from runner.yamlsource import read_source, read_yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_source(path)
+    except (OSError, UnicodeDecodeError, ValueError):
         return None
     if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
         return None
@@ -191,13 +191,13 @@ def _load(
 def looks_like_cassette(path: Path) -> bool:
     """A cassette by name, or a YAML file whose content is one (see `is_cassette`)."""
     from runner.cassette_check import is_cassette
-    from runner.yamlsource import read_yaml
+    from runner.yamlsource import read_source, read_yaml
 
     if path.name.endswith(CASSETTE_SUFFIXES):
         return True
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_source(path)
+    except (OSError, UnicodeDecodeError, ValueError):
         return False
     if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
         return False
@@ -214,6 +214,8 @@ def agents_playing(
     """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
     one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
     Files that do not load are left out (validating them shows why)."""
+    from runner.yamlsource import read_source
+
     target = cassette.resolve()
     stem = cassette.name
     for suffix in CASSETTE_SUFFIXES:
@@ -228,8 +230,8 @@ def agents_playing(
         if not (candidate.is_file() and is_agent_file_name(candidate)):
             continue
         try:
-            text = candidate.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_source(candidate)
+        except (OSError, UnicodeDecodeError, ValueError):
             continue
         if candidate.name not in named and cassette.name not in text:
             continue  # neither named after it nor mentioning it: not worth loading
@@ -308,11 +310,11 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
     """The host skills folders named at the top of a file that did not load (so its other
     problems and these show together): missing folders and bad SKILL.md files."""
-    from runner.yamlsource import read_yaml
+    from runner.yamlsource import read_source, read_yaml
 
     try:
-        doc = read_yaml(path.read_text(encoding="utf-8"), display_path(path), env)
-    except (OSError, UnicodeDecodeError):
+        doc = read_yaml(read_source(path), display_path(path), env)
+    except (OSError, UnicodeDecodeError, ValueError):
         return []
     skills = doc.value.get("skills") if isinstance(doc.value, dict) else None
     if not isinstance(skills, list) or ("skills",) in doc.failed_paths:

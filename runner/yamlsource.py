@@ -361,6 +361,12 @@ def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Doc
     env = os.environ if env is None else env
     try:
         node = compose(text)
+    except InputTooLarge as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        return Document(
+            file, None, Pos(Loc(file, 1, 1)), [Problem(file, line, col, "", str(exc.problem))]
+        )
     except yaml.MarkedYAMLError as exc:
         return Document(file, None, Pos(Loc(file, 1, 1)), [syntax_problem(exc, text, file)])
     except yaml.reader.ReaderError as exc:
@@ -381,9 +387,158 @@ def read_yaml(text: str, file: str, env: Mapping[str, str] | None = None) -> Doc
 
 _FAST_LOADER: type[yaml.SafeLoader] | None = getattr(yaml, "CSafeLoader", None)
 
+# --------------------------------------------------------------------------- bounds
+
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+"""Agent files, includes, prompt files and cassettes larger than this are not read."""
+MAX_ALIAS_EXPANSION = 10_000
+"""Nodes that aliases (`*name`) may copy into one document, counted as if expanded."""
+MAX_DEPTH = 100
+"""Lists and mappings nested in one another, at most."""
+
+
+class SourceTooLarge(ValueError):
+    """A file over `MAX_SOURCE_BYTES`: not read."""
+
+
+class InputTooLarge(yaml.MarkedYAMLError):
+    """A document over one of the bounds: an alias bomb, a loop of aliases, too deep nesting."""
+
+
+def read_source(path: os.PathLike[str] | str, *, limit: int | None = None) -> str:
+    """The UTF-8 text of a file, refused (`SourceTooLarge`, with the reason) past `limit` bytes
+    (default `MAX_SOURCE_BYTES`) before any of it is read into memory. OSError and
+    UnicodeDecodeError pass through."""
+    limit = MAX_SOURCE_BYTES if limit is None else limit
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise SourceTooLarge(
+            f"the file is {_size(max(size, len(data)))}; files over {_size(limit)} are not read "
+            "(is it the right file?)"
+        )
+    return data.decode("utf-8")
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count:,} bytes"
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's Python loader, stopping at the first alias past `MAX_ALIAS_EXPANSION` copied
+    nodes, an alias inside the collection it names, or nesting past `MAX_DEPTH`; the error is
+    placed at that alias or collection. Sizes are counted per node as composed, so a bomb is
+    refused after reading a few hundred bytes of it, before anything is expanded."""
+
+    def compose_document(self) -> yaml.Node | None:
+        self._sizes: dict[int, int] = {}
+        self._copied = 0
+        self._depth = 0
+        return super().compose_document()
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None:
+                size = self._sizes.get(id(target))
+                if size is None:
+                    raise InputTooLarge(
+                        None,
+                        None,
+                        f"'*{event.anchor}' is inside the '&{event.anchor}' it "
+                        "names: the value would contain itself without end",
+                        event.start_mark,
+                    )
+                self._copied += size
+                if self._copied > MAX_ALIAS_EXPANSION:
+                    raise InputTooLarge(
+                        None,
+                        None,
+                        f"too many alias expansions (over {MAX_ALIAS_EXPANSION:,}); "
+                        "is this an alias bomb?",
+                        event.start_mark,
+                    )
+            return super().compose_node(parent, index)
+        if self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent):
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise _too_deep(self.peek_event().start_mark)
+        node = super().compose_node(parent, index)
+        if isinstance(node, yaml.SequenceNode):
+            self._depth -= 1
+            self._sizes[id(node)] = 1 + sum(self._sizes.get(id(c), 1) for c in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            self._depth -= 1
+            self._sizes[id(node)] = 1 + sum(
+                self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value
+            )
+        else:
+            self._sizes[id(node)] = 1
+        return node
+
+
+def _out_of_bounds(root: yaml.Node) -> str | InputTooLarge | None:
+    """Whether a node graph libyaml composed goes past the bounds `_BoundedLoader` enforces, by
+    one walk over its distinct nodes (never the expanded tree): None when within them, the
+    located error for nesting too deep, "aliases" for too many copies or a loop."""
+    sizes: dict[int, int] = {}
+    unique = 0
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
+            continue
+        if key in open_nodes:
+            return "aliases"  # a loop
+        if key in sizes:
+            continue
+        if depth > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
+            return _too_deep(node.start_mark)
+        unique += 1
+        children = _children(node)
+        if not children:
+            sizes[key] = 1
+            continue
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in children)
+    return "aliases" if sizes[id(root)] - unique > MAX_ALIAS_EXPANSION else None
+
+
+def _too_deep(mark: Any) -> InputTooLarge:
+    return InputTooLarge(None, None, f"lists and mappings nested more than {MAX_DEPTH} deep", mark)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+_PREFIX = re.compile(r"^[ ?:-]*", re.M)
+
+
+def _may_exceed_bounds(text: str) -> bool:
+    """False when `text` certainly stays within the bounds (no alias, and a depth bound from
+    its brackets and its lines' leading indentation and indicators under `MAX_DEPTH`)."""
+    if "*" in text:
+        return True
+    brackets = text.count("[") + text.count("{")
+    if brackets > MAX_DEPTH:
+        return True
+    return brackets + max(map(len, _PREFIX.findall(text)), default=0) + 2 > MAX_DEPTH
+
 
 def compose(text: str) -> yaml.Node | None:
-    """The node graph of `text`.
+    """The node graph of `text`, within the bounds above (else `InputTooLarge`, located).
 
     libyaml (in every PyYAML wheel) composes it ten times faster than PyYAML's Python parser.
     On any error the Python parser reads the text again, so errors and their wording are
@@ -391,13 +546,29 @@ def compose(text: str) -> yaml.Node | None:
     parser only: libyaml accepts both in places where PyYAML reports them. What is left of the
     difference (`tests/spec/test_yaml_parsers.py`): libyaml also accepts `? ` inside a plain
     value, and places an empty value of a flow mapping (`{a: }`) at the next token.
+
+    Aliases share nodes, so composing an alias bomb takes little memory on either path; the
+    bounds are checked before anything expands it. libyaml's graph is checked with one walk
+    over its distinct nodes (only when the text has an alias or may nest deeply); one out of
+    bounds goes to the Python loader, which stops at the offending alias or bracket.
     """
     if _FAST_LOADER is not None and "\t" not in text and "\ufeff" not in text[1:]:
         try:
-            return yaml.compose(text, Loader=_FAST_LOADER)
+            node = yaml.compose(text, Loader=_FAST_LOADER)
+        except yaml.MarkedYAMLError as exc:
+            if "maximum nesting depth" in str(exc.problem):  # libyaml's own cap, at 1,000
+                raise _too_deep(exc.problem_mark) from None
         except (yaml.YAMLError, UnicodeError):  # a lone surrogate cannot go to libyaml as UTF-8
             pass
-    return yaml.compose(text, Loader=yaml.SafeLoader)
+        else:
+            if node is None or not _may_exceed_bounds(text):
+                return node
+            found = _out_of_bounds(node)
+            if found is None:
+                return node
+            if isinstance(found, InputTooLarge):
+                raise found
+    return yaml.compose(text, Loader=_BoundedLoader)
 
 
 _INDENTATION = ("'<block mapping start>'", "'<block sequence start>'", "'?'")

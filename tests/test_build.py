@@ -49,6 +49,7 @@ def test_the_chain_order_follows_the_design(tmp_path: Path) -> None:
     names = [m.name for m in middleware_chain(resolved)]
     assert names == [
         "TodosMiddleware",
+        "ToolJournalMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
         "SummarizationMiddleware",

@@ -124,11 +124,13 @@ def _main(argv: list[str] | None) -> Any:
         click.echo(str(exc) if located else f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        # The reader left (`| head`). Point stdout at /dev/null so the interpreter's final flush
-        # does not fail again and print "Exception ignored ... BrokenPipeError".
+        # The reader left (`| head`): 128 + SIGPIPE, as for any Unix tool that SIGPIPE ended
+        # (`agentctl run` ends a turn itself: runner.cli.session.reader_left). Point stdout at
+        # /dev/null so the interpreter's final flush does not fail again and print "Exception
+        # ignored ... BrokenPipeError".
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(141)
     except Exception as exc:
         if os.environ.get("AGENTCTL_DEBUG"):
             raise

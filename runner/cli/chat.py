@@ -103,15 +103,16 @@ class Chat:
         if not self._settled():
             return
         try:
-            play_turn(
-                self.turns,
-                self.renderer,
-                message=message,
-                thread_id=self.thread_id,
-                decisions=decisions,
-                auto_approve=self.auto_approve,
-                approver=self.approver,
-            )
+            with self.session.holding_threads():  # asking and answering: one hold on the thread
+                play_turn(
+                    self.turns,
+                    self.renderer,
+                    message=message,
+                    thread_id=self.thread_id,
+                    decisions=decisions,
+                    auto_approve=self.auto_approve,
+                    approver=self.approver,
+                )
         except KeyboardInterrupt:
             tid = self.renderer.thread_id
             waiting = tid is not None and not self.turns.busy and self.session.pending(tid)

@@ -81,6 +81,16 @@ import click
     help="Checkpoints of the thread to keep after each turn (default: the database's setting, "
     "else 10; `all` for full time travel).",
 )
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    is_flag=False,
+    flag_value=float("inf"),
+    default=None,
+    metavar="[SECONDS]",
+    help="When another process runs the thread, wait for it (at most SECONDS; without a "
+    "number, as long as it takes) instead of failing.",
+)
 def run(
     spec: Path,
     message: str | None,
@@ -99,6 +109,7 @@ def run(
     decisions_json: str | None,
     auto_approve: bool,
     keep_checkpoints: int | Literal["all"] | None,
+    wait: float | None,
 ) -> int:
     """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
 
@@ -114,8 +125,12 @@ def run(
     --approve, --reject [--reason TEXT] or --edit JSON on the same thread (--approve and
     --reject answer every waiting call; --decisions JSON answers several one by one).
 
-    Exit codes: 0 done (or waiting for approval), 1 the run failed, 2 bad spec or usage,
-    130 interrupted.
+    One process runs a thread at a time: another one fails, naming the process that
+    runs it, unless --wait. An approval is answered once: a second answer fails.
+
+    Exit codes: 0 done (or waiting for approval), 1 the run failed (or the thread is busy,
+    or the approval was already answered), 2 bad spec or usage, 130 interrupted, 141 the
+    reader of the output left (`| head`; the thread is kept and can be continued).
     """
     from runner.cli.options import parse_vars
     from runner.cli.session import decisions_from_flags, is_terminal, run_turns
@@ -156,6 +171,7 @@ def run(
             auto_approve,
             allow_unused_var,
             keep_checkpoints,
+            wait,
         )
     if message is None and answers is None and thread_id is None:
         raise click.UsageError(
@@ -177,6 +193,7 @@ def run(
         auto_approve=auto_approve,
         allow_unused_vars=allow_unused_var,
         keep_checkpoints=keep_checkpoints,
+        wait=wait,
     )
 
 
@@ -190,6 +207,7 @@ def _chat(
     auto_approve: bool,
     allow_unused_vars: bool,
     keep_checkpoints: int | Literal["all"] | None,
+    wait: float | None,
 ) -> int:
     from runner.cli.chat import chat
     from runner.cli.session import local_context
@@ -207,6 +225,7 @@ def _chat(
             local_context=local_context(spec),
             allow_unused_vars=allow_unused_vars,
             keep_checkpoints=keep_checkpoints,
+            wait=wait,
         )
     except BaseException:
         home.close()

@@ -10,6 +10,7 @@ last completed step, and `PatchToolCallsMiddleware` answers any tool call left w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -17,7 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol
 
 import click
 
@@ -374,6 +375,7 @@ def run_turns(
     auto_approve: bool,
     allow_unused_vars: bool = False,
     keep_checkpoints: int | Literal["all"] | None = None,
+    wait: float | None = None,
 ) -> int:
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
@@ -392,6 +394,7 @@ def run_turns(
             local_context=local_context(spec),
             allow_unused_vars=allow_unused_vars,
             keep_checkpoints=keep_checkpoints,
+            wait=wait,
         )
     except BaseException:
         home.close()
@@ -401,23 +404,56 @@ def run_turns(
     view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
     ask = output == "text" and not auto_approve and can_ask()
     turns = TurnRunner(session)
+    # answering approvals here: keep the thread between the turn that asks and the one that
+    # answers (else the thread is let go before its last event, for whoever answers next)
+    holding = session.holding_threads() if auto_approve or ask else contextlib.nullcontext()
     try:
-        last = play_turn(
-            turns,
-            view,
-            message=message,
-            thread_id=thread_id,
-            decisions=answers,
-            auto_approve=auto_approve,
-            approver=terminal_approver() if ask else None,
-        )
+        with holding:  # let go only after a cancelled step has finished
+            try:
+                last = play_turn(
+                    turns,
+                    view,
+                    message=message,
+                    thread_id=thread_id,
+                    decisions=answers,
+                    auto_approve=auto_approve,
+                    approver=terminal_approver() if ask else None,
+                )
+            except KeyboardInterrupt:
+                view.pause()  # stop the spinners before saying anything
+                finish_cancelled(turns, session)
+                raise
         return 1 if isinstance(last, Error) or last is None else 0
-    except KeyboardInterrupt:
-        view.pause()  # stop the spinners before saying anything
-        finish_cancelled(turns, session)
-        raise
+    except BrokenPipeError:
+        reader_left(session)
     finally:
         session.close()
+
+
+READER_LEFT = 141
+"""The exit status when the reader of the output left (`agentctl run ... | head`): 128 + SIGPIPE,
+what a shell reports for a program that SIGPIPE ended, as `yes | head` ends."""
+
+
+def reader_left(session: Session) -> NoReturn:
+    """The output's reader is gone: end now, quietly, with `READER_LEFT`, every time.
+
+    Ending like SIGPIPE would (at once, the step in flight cut short) but cleanly: the
+    database lock is taken for good first, so every write under way has committed and no other
+    starts (SQLite would roll back a half-written one anyway); the thread is as after a crash,
+    resumable with `--thread ID`, its finished tool calls journaled. MCP servers are stopped.
+    Then `os._exit`: an ordinary exit would tear the interpreter down under the turn's worker
+    thread and LangGraph's executor while they still run, which crashed (SIGSEGV) or printed
+    tracebacks and exited 1."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # whatever is still buffered goes nowhere
+    with contextlib.suppress(Exception):  # ending anyway; a server that will not stop dies with us
+        session.resolved.close()
+    session.home.freeze()
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(READER_LEFT)
 
 
 def finish_cancelled(

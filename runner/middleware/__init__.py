@@ -10,8 +10,11 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 |   |                       | rejects parallel calls                                               |
 | 2 | Memory                | loads AGENTS.md files once per thread                                |
 | 3 | Skills                | lists SKILL.md front matter; bodies are read on demand               |
-| 4 | Filesystem            | file tools; evicts large results (outermost tool wrapper, so it sees |
-|   |                       | the final result after retries)                                      |
+| - | ToolJournal           | the outermost tool wrapper (the ones above wrap no tool call): a     |
+|   |                       | call that finished before a crash is answered from the journal, and  |
+|   |                       | the result recorded is the one the graph got                         |
+| 4 | Filesystem            | file tools; evicts large results (the first tool wrapper inside the  |
+|   |                       | journal, so it sees the final result after retries)                  |
 | 5 | SubAgents             | the `task` tool                                                      |
 | 6 | Summarization         | compacts old messages near the context limit                         |
 | - | limits                | model-call and tool-call limits                                      |

@@ -75,6 +75,7 @@ def test_inheritance_of_model_tools_and_approvals(team: Path) -> None:
     adder_chain = [m.name for m in middleware_chain(adder)]
     assert adder_chain == [
         "TodosMiddleware",
+        "ToolJournalMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
         "SummarizationMiddleware",

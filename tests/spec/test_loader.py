@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import runner
+import runner.loader
 from runner.spec import (
     CompositeBackendSpec,
     FilesystemBackendSpec,
@@ -279,13 +280,13 @@ def test_a_file_refd_from_two_places_is_read_once(
         },
     )
     reads: list[str] = []
-    original = Path.read_text
+    original = runner.loader.read_source
 
-    def counting_read_text(self: Path, *args: object, **kwargs: object) -> str:
-        reads.append(self.name)
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counting_read_source(path: Path, **kwargs: int) -> str:
+        reads.append(path.name)
+        return original(path, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", counting_read_text)
+    monkeypatch.setattr(runner.loader, "read_source", counting_read_source)
     spec = runner.load_spec(path)
     assert sorted(reads) == ["a.yaml", "main.yaml", "shared.yaml"]
     via_a = spec.subagents[0]

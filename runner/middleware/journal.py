@@ -1,0 +1,134 @@
+"""Exactly once for finished tool calls: each result is journaled the moment the call returns.
+
+LangGraph saves a tool call's result with the step's writes, a little after the tool returns;
+a process killed in between leaves the call unanswered in the last checkpoint, and resuming the
+thread runs it again: its side effects (a file appended to, a message sent) happen twice. This
+middleware is the outermost tool wrapper: before a call runs it looks the call up in the
+thread's tool journal, and returns the recorded result instead of running the tool when the call
+finished before; when the call returns, its result (the `ToolMessage` or `Command` the graph
+gets) is recorded and committed before anything else happens. So a call that finished is never
+run again; only a call in flight at the moment of a crash may run a second time.
+
+The journal is found from the run's checkpointer (`runner.threads_db.ToolJournal`): agentctl's
+thread database attaches one (`runner.run.Home`), and a LangGraph `SqliteSaver` (sync) or
+`AsyncSqliteSaver` (async) passed to `build_agent(checkpointer=...)` gets one in its own
+database. With any other checkpointer, or none, calls pass through unjournaled (LangGraph's own
+at-least-once holds). Entries are keyed by
+thread, scope and call id; the scope is the chain of `task` calls a subagent's call runs under,
+so subagents' calls are journaled too (a contextvar carries the chain into the subagent).
+
+A call that raises (an error the tool node does not turn into a message, or a subagent's
+approval interrupt) is not recorded: it did not finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+
+from runner.threads_db import AsyncSqliteToolJournal, SqliteToolJournal, ToolJournal
+
+__all__ = ["ToolJournalMiddleware", "journal_for"]
+
+CHECKPOINTER_KEY = "__pregel_checkpointer"
+"""Where LangGraph puts the run's checkpointer in a task's `configurable` (subgraphs included)."""
+
+_SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("agentctl_tool_scope", default="")
+"""The `task` calls the current tool call runs under, joined by "/"; "" for the main agent."""
+
+Journal = ToolJournal | AsyncSqliteToolJournal
+
+_JOURNALS: weakref.WeakKeyDictionary[Any, Journal | None] = weakref.WeakKeyDictionary()
+
+
+def journal_for(checkpointer: Any) -> Journal | None:
+    """The tool journal that goes with `checkpointer`, made once per checkpointer: the one it
+    carries (`agentctl_journal`, set by `Home`), or one in the database of a `SqliteSaver`
+    (used by `invoke`) or an `AsyncSqliteSaver` (used by `ainvoke`)."""
+    if checkpointer is None:
+        return None
+    attached = getattr(checkpointer, "agentctl_journal", None)
+    if attached is not None:
+        return attached
+    try:
+        return _JOURNALS[checkpointer]
+    except (KeyError, TypeError):
+        pass
+    journal: Journal | None = None
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if isinstance(checkpointer, SqliteSaver):
+        journal = SqliteToolJournal(checkpointer.conn, checkpointer.lock, serde=checkpointer.serde)
+    elif type(checkpointer).__name__ == "AsyncSqliteSaver":  # no aiosqlite import otherwise
+        journal = AsyncSqliteToolJournal(checkpointer)
+    with contextlib.suppress(TypeError):  # a checkpointer that takes no weak reference
+        _JOURNALS[checkpointer] = journal
+    return journal
+
+
+def _entry(request: Any) -> tuple[Journal, str, str, str] | None:
+    """(journal, thread, scope, call id) for this call; None when it is not journaled."""
+    runtime = request.runtime
+    configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    call_id = request.tool_call.get("id")
+    if not thread_id or not call_id:
+        return None
+    journal = journal_for(configurable.get(CHECKPOINTER_KEY))
+    if journal is None:
+        return None
+    return journal, str(thread_id), _SCOPE.get(), str(call_id)
+
+
+def _inner_scope(scope: str, call_id: str) -> str:
+    return f"{scope}/{call_id}" if scope else call_id
+
+
+class ToolJournalMiddleware(AgentMiddleware):
+    """Journal each finished tool call; answer a call journaled before from the journal."""
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        entry = _entry(request)
+        if entry is None:
+            return handler(request)
+        journal, thread_id, scope, call_id = entry
+        if isinstance(journal, AsyncSqliteToolJournal):  # an async saver under invoke: its
+            return handler(request)  # own sync calls fail first; nothing to journal with
+        found = journal.lookup(thread_id, scope, call_id)
+        if found is not None:
+            return found
+        token = _SCOPE.set(_inner_scope(scope, call_id))
+        try:
+            result = handler(request)
+        finally:
+            _SCOPE.reset(token)
+        journal.record(thread_id, scope, call_id, result)
+        return result
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        entry = _entry(request)
+        if entry is None:
+            return await handler(request)
+        journal, thread_id, scope, call_id = entry
+        if isinstance(journal, AsyncSqliteToolJournal):
+            found = await journal.alookup(thread_id, scope, call_id)
+        else:  # a blocking journal: its database calls go off the event loop
+            found = await asyncio.to_thread(journal.lookup, thread_id, scope, call_id)
+        if found is not None:
+            return found
+        token = _SCOPE.set(_inner_scope(scope, call_id))
+        try:
+            result = await handler(request)
+        finally:
+            _SCOPE.reset(token)
+        if isinstance(journal, AsyncSqliteToolJournal):
+            await journal.arecord(thread_id, scope, call_id, result)
+        else:
+            await asyncio.to_thread(journal.record, thread_id, scope, call_id, result)
+        return result

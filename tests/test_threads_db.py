@@ -1,0 +1,261 @@
+"""The thread database's guards, in one process: the lease, the answer log, the tool journal.
+
+Crashes and races between real `agentctl run` processes are in tests/cli/test_crashes.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner import threads_db
+from runner.run import Home
+from runner.threads_db import SqliteThreadLease, ThreadBusy
+from tests.conftest import ROOT
+from tests.fakes import ScriptedChatModel, ai
+
+CRASH = ROOT / "tests" / "data" / "crash"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Any:
+    opened = Home(tmp_path / "threads.db")
+    yield opened
+    opened.close()
+
+
+# --------------------------------------------------------------------------- the lease
+
+
+def test_a_second_runner_is_told_who_holds_the_thread(home: Home) -> None:
+    lease = home.lease.acquire("t1")
+    with pytest.raises(ThreadBusy) as busy:
+        home.lease.acquire("t1")
+    message = str(busy.value)
+    assert f"thread t1 is being run by another process (pid {os.getpid()} on " in message
+    assert ", since 20" in message and "--wait" in message
+    assert home.lease.acquire("t2") is not None  # other threads are free
+    lease.release()
+    home.lease.acquire("t1").release()
+
+
+def test_a_holder_that_died_loses_its_lease_at_once(home: Home, tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a pid that ran on this host and is gone
+    other = sqlite3.connect(tmp_path / "threads.db")
+    other.execute(
+        "INSERT INTO agentctl_leases VALUES ('t1', 'x', ?, ?, NULL, '2026-01-01T00:00:00+00:00', ?)",
+        (child.pid, threads_db.HOST, time.time()),
+    )
+    other.commit()
+    assert home.lease.holder("t1") is None
+    home.lease.acquire("t1").release()
+
+
+def test_a_holder_on_another_host_keeps_its_lease_while_its_heartbeat_is_fresh(
+    home: Home, tmp_path: Path
+) -> None:
+    other = sqlite3.connect(tmp_path / "threads.db")
+    row = ("t1", "x", 1, "elsewhere", None, "2026-01-01T00:00:00+00:00")
+    other.execute("INSERT INTO agentctl_leases VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, time.time()))
+    other.commit()
+    with pytest.raises(ThreadBusy, match=r"pid 1 on elsewhere, since 2026-01-01"):
+        home.lease.acquire("t1")
+    stale = time.time() - 10 * 60
+    other.execute("UPDATE agentctl_leases SET heartbeat = ? WHERE thread_id = 't1'", (stale,))
+    other.commit()
+    home.lease.acquire("t1").release()
+
+
+def test_wait_takes_the_lease_when_the_holder_lets_go(home: Home) -> None:
+    held = home.lease.acquire("t1")
+    lease = home.lease
+    assert isinstance(lease, SqliteThreadLease)
+    tried = threading.Event()
+    original = lease._try
+
+    def counting(thread_id: str, token: str) -> Any:
+        found = original(thread_id, token)
+        tried.set()  # the waiter has found the thread busy at least once
+        return found
+
+    lease._try = counting  # type: ignore[method-assign]
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(lease.acquire("t1", wait=float("inf"))))
+    waiter.start()
+    assert tried.wait(60)
+    assert not got  # still waiting: the lease is held
+    held.release()
+    waiter.join(60)
+    assert got and got[0].thread_id == "t1"
+    got[0].release()
+
+
+def test_wait_with_a_limit_gives_up_naming_the_holder(home: Home) -> None:
+    home.lease.acquire("t1")
+    with pytest.raises(ThreadBusy, match=r"\(waited [0-9.]+ s\)"):
+        home.lease.acquire("t1", wait=0.2)
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def test_an_approval_is_answered_once(home: Home) -> None:
+    answer = {"i1": ("approve", {"decisions": [{"type": "approve"}]})}
+    assert home.answers.claim("t1", answer) is None
+    earlier = home.answers.claim("t1", {"i1": ("reject", {"decisions": [{"type": "reject"}]})})
+    assert earlier is not None
+    assert earlier.describe().startswith(f"already answered (approve, by pid {os.getpid()} at 20")
+    assert home.answers.recorded("t1", ["i1", "i2"])["i1"].resume == answer["i1"][1]
+    assert home.answers.claim("t2", answer) is None  # per thread
+
+
+def test_an_answer_that_could_not_run_is_taken_back(home: Home) -> None:
+    assert home.answers.claim("t1", {"i1": ("approve", {})}) is None
+    home.answers.withdraw("t1", ["i1"])  # the thread was busy: the approval still waits
+    assert home.answers.claim("t1", {"i1": ("reject", {})}) is None
+    assert home.answers.recorded("t1", ["i1"])["i1"].summary == "reject"
+
+
+def test_deleting_a_thread_forgets_its_answers_journal_and_lease(home: Home) -> None:
+    home.register("t1", agent="a", spec=None, first_message="hi")
+    home.answers.claim("t1", {"i1": ("approve", {})})
+    home.journal.record("t1", "", "call_1", "result")
+    assert home.journal.lookup("t1", "", "call_1") == "result"
+    home.delete("t1")
+    assert home.answers.last("t1") is None
+    assert home.journal.lookup("t1", "", "call_1") is None
+
+
+# --------------------------------------------------------------------------- the journal
+
+
+def _agent(tmp_path: Path) -> Path:
+    folder = tmp_path / "crash"
+    shutil.copytree(CRASH, folder)
+    return folder / "agent.yaml"
+
+
+def _savers(tmp_path: Path) -> dict[str, Any]:
+    """Checkpointers that lose every task write while `dropping` is set: the state a SIGKILL
+    leaves when it lands after a tool returned and before LangGraph saved its result."""
+    import aiosqlite
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    def dropping(cls: type) -> type:
+        class Dropping(cls):  # type: ignore[misc, valid-type]
+            dropping = False
+
+            def put_writes(self, *args: Any, **kwargs: Any) -> None:
+                if not self.dropping:
+                    super().put_writes(*args, **kwargs)
+
+            async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+                if not self.dropping:
+                    await super().aput_writes(*args, **kwargs)
+
+        Dropping.__name__ = cls.__name__
+        return Dropping
+
+    conn = sqlite3.connect(tmp_path / "saver.db", check_same_thread=False)
+    return {
+        "sqlite": lambda: dropping(SqliteSaver)(conn),
+        "memory": lambda: dropping(InMemorySaver)(),
+        # made inside the event loop that runs the graph
+        "async-sqlite": lambda: dropping(AsyncSqliteSaver)(
+            aiosqlite.connect(str(tmp_path / "async.db"))
+        ),
+    }
+
+
+@pytest.mark.parametrize("saver_kind", ["sqlite", "async-sqlite", "memory"])
+def test_a_finished_call_is_not_run_again_when_langgraph_reruns_its_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saver_kind: str
+) -> None:
+    """`b` finishes, then `c` crashes in flight before the step's writes are saved; resuming
+    runs the step again. With a SQLite checkpointer (a `build_agent` user's `SqliteSaver`), `b`
+    is answered from the journal (under `invoke`, and under `ainvoke` with an
+    `AsyncSqliteSaver`); with a checkpointer that has no journal it runs twice."""
+    import asyncio
+
+    import runner
+
+    log = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECT_LOG", str(log))
+    monkeypatch.setenv("EFFECT_CRASH", "c")
+    model = ScriptedChatModel(
+        script=[ai("both", ("record", {"name": "b"}), ("record", {"name": "c"})), ai("done")]
+    )
+    # one at a time, in order: `b` has returned before `c` starts
+    config: Any = {"configurable": {"thread_id": "t1"}, "max_concurrency": 1}
+    message = {"messages": [{"role": "user", "content": "go"}]}
+
+    def crash_and_resume(saver: Any) -> Any:
+        agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
+        saver.dropping = True
+        with pytest.raises(BaseException, match="crash in flight in c"):
+            agent.invoke(message, config)
+        saver.dropping = False
+        monkeypatch.delenv("EFFECT_CRASH")
+        return agent.invoke(None, config)
+
+    async def acrash_and_resume() -> Any:
+        saver = _savers(tmp_path)[saver_kind]()  # made in the loop that runs the graph
+        agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
+        saver.dropping = True
+        with pytest.raises(BaseException, match="crash in flight in c"):
+            await agent.ainvoke(message, config)
+        saver.dropping = False
+        monkeypatch.delenv("EFFECT_CRASH")
+        return await agent.ainvoke(None, config)
+
+    if saver_kind == "async-sqlite":
+        result = asyncio.run(acrash_and_resume())
+    else:
+        result = crash_and_resume(_savers(tmp_path)[saver_kind]())
+    assert result["messages"][-1].content == "done"
+    counts = Counter(log.read_text().split())
+    assert counts["c"] == 2  # in flight at the crash: it may run again, and did
+    assert counts["b"] == (2 if saver_kind == "memory" else 1)
+    results = [m.content for m in result["messages"] if m.type == "tool"]
+    assert results == ["recorded b", "recorded c"]
+
+
+def test_a_subagents_calls_are_journaled_under_the_task_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    import runner
+
+    monkeypatch.setenv("EFFECT_LOG", str(tmp_path / "effects.log"))
+    conn = sqlite3.connect(tmp_path / "saver.db", check_same_thread=False)
+
+    def script(messages: list[Any]) -> Any:
+        task = next(m.content for m in messages if m.type == "human")
+        answered = any(m.type == "ai" for m in messages)
+        if task == "go":  # the main agent
+            call = ("task", {"description": "x", "subagent_type": "helper"})
+            return ai("done") if answered else ai("delegate", call)
+        return ai("sub done") if answered else ai("sub", ("record", {"name": "x"}))
+
+    model = ScriptedChatModel(script=script)
+    agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=SqliteSaver(conn))
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": "t1"}}
+    )
+    rows = conn.execute("SELECT scope, call_id FROM agentctl_tool_journal").fetchall()
+    task = next(call for scope, call in rows if scope == "")
+    assert any(scope == task and call != task for scope, call in rows)  # the subagent's call
