@@ -30,6 +30,7 @@ from runner.events import (
     Error,
     Final,
     Interrupt,
+    ModelCall,
     RunEvent,
     RunWarning,
     Start,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from runner.backends import FileInfo
-    from runner.resolve import ResolvedAgent
+    from runner.resolve import LocalContext, ResolvedAgent
     from runner.spec import AgentSpec
 
 __all__ = [
@@ -434,6 +435,7 @@ class EventTranslator:
                     text = _text_of(message.content)
                     if text and message.id not in self.streamed_text:
                         yield TextDelta(agent=agent, parent_id=parent, text=text)
+                    yield _model_call(message, agent, parent)
                     for call in message.tool_calls:
                         if call["id"] in self.seen_calls:
                             continue
@@ -470,6 +472,19 @@ class EventTranslator:
         todos = update.get("todos")
         if isinstance(todos, list):
             yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
+
+
+def _model_call(message: Any, agent: str, parent: str | None) -> ModelCall:
+    from runner.middleware.replies import finish_reason
+
+    meta = message.response_metadata or {}
+    model = meta.get("model_name") or meta.get("model")
+    return ModelCall(
+        agent=agent,
+        parent_id=parent,
+        model=str(model) if model else None,
+        finish_reason=finish_reason(message),
+    )
 
 
 @dataclass(frozen=True)
@@ -617,7 +632,7 @@ class Session:
         db: str | os.PathLike[str] | None = None,
         home: Home | None = None,
         record: str | os.PathLike[str] | None = None,
-        local_context: str | None = None,
+        local_context: LocalContext | None = None,
         allow_unused_vars: bool = False,
         keep_checkpoints: int | Literal["all"] | None = None,
     ) -> None:
@@ -1076,6 +1091,11 @@ def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> st
             f"the run stopped at its limit of {limit} model calls; raise "
             f"`limits.model_calls`{_where(spec, ('limits', 'model_calls'))} if the agent needs more"
         )
+    from runner.models import describe_provider_error
+
+    provider_error = describe_provider_error(exc)
+    if provider_error is not None:
+        return provider_error
     if "limit" in name.lower():
         return f"{text} (raise the limit under `limits:` in the spec if the agent needs more)"
     return f"{name}: {text}"

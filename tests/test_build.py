@@ -51,6 +51,7 @@ def test_the_chain_order_follows_the_design(tmp_path: Path) -> None:
         "TodosMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
+        "ReplyCheckMiddleware",
         "SummarizationMiddleware",
         "ModelCallLimitMiddleware",
         "ToolCallLimitMiddleware[add]",

@@ -192,7 +192,7 @@ def _chat(
     keep_checkpoints: int | Literal["all"] | None,
 ) -> int:
     from runner.cli.chat import chat
-    from runner.cli.session import local_context
+    from runner.cli.session import local_context_for
     from runner.run import Home, Session, resume_settings
 
     home = Home(db)
@@ -204,7 +204,7 @@ def _chat(
             vars=variables,
             home=home,
             record=record,
-            local_context=local_context(spec),
+            local_context=local_context_for(spec),
             allow_unused_vars=allow_unused_vars,
             keep_checkpoints=keep_checkpoints,
         )

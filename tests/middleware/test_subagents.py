@@ -77,6 +77,7 @@ def test_inheritance_of_model_tools_and_approvals(team: Path) -> None:
         "TodosMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
+        "ReplyCheckMiddleware",
         "SummarizationMiddleware",
         "PatchToolCallsMiddleware",
         "HumanInTheLoopMiddleware",
