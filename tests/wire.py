@@ -84,7 +84,10 @@ class _Server:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll interval: `shutdown()` waits for the next poll (0.5 s by default).
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -332,10 +335,14 @@ class AnthropicServer(_Server):
         if turn.text:
             content.append({"type": "text", "text": turn.text})
         for c, call_id in zip(turn.calls, self.ids(turn), strict=True):
+            # The API sends `input` as an object, parsed as far as it goes (a cut-off reply).
+            from langchain_core.utils.json import parse_partial_json
+
             try:
-                value = json.loads(c.arguments)
+                value = parse_partial_json(c.arguments)
             except ValueError:
-                value = c.arguments  # a lax server passes the text on
+                value = None
+            value = value if isinstance(value, dict) else {}
             content.append({"type": "tool_use", "id": call_id, "name": c.name, "input": value})
         return {
             "id": f"msg_{uuid.uuid4().hex[:12]}",

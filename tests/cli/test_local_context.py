@@ -33,7 +33,12 @@ def test_the_directory_is_left_out_when_the_file_tools_cannot_reach_it(tmp_path:
     (tmp_path / "README.md").write_text("")
     today = datetime.date.today().isoformat()
     elsewhere = folder(tmp_path / "workspace")
-    for backend in (None, StateBackendSpec(kind="state"), StoreBackendSpec(kind="store"), elsewhere):
+    for backend in (
+        None,
+        StateBackendSpec(kind="state"),
+        StoreBackendSpec(kind="store"),
+        elsewhere,
+    ):
         assert local_context(Path("a.yaml"), tmp_path, backend=backend) == (
             "## Local context\n\n"
             f"- Today is {today}.\n"
