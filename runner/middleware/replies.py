@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NamedTuple
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -270,8 +270,16 @@ def repaired_history(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
 # --------------------------------------------------------------------------- the middleware
 
 
-def _taken_ids(messages: Iterable[AnyMessage]) -> set[str]:
-    return {call["id"] or "" for m in messages if m.type == "ai" for call in m.tool_calls}
+class _Checked(NamedTuple):
+    """What one conversation's history was found to hold, up to its `length`-th message."""
+
+    first: AnyMessage
+    last: AnyMessage
+    length: int
+    ids: set[str]
+
+
+CONVERSATIONS_REMEMBERED = 256
 
 
 def _limit_message(reason: str | None, skipped: int) -> str:
@@ -295,12 +303,51 @@ class ReplyCheckMiddleware(AgentMiddleware):
     def name(self) -> str:
         return "ReplyCheckMiddleware"
 
-    @staticmethod
-    def _prepare(request: ModelRequest) -> ModelRequest:
-        repaired = repaired_history(request.messages)
-        return request if repaired is None else request.override(messages=repaired)
+    def __init__(self) -> None:
+        super().__init__()
+        # Conversations (by their first message) checked at earlier calls: only the messages
+        # added since are read again, so the check costs O(new messages) per model call.
+        self._checked: dict[int, _Checked] = {}
 
-    def _check(self, request: ModelRequest, result: Any) -> Any:
+    def _scan(self, messages: Sequence[AnyMessage]) -> tuple[bool, set[str]]:
+        """Whether the history needs repair, and the tool call ids it holds."""
+        if not messages:
+            return False, set()
+        first = messages[0]
+        known = self._checked.get(id(first))
+        start, ids = 0, set()
+        if (
+            known is not None
+            and known.first is first
+            and known.length <= len(messages)
+            and messages[known.length - 1] is known.last
+        ):
+            start, ids = known.length, known.ids
+        broken = False
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if message.type == "ai":
+                if message.invalid_tool_calls or not (message.content or message.tool_calls):
+                    broken = True
+                for call in message.tool_calls:
+                    ids.add(call["id"] or "")
+        if broken:  # the repaired copy is what the model sees: nothing to remember
+            self._checked.pop(id(first), None)
+        else:
+            if known is None and len(self._checked) >= CONVERSATIONS_REMEMBERED:
+                self._checked.pop(next(iter(self._checked)))
+            self._checked[id(first)] = _Checked(first, messages[-1], len(messages), ids)
+        return broken, ids
+
+    def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, set[str]]:
+        broken, ids = self._scan(request.messages)
+        if not broken:
+            return request, ids
+        repaired = repaired_history(request.messages) or list(request.messages)
+        ids = {c["id"] or "" for m in repaired if isinstance(m, AIMessage) for c in m.tool_calls}
+        return request.override(messages=repaired), ids
+
+    def _check(self, request: ModelRequest, result: Any, taken: set[str]) -> Any:
         response = result.model_response if isinstance(result, ExtendedModelResponse) else result
         if isinstance(response, AIMessage):
             response = ModelResponse(result=[response])
@@ -329,9 +376,7 @@ class ReplyCheckMiddleware(AgentMiddleware):
                 )
             return result
         answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        calls, answers, changed = _readable_calls(
-            reply, _taken_ids(request.messages), cut_off=cut_off
-        )
+        calls, answers, changed = _readable_calls(reply, set(taken), cut_off=cut_off)
         answers = [a for a in answers if a.tool_call_id not in answered]
         if not changed and not answers:
             return result
@@ -348,11 +393,11 @@ class ReplyCheckMiddleware(AgentMiddleware):
         return fixed
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
-        request = self._prepare(request)
-        return self._check(request, handler(request))
+        request, taken = self._prepare(request)
+        return self._check(request, handler(request), taken)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
     ) -> Any:
-        request = self._prepare(request)
-        return self._check(request, await handler(request))
+        request, taken = self._prepare(request)
+        return self._check(request, await handler(request), taken)

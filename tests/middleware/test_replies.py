@@ -122,3 +122,44 @@ def test_a_subagents_cut_off_reply_is_reported_under_its_task_call(tmp_path: Pat
     assert (warning.agent, warning.parent_id, warning.code) == ("poet", "k", "truncated_reply")
     assert "the answer may be incomplete" in warning.message
     assert [e.name for e in events if isinstance(e, ToolCall)] == ["task"]
+
+
+def test_ids_are_checked_against_the_whole_history_read_once() -> None:
+    from types import SimpleNamespace
+
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+
+    from runner.middleware.replies import ReplyCheckMiddleware
+
+    check = ReplyCheckMiddleware()
+
+    def reply_to(history: list[Any], call_id: str) -> str:
+        request = ModelRequest(
+            model=None,  # type: ignore[arg-type]
+            messages=history,
+            system_message=None,
+            tool_choice=None,
+            tools=[],
+            response_format=None,
+            state={},  # type: ignore[arg-type]
+            runtime=SimpleNamespace(stream_writer=None),  # type: ignore[arg-type]
+        )
+        answer = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": call_id}])
+        result = check.wrap_model_call(request, lambda r: ModelResponse(result=[answer]))
+        return str(result.result[0].tool_calls[0]["id"])
+
+    history: list[Any] = [HumanMessage("go")]
+    assert reply_to(history, "c1") == "c1"
+    history += [
+        AIMessage("", id="a1", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+        ToolMessage("/", tool_call_id="c1"),
+    ]
+    assert reply_to(history, "c2") == "c2"  # only the two new messages were read
+    history += [
+        AIMessage("", id="a2", tool_calls=[{"name": "ls", "args": {}, "id": "c2"}]),
+        ToolMessage("/", tool_call_id="c2"),
+    ]
+    assert reply_to(history, "c1") not in ("c1", "c2")  # c1 is taken further back
+    summarized = [history[0], HumanMessage("summary"), *history[3:]]  # another list: read again
+    assert reply_to(summarized, "c1") == "c1"
+    assert reply_to(summarized, "c2") != "c2"
