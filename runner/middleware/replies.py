@@ -26,9 +26,11 @@ hook would cost a graph step per model call):
 Before the call, the history is checked as a strict provider would (a thread saved before this
 middleware existed may hold an invalid call, and was unusable): an invalid call becomes a
 readable one paired with an error result, and an empty AI message gets a placeholder text
-(Anthropic refuses empty assistant messages). The check is one pass over the messages and only
-copies when something needs repair; the repaired history is what the model sees, the thread
-keeps what it had.
+(Anthropic refuses empty assistant messages). The repaired history is what the model sees; the
+thread keeps what it had. Each call reads only the messages added since the previous call of the
+same conversation (remembered by its first message), so the check stays O(new messages) on long
+runs, and copies nothing unless something needs repair. Answered calls never run, and the
+approvals middleware does not put them to a person (`runner.middleware.approvals`).
 
 In the chain it sits after the spec's own middleware and before Summarization, limits, retries,
 fallbacks and prompt caching: inner to user middleware (which see repaired replies), outer to
