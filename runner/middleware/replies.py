@@ -198,25 +198,27 @@ def _rebuilt(message: AIMessage, calls: Sequence[Any]) -> AIMessage:
 def _readable_calls(
     message: AIMessage, taken: set[str], *, cut_off: bool
 ) -> tuple[list[dict[str, Any]], list[ToolMessage], bool]:
-    """The message's calls, all readable and with unique ids (added to `taken`), the error
-    results for the ones that must not run, and whether anything changed."""
+    """The message's calls, all readable and with ids unique among themselves and not in
+    `taken` (the history's), the error results for the ones that must not run, and whether
+    anything changed."""
     calls: list[Any] = []
     answers: list[ToolMessage] = []
     changed = False
+    mine: set[str] = set()
     for call in message.tool_calls:
         call_id = call.get("id")
-        if not call_id or call_id in taken:
+        if not call_id or call_id in taken or call_id in mine:
             call_id, changed = _new_id(), True
-        taken.add(call_id)
+        mine.add(call_id)
         calls.append({**call, "id": call_id} if call_id != call.get("id") else call)
         if cut_off:
             answers.append(truncated_call_message(call["name"], call_id))
     for bad in message.invalid_tool_calls:
         changed = True
         call_id = bad.get("id")
-        if not call_id or call_id in taken:
+        if not call_id or call_id in taken or call_id in mine:
             call_id = _new_id()
-        taken.add(call_id)
+        mine.add(call_id)
         name = bad.get("name") or "unknown_tool"
         calls.append({"name": name, "args": {}, "id": call_id, "type": "tool_call"})
         answers.append(
@@ -378,7 +380,7 @@ class ReplyCheckMiddleware(AgentMiddleware):
                 )
             return result
         answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        calls, answers, changed = _readable_calls(reply, set(taken), cut_off=cut_off)
+        calls, answers, changed = _readable_calls(reply, taken, cut_off=cut_off)
         answers = [a for a in answers if a.tool_call_id not in answered]
         if not changed and not answers:
             return result
