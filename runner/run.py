@@ -349,10 +349,14 @@ class EventTranslator:
         *,
         seen_calls: set[str] | None = None,
         seen_results: set[str] | None = None,
+        seen_replies: set[str] | None = None,
     ) -> None:
         self.main = main_agent
         self.seen_calls: set[str] = set(seen_calls or ())
         self.seen_results: set[str] = set(seen_results or ())
+        # ids of AI messages already reported: a model node that rewrites the history (LangChain
+        # answering invalid calls left in it, a summary) sends old replies again
+        self.seen_replies: set[str] = set(seen_replies or ())
         # namespace root ("tools:<task id>") -> (agent name, id of the `task` call that started it)
         self.subagents: dict[str, tuple[str, str | None]] = {}
         # interrupt id -> the agent whose approval it asks for
@@ -432,6 +436,10 @@ class EventTranslator:
             for message in messages:
                 kind = getattr(message, "type", None)
                 if kind == "ai" and node == "model":
+                    if message.id in self.seen_replies:
+                        continue  # history restated (a repair, a summary): not news
+                    if message.id:
+                        self.seen_replies.add(message.id)
                     text = _text_of(message.content)
                     if text and message.id not in self.streamed_text:
                         yield TextDelta(agent=agent, parent_id=parent, text=text)
@@ -850,6 +858,7 @@ class Session:
             self.name,
             seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
             seen_results={m.tool_call_id for m in existing if m.type == "tool"},
+            seen_replies={m.id for m in existing if m.type == "ai" and m.id},
         )
         config = self._config(thread_id, callbacks)
         final_values: dict[str, Any] | None = None

@@ -420,3 +420,31 @@ def test_a_thread_holding_an_invalid_call_resumes(tmp_path: Path) -> None:
     assert assistant["tool_calls"][0]["function"] == {"name": "ls", "arguments": "{}"}
     [answer] = [m for m in sent if m["role"] == "tool"]
     assert answer["tool_call_id"] == "v1" and "could not be" in answer["content"]
+
+
+def test_a_poisoned_thread_resumes_through_the_cli_without_replaying_its_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runner.run import Session
+
+    poisoned = AIMessage(
+        content="Listing.",
+        id="old",
+        invalid_tool_calls=[
+            {"type": "invalid_tool_call", "name": "ls", "args": "[1]", "id": "v1", "error": None}
+        ],
+    )
+    with OpenAIServer([Turn(text="First."), Turn(text="Recovered.")]) as server:
+        spec = write_spec(tmp_path, "openai", server.base_url)
+        first = agentctl(capsys, spec, "hi")
+        with Session(spec) as session:
+            session.graph.update_state(
+                {"configurable": {"thread_id": first.thread}},
+                {"messages": [{"role": "user", "content": "list"}, poisoned]},
+                as_node="model",
+            )
+        again = agentctl(capsys, spec, "--thread", first.thread, "hello?")
+    assert again.code == 0, again.err
+    assert "".join(e["text"] for e in again.of("text")).strip() == "Recovered."
+    assert len(again.of("model_call")) == 1 and len(again.of("usage")) == 1
+    assert server.rejected == []
