@@ -32,11 +32,12 @@ same conversation (remembered by its first message), so the check stays O(new me
 runs, and copies nothing unless something needs repair. Answered calls never run, and the
 approvals middleware does not put them to a person (`runner.middleware.approvals`).
 
-In the chain it sits after the spec's own middleware and before Summarization, limits, retries,
-fallbacks and prompt caching: inner to user middleware (which see repaired replies), outer to
-everything that calls a model (so a summarizer or a fallback model never sees a broken history,
-and a retried or fallback reply is checked too). Next to LargeInputs and Summarization its hook
-is fused with theirs (`runner.middleware.fused`), so it adds no wrap hook of its own to a run.
+In the chain it sits after the harness tools and before Summarization, limits, retries,
+fallbacks, prompt caching and the spec's own middleware (innermost, see `runner.middleware`):
+outer to everything that calls a model or wraps the call, so a summarizer, a fallback model or
+a user's hook never sees a broken history, and a retried or fallback reply is checked too. Next
+to LargeInputs and Summarization its hook is fused with theirs (`runner.middleware.fused`), so it
+adds no wrap hook of its own to a run.
 """
 
 from __future__ import annotations
