@@ -99,6 +99,18 @@ class Interrupt(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelCall(RunEvent):
+    """The model replied: one event per model call, whether or not the provider reports token
+    usage. `model` is the model that answered (a fallback's name when one took over),
+    `finish_reason` why the reply stopped, as the provider says it (`stop`, `tool_calls`,
+    `length`, `end_turn`, `max_tokens`, ...); either is None when the provider does not say."""
+
+    type: ClassVar[str] = "model_call"
+    model: str | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Usage(RunEvent):
     """Tokens used by one model call."""
 
@@ -164,6 +176,7 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
     ToolResult,
     TodosUpdate,
     Interrupt,
+    ModelCall,
     Usage,
     Final,
     RunWarning,
@@ -177,6 +190,7 @@ __all__ = [
     "Error",
     "Final",
     "Interrupt",
+    "ModelCall",
     "RunEvent",
     "RunWarning",
     "Start",

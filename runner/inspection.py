@@ -8,7 +8,7 @@ from typing import Any
 
 from runner.build import _as_spec, middleware_chain, subagent_middleware
 from runner.middleware.prompt import preview_prompt
-from runner.resolve import Resolver
+from runner.resolve import LocalContext, Resolver
 
 
 def describe(
@@ -16,7 +16,7 @@ def describe(
     *,
     vars: Mapping[str, Any] | None = None,
     model: str | None = None,
-    local_context: str | None = None,
+    local_context: LocalContext | None = None,
     allow_unused_vars: bool = False,
 ) -> dict[str, Any]:
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""

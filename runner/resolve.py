@@ -45,6 +45,11 @@ __all__ = [
 ]
 
 DEFAULT_RECURSION_LIMIT = 1000
+
+LocalContext = str | Callable[[Any], str]
+"""The last prompt section of a CLI run: its text, or a function of the main agent's backend
+spec (None for `state`) that writes it, so it can say whether the file tools reach the current
+directory (see `runner.cli.session.local_context`)."""
 _SECRET_PARAM = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
 
 
@@ -152,7 +157,7 @@ class Resolver:
         *,
         model: str | BaseChatModel | None = None,
         with_models: bool = True,
-        local_context: str | None = None,
+        local_context: LocalContext | None = None,
     ) -> None:
         self.model_override = model
         self.with_models = with_models
@@ -425,6 +430,7 @@ class Resolver:
         from runner.middleware.journal import ToolJournalMiddleware
         from runner.middleware.large_inputs import LargeInputsMiddleware
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
+        from runner.middleware.replies import ReplyCheckMiddleware
         from runner.middleware.todos import TodosMiddleware
 
         is_main = parent is None
@@ -496,6 +502,7 @@ class Resolver:
                     if core.filesystem.evict_inputs_over_tokens
                     else None
                 ),
+                "replies": ReplyCheckMiddleware(),
                 "summarization": self._summarization(core, name, model, backend, where, locator),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(interrupt_on),
@@ -513,7 +520,12 @@ class Resolver:
         if approvals := approvals_section(interrupt_on):
             sections.append(approvals)
         if is_main and self.local_context:
-            sections.append(PromptSection("local_context", text=self.local_context))
+            text = (
+                self.local_context
+                if isinstance(self.local_context, str)
+                else self.local_context(core.backend)
+            )
+            sections.append(PromptSection("local_context", text=text))
         return agent
 
     def _backend(
@@ -820,7 +832,7 @@ def resolve(
     *,
     model: str | BaseChatModel | None = None,
     with_models: bool = True,
-    local_context: str | None = None,
+    local_context: LocalContext | None = None,
 ) -> ResolvedAgent:
     return Resolver(model=model, with_models=with_models, local_context=local_context).resolve(spec)
 

@@ -32,6 +32,7 @@ from runner.events import (
     Error,
     Final,
     Interrupt,
+    ModelCall,
     RunEvent,
     RunWarning,
     Start,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from runner.backends import FileInfo
-    from runner.resolve import ResolvedAgent
+    from runner.resolve import LocalContext, ResolvedAgent
     from runner.spec import AgentSpec
 
 __all__ = [
@@ -380,10 +381,14 @@ class EventTranslator:
         *,
         seen_calls: set[str] | None = None,
         seen_results: set[str] | None = None,
+        seen_replies: set[str] | None = None,
     ) -> None:
         self.main = main_agent
         self.seen_calls: set[str] = set(seen_calls or ())
         self.seen_results: set[str] = set(seen_results or ())
+        # ids of AI messages already reported: a model node that rewrites the history (LangChain
+        # answering invalid calls left in it, a summary) sends old replies again
+        self.seen_replies: set[str] = set(seen_replies or ())
         # namespace root ("tools:<task id>") -> (agent name, id of the `task` call that started it)
         self.subagents: dict[str, tuple[str, str | None]] = {}
         # interrupt id -> the agent whose approval it asks for
@@ -463,9 +468,14 @@ class EventTranslator:
             for message in messages:
                 kind = getattr(message, "type", None)
                 if kind == "ai" and node == "model":
+                    if message.id in self.seen_replies:
+                        continue  # history restated (a repair, a summary): not news
+                    if message.id:
+                        self.seen_replies.add(message.id)
                     text = _text_of(message.content)
                     if text and message.id not in self.streamed_text:
                         yield TextDelta(agent=agent, parent_id=parent, text=text)
+                    yield _model_call(message, agent, parent)
                     for call in message.tool_calls:
                         if call["id"] in self.seen_calls:
                             continue
@@ -502,6 +512,19 @@ class EventTranslator:
         todos = update.get("todos")
         if isinstance(todos, list):
             yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
+
+
+def _model_call(message: Any, agent: str, parent: str | None) -> ModelCall:
+    from runner.middleware.replies import finish_reason
+
+    meta = message.response_metadata or {}
+    model = meta.get("model_name") or meta.get("model")
+    return ModelCall(
+        agent=agent,
+        parent_id=parent,
+        model=str(model) if model else None,
+        finish_reason=finish_reason(message),
+    )
 
 
 @dataclass(frozen=True)
@@ -649,7 +672,7 @@ class Session:
         db: str | os.PathLike[str] | None = None,
         home: Home | None = None,
         record: str | os.PathLike[str] | None = None,
-        local_context: str | None = None,
+        local_context: LocalContext | None = None,
         allow_unused_vars: bool = False,
         keep_checkpoints: int | Literal["all"] | None = None,
         wait: float | None = None,
@@ -984,6 +1007,7 @@ class Session:
             self.name,
             seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
             seen_results={m.tool_call_id for m in existing if m.type == "tool"},
+            seen_replies={m.id for m in existing if m.type == "ai" and m.id},
         )
         config = self._config(thread_id, callbacks)
         final_values: dict[str, Any] | None = None
@@ -1223,6 +1247,11 @@ def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> st
             f"the run stopped at its limit of {limit} model calls; raise "
             f"`limits.model_calls`{_where(spec, ('limits', 'model_calls'))} if the agent needs more"
         )
+    from runner.models import describe_provider_error
+
+    provider_error = describe_provider_error(exc)
+    if provider_error is not None:
+        return provider_error
     if "limit" in name.lower():
         return f"{text} (raise the limit under `limits:` in the spec if the agent needs more)"
     return f"{name}: {text}"

@@ -52,6 +52,7 @@ def test_the_chain_order_follows_the_design(tmp_path: Path) -> None:
         "ToolJournalMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
+        "ReplyCheckMiddleware",
         "SummarizationMiddleware",
         "ModelCallLimitMiddleware",
         "ToolCallLimitMiddleware[add]",

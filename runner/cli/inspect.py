@@ -42,14 +42,14 @@ def inspect(
     --prompt the system prompt. Needs no API key: models are named, not created.
     """
     from runner.cli.options import parse_vars
-    from runner.cli.session import local_context
+    from runner.cli.session import local_context_for
     from runner.inspection import describe
 
     info = describe(
         spec,
         vars=parse_vars(vars_),
         model=model,
-        local_context=local_context(spec),
+        local_context=local_context_for(spec),
         allow_unused_vars=allow_unused_var,
     )
     if as_json:

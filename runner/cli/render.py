@@ -15,6 +15,7 @@ from runner.events import (
     Error,
     Final,
     Interrupt,
+    ModelCall,
     RunEvent,
     RunWarning,
     Start,
@@ -92,7 +93,11 @@ class PlainRenderer:
         self.tokens_in = 0
         self.thread_shown: str | None = None
         self.tokens_out = 0
+        self.model_calls = 0
+        self.reported_usage = False
         self.depth: dict[str | None, int] = {None: 0}
+        self.todos: dict[str | None, list[dict[str, Any]]] = {}
+        """The todo list last printed, per agent (the `task` call id; None: the main agent)."""
 
     def _line(self, text: str, parent: str | None) -> None:
         if not self.at_line_start:
@@ -134,23 +139,34 @@ class PlainRenderer:
             mark = "✗" if event.status == "error" else "✓"
             self._line(f"  {mark} {summarize_result(event.content)}", event.parent_id)
         elif isinstance(event, TodosUpdate):
+            if self.todos.get(event.parent_id) == event.todos:
+                return  # unchanged: the same list again is noise
+            self.todos[event.parent_id] = [dict(t) for t in event.todos]
             marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
             for todo in event.todos:
                 self._line(
                     f"  {marks.get(todo.get('status', ''), '[ ]')} {todo.get('content', '')}",
                     event.parent_id,
                 )
+        elif isinstance(event, ModelCall):
+            self.model_calls += 1
         elif isinstance(event, Usage):
             self.tokens_in += event.input_tokens
             self.tokens_out += event.output_tokens
+            self.reported_usage = True
         elif isinstance(event, Final):
             if not self.at_line_start:
                 self.out.write("\n")
                 self.at_line_start = True
             if event.structured_response is not None:
                 self.out.write(self._json(event.structured_response))
+            tokens = (
+                f"{self.tokens_in} in / {self.tokens_out} out"
+                if self.reported_usage or not self.model_calls
+                else "not reported"
+            )
             self.err.write(
-                f"thread: {event.thread_id}  tokens: {self.tokens_in} in / {self.tokens_out} out\n"
+                f"thread: {event.thread_id}  model calls: {self.model_calls}  tokens: {tokens}\n"
             )
         elif isinstance(event, Interrupt):
             self._interrupt(event)

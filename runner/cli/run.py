@@ -210,7 +210,7 @@ def _chat(
     wait: float | None,
 ) -> int:
     from runner.cli.chat import chat
-    from runner.cli.session import local_context
+    from runner.cli.session import local_context_for
     from runner.run import Home, Session, resume_settings
 
     home = Home(db)
@@ -222,7 +222,7 @@ def _chat(
             vars=variables,
             home=home,
             record=record,
-            local_context=local_context(spec),
+            local_context=local_context_for(spec),
             allow_unused_vars=allow_unused_vars,
             keep_checkpoints=keep_checkpoints,
             wait=wait,

@@ -24,6 +24,7 @@ from runner.events import (
     Error,
     Final,
     Interrupt,
+    ModelCall,
     RunEvent,
     RunWarning,
     Start,
@@ -75,6 +76,8 @@ class _Turn:
     """Seconds spent waiting for the user (approvals), left out of the turn's duration."""
     tokens_in: int = 0
     tokens_out: int = 0
+    reported_usage: bool = False
+    """A provider reported token usage (without any, the tokens are not shown: not 0)."""
     model_calls: int = 0
 
 
@@ -123,10 +126,12 @@ class TerminalRenderer:
             self._tool_result(event)
         elif isinstance(event, TodosUpdate):
             self._todos(event)
+        elif isinstance(event, ModelCall):
+            self.turn.model_calls += 1
         elif isinstance(event, Usage):
             self.turn.tokens_in += event.input_tokens
             self.turn.tokens_out += event.output_tokens
-            self.turn.model_calls += 1
+            self.turn.reported_usage = True
         elif isinstance(event, Final):
             self._final(event)
         elif isinstance(event, Interrupt):
@@ -275,14 +280,17 @@ class TerminalRenderer:
         self.thinking = False
         self.running.clear()
         seconds = time.monotonic() - turn.started - turn.paused
-        calls = f"{turn.model_calls} model call{'s' if turn.model_calls != 1 else ''} · "
-        self.console.print(
-            f"[dim]{'✗ failed' if failed else '✓ done'} in {seconds:.1f}s · "
-            f"{calls if turn.model_calls else ''}"
-            f"tokens {human_tokens(turn.tokens_in)} in / {human_tokens(turn.tokens_out)} out"
-            f" · thread {self.thread_id}[/]",
-            highlight=False,
-        )
+        parts = [f"{'✗ failed' if failed else '✓ done'} in {seconds:.1f}s"]
+        if turn.model_calls:
+            parts.append(f"{turn.model_calls} model call{'s' if turn.model_calls != 1 else ''}")
+        if turn.reported_usage or not turn.model_calls:
+            parts.append(
+                f"tokens {human_tokens(turn.tokens_in)} in / {human_tokens(turn.tokens_out)} out"
+            )
+        else:
+            parts.append("no token usage reported")
+        parts.append(f"thread {self.thread_id}")
+        self.console.print(f"[dim]{' · '.join(parts)}[/]", highlight=False)
 
     def _who(self, event: ToolCall | ToolResult, *, named: bool = False) -> Text:
         """The subagent's name before its lines while several subagents work at once (and

@@ -16,6 +16,11 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 | 4 | Filesystem            | file tools; evicts large results (the first tool wrapper inside the  |
 |   |                       | journal, so it sees the final result after retries)                  |
 | 5 | SubAgents             | the `task` tool                                                      |
+| - | ReplyCheck            | repairs the history before each model call and checks each reply     |
+|   |                       | (cut off, unreadable or id-less calls, empty): outer to everything   |
+|   |                       | that calls a model (summarizer, retries, fallbacks, the user's       |
+|   |                       | middleware), so none of those sends a broken history and every reply |
+|   |                       | they return is checked                                               |
 | 6 | Summarization         | compacts old messages near the context limit                         |
 | - | limits                | model-call and tool-call limits                                      |
 | - | fallback, retries     | fallback outside retry: retry the primary first, then fall back;     |
@@ -38,6 +43,7 @@ call, and most sections never change during a run.
 For the same reason `build_graph` hands LangChain the wrap hooks of adjacent harness middleware
 (nothing else's hook of that kind between them) as one hook per kind, composed in the order above
 (`runner.middleware.fused`): in the default chain Filesystem's and LargeInputs' tool hooks are one,
-and LargeInputs', Summarization's and PatchToolCalls' model hooks are one. The spec's middleware
-and LangChain's own are never fused, and `middleware_chain` still lists the chain as above.
+and LargeInputs', ReplyCheck's, Summarization's and PatchToolCalls' model hooks are one. The
+spec's middleware and LangChain's own are never fused, and `middleware_chain` still lists the
+chain as above.
 """

@@ -53,9 +53,26 @@ def hitl_config(
     return config
 
 
+def answered(tool_call: Any, messages: list[Any]) -> bool:
+    """Whether the last AI message's `tool_call` already has its result (the reply check
+    answers calls of a cut-off reply and unreadable calls with errors, and they never run)."""
+    for message in reversed(messages):
+        if message.type != "tool":
+            return False
+        if message.tool_call_id == tool_call.get("id"):
+            return True
+    return False
+
+
 class ApprovalsMiddleware(HumanInTheLoopMiddleware):
     """LangChain's middleware, with each action request naming the tool call it is about
-    (`id`), so run events and answers can point at one call among several."""
+    (`id`), so run events and answers can point at one call among several; a call that already
+    has its result (it will not run) is not put to a person."""
+
+    def _should_interrupt(self, tool_call: Any, config: Any, state: Any, runtime: Any) -> bool:
+        if answered(tool_call, state.get("messages") or []):
+            return False
+        return bool(super()._should_interrupt(tool_call, config, state, runtime))
 
     def _create_action_and_config(self, tool_call: Any, *args: Any, **kwargs: Any) -> Any:
         action, review = super()._create_action_and_config(tool_call, *args, **kwargs)

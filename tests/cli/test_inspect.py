@@ -33,7 +33,7 @@ def test_text_view() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("agent       writer")
     assert (
-        "middleware  Todos → ToolJournal → Filesystem → LargeInputs → Summarization → PatchToolCalls"
+        "middleware  Todos → ToolJournal → Filesystem → LargeInputs → ReplyCheck → Summarization → PatchToolCalls"
         in done.stdout
     )
 

@@ -21,6 +21,7 @@ from runner.events import (
     Action,
     Error,
     Final,
+    ModelCall,
     RunWarning,
     Start,
     TextDelta,
@@ -78,7 +79,9 @@ def test_a_turn_streams_text_nests_subagent_work_and_ends_with_usage() -> None:
             content="     1\t# A\n     2\ttext",
         ),
         ToolResult(agent="main", name="task", id="k1", content="Two problems.\n1. x\n2. y"),
+        ModelCall(agent="main", model="m", finish_reason="tool_calls"),
         Usage(agent="main", input_tokens=12000, output_tokens=30, total_tokens=12030),
+        ModelCall(agent="critic", parent_id="k1"),
         Usage(agent="critic", parent_id="k1", input_tokens=100, output_tokens=5, total_tokens=105),
         TextDelta(agent="main", text="Done."),
         Final(agent="main", thread_id="20260101-000000-abcdef", content="Done."),
@@ -157,6 +160,46 @@ def test_warnings_get_their_own_line_and_the_turn_goes_on() -> None:
     )
     assert "! warning: the model sent an empty reply" in lines
     assert not any(line.startswith("✗") for line in lines)
+
+
+def test_model_calls_are_counted_without_usage_events() -> None:
+    lines = lines_of(
+        render(
+            Start(agent="a", thread_id="t"),
+            ModelCall(agent="a", finish_reason="tool_calls"),
+            ToolCall(agent="a", name="ls", args={}, id="c"),
+            ToolResult(agent="a", name="ls", id="c", content="/x"),
+            ModelCall(agent="a", finish_reason="stop"),
+            Final(agent="a", thread_id="t", content=""),
+        )
+    )
+    assert re.fullmatch(
+        r"✓ done in [\d.]+s · 2 model calls · no token usage reported · thread t", lines[-1]
+    )
+
+
+def test_plain_output_prints_a_todo_list_only_when_it_changed() -> None:
+    from runner.cli.render import PlainRenderer
+
+    out, err = io.StringIO(), io.StringIO()
+    plain = PlainRenderer(out, err)
+    first = [{"content": "Draft", "status": "in_progress"}]
+    for event in (
+        Start(agent="a", thread_id="t"),
+        TodosUpdate(agent="a", todos=first),
+        TodosUpdate(agent="a", todos=first),
+        TodosUpdate(agent="a", todos=[{"content": "Draft", "status": "completed"}]),
+        ModelCall(agent="a"),
+        RunWarning(agent="a", code="empty_reply", message="the model returned an empty reply"),
+        Final(agent="a", thread_id="t", content=""),
+    ):
+        plain.handle(event)  # type: ignore[arg-type]
+    assert out.getvalue().splitlines() == ["  [~] Draft", "  [x] Draft"]
+    assert err.getvalue().splitlines() == [
+        "thread t",
+        "warning: the model returned an empty reply",
+        "thread: t  model calls: 1  tokens: not reported",
+    ]
 
 
 def test_warnings_travel_on_the_custom_stream() -> None:

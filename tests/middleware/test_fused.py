@@ -144,7 +144,7 @@ def test_the_default_harness_fuses_its_model_and_tool_hooks(tmp_path: Path) -> N
     hooks = [m.name for m in fused if has_hook(m, "model") or has_hook(m, "tool")]
     assert hooks == [
         "FusedToolCalls[ToolJournalMiddleware+FilesystemMiddleware+LargeInputsMiddleware]",
-        "FusedModelCalls[LargeInputsMiddleware+SummarizationMiddleware+PatchToolCallsMiddleware]",
+        "FusedModelCalls[LargeInputsMiddleware+ReplyCheckMiddleware+SummarizationMiddleware+PatchToolCallsMiddleware]",
     ]
 
 

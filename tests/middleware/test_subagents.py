@@ -78,6 +78,7 @@ def test_inheritance_of_model_tools_and_approvals(team: Path) -> None:
         "ToolJournalMiddleware",
         "FilesystemMiddleware",
         "LargeInputsMiddleware",
+        "ReplyCheckMiddleware",
         "SummarizationMiddleware",
         "PatchToolCallsMiddleware",
         "HumanInTheLoopMiddleware",
