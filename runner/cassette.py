@@ -19,7 +19,9 @@ Which reply comes next is decided from the conversation, so replay survives rest
 is tagged with its index (`response_metadata["replay_index"]`), and a call continues after the
 last tagged reply of the same agent in its conversation. A conversation with no reply yet starts
 at 0 for the main agent (a new thread) and, for a subagent, at the next reply no earlier call in
-this process has taken, so a subagent called several times takes successive replies.
+the same thread has taken, so a subagent called several times takes successive replies. Cursors
+are kept per thread (the run config's `thread_id`): a long-lived server replays each thread's
+subagents from their first reply. Calls outside any thread share one process-wide cursor.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class CassetteFile(SpecModel):
 
 
 class Cassette:
-    """A loaded cassette plus the in-process cursor of each agent's replies."""
+    """A loaded cassette plus the in-process cursor of each agent's replies, per thread."""
 
     def __init__(
         self, path: Path, agents: dict[str, list[CassetteReply]], main: list[CassetteReply] | None
@@ -97,7 +99,7 @@ class Cassette:
         self.path = path
         self.agents = agents
         self.main = main
-        self._cursor: dict[str, int] = {}
+        self._cursor: dict[tuple[str | None, str], int] = {}
         self._lock = threading.Lock()
 
     def replies_for(self, agent: str, *, is_main: bool) -> list[CassetteReply]:
@@ -107,12 +109,14 @@ class Cassette:
             return self.main
         return []
 
-    def unused(self, main: str, main_played: int) -> list[tuple[str, int, int]]:
+    def unused(
+        self, main: str, main_played: int, thread: str | None = None
+    ) -> list[tuple[str, int, int]]:
         """(agent, replies played, replies it has) for each agent that left replies unplayed in
-        this process; the main agent's count also comes from its conversation (`main_played`),
-        which survives a restart."""
+        `thread` in this process; the main agent's count also comes from its conversation
+        (`main_played`), which survives a restart."""
         with self._lock:
-            cursor = dict(self._cursor)
+            cursor = {agent: n for (at, agent), n in self._cursor.items() if at == thread}
         lists = dict(self.agents)
         if self.main is not None and main not in lists:
             lists[main] = self.main
@@ -125,12 +129,13 @@ class Cassette:
                 found.append((agent, played, len(replies)))
         return found
 
-    def claim(self, agent: str, index: int | None) -> int:
+    def claim(self, agent: str, index: int | None, thread: str | None = None) -> int:
         """The index to play: `index` when the conversation already decided it, else the next
-        reply no call has taken yet. Either way the cursor moves past it."""
+        reply no call in `thread` has taken yet. Either way that thread's cursor moves past it."""
+        key = (thread, agent)
         with self._lock:
-            chosen = self._cursor.get(agent, 0) if index is None else index
-            self._cursor[agent] = max(self._cursor.get(agent, 0), chosen + 1)
+            chosen = self._cursor.get(key, 0) if index is None else index
+            self._cursor[key] = max(self._cursor.get(key, 0), chosen + 1)
             return chosen
 
 

@@ -222,7 +222,7 @@ class ReplayChatModel(BaseChatModel):
             ai_count += 1
         if decided is None and (self.is_main or ai_count):
             decided = ai_count  # a history without tags: continue after its AI messages
-        index = cassette.claim(self.agent, decided)
+        index = cassette.claim(self.agent, decided, _thread_id())
         if index >= len(replies):
             from runner.loader import display_path
 
@@ -397,6 +397,15 @@ def _warn_failed_tools(messages: list[BaseMessage], cassette: Path) -> None:
             "reply as recorded, whatever the result: check its tool calls (agentctl validate "
             f"{display_path(cassette)}) or start from the files it was recorded with",
         )
+
+
+def _thread_id() -> str | None:
+    """The thread of the run this model call belongs to (its config's `thread_id`), if any."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    config = var_child_runnable_config.get() or {}
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
 
 
 def _json(value: Any) -> str:

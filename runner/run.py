@@ -1098,7 +1098,7 @@ class Session:
         for path, cassette in self._cassettes.items():
             left = [
                 f"{agent} played {played} of {total}"
-                for agent, played, total in cassette.unused(self.name, main_played)
+                for agent, played, total in cassette.unused(self.name, main_played, thread_id)
                 if agent == self.name or played or agent not in earlier
             ]
             if left:

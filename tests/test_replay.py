@@ -165,3 +165,37 @@ def test_usage_is_reported(tmp_path: Path) -> None:
     assert first.usage_metadata == {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
     second = replay.invoke([HumanMessage("go"), first, HumanMessage("and")])
     assert second.usage_metadata is not None and second.usage_metadata["input_tokens"] > 0
+
+
+def test_each_thread_replays_its_subagents_from_the_first_reply(tmp_path: Path) -> None:
+    """A long-lived process (a server) runs many threads: the second thread's subagent calls
+    must not continue where the first thread's left off."""
+    import shutil
+
+    from runner.run import Session
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "tests" / "data" / "subagents", tmp_path / "subagents")
+    shutil.copytree(root / "tests" / "data" / "tools", tmp_path / "tools")
+    with Session(tmp_path / "subagents" / "team.yaml", db=tmp_path / "db") as session:
+        first = session.run("go")
+        second = session.run("go")
+        assert first.thread_id != second.thread_id
+        for thread in (first.thread_id, second.thread_id):
+            results = {m.text for m in session.values(thread)["messages"] if m.type == "tool"}
+            assert {"The sum is 5.", "hello (softly)"} <= results
+
+
+def test_cursors_outside_a_thread_are_process_wide(tmp_path: Path) -> None:
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    text = "agents:\n  critic: [{content: first}, {content: second}, {content: third}]\n"
+    replay = model(tmp_path, text, "critic", is_main=False)
+    assert replay.invoke([HumanMessage("a")]).text == "first"
+    for thread, expected in (("t1", "first"), ("t2", "first"), ("t1", "second")):
+        token = var_child_runnable_config.set({"configurable": {"thread_id": thread}})
+        try:
+            assert replay.invoke([HumanMessage("x")]).text == expected
+        finally:
+            var_child_runnable_config.reset(token)
+    assert replay.invoke([HumanMessage("b")]).text == "second"
