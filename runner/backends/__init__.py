@@ -2,10 +2,14 @@
 
 A YAML `backend:` becomes a `BackendProvider` once, when the agent is resolved
 (`provider_from_spec`). The file tools then ask it for the backend of each tool call
-(`provider.get(state, store)`): the state backend is made from the state that call sees, the store
-backend from the run's store, and directory backends are made once and reused. What the rest of
-agentctl needs to know before any run (can the agent execute commands? does it need the `files`
-state key?) is answered by the provider from the spec's types alone.
+(`provider.get(state, store)`, or `await provider.aget(state, store)` on an event loop): the state
+backend is made from the state that call sees, the store backend from the run's store, and
+directory backends are made once and reused. A `root_dir` containing `{thread_id}` is one folder
+per thread: the thread id of the run (its config's `thread_id`) fills it in, and each thread's
+backend is made on its first call. Making a directory backend touches the disk (the folder is
+created and opened), so `aget` does that in a worker thread and never blocks the loop. What the
+rest of agentctl needs to know before any run (can the agent execute commands? does it need the
+`files` state key?) is answered by the provider from the spec's types alone.
 
 ```
 protocol.py     Backend / SandboxBackend, results, BackendError, can_execute
@@ -21,8 +25,11 @@ composite.py    a default backend plus prefix routes
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
     from runner.spec.backend import BackendSpec
 
 __all__ = [
+    "THREAD_PLACEHOLDER",
     "Backend",
     "BackendError",
     "BackendProvider",
@@ -88,6 +96,24 @@ __all__ = [
 ]
 
 
+THREAD_PLACEHOLDER = "{thread_id}"
+"""In a `root_dir`: replaced by the run's thread id, so each thread gets its own folder."""
+
+# Thread ids that may name a folder: no separators, no `.`/`..`, nothing a shell would mangle.
+_FOLDER_SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+# Per-thread directory backends kept open (each holds a descriptor of its root).
+_OPEN_THREAD_ROOTS = 128
+
+
+def current_thread_id() -> str | None:
+    """The thread id of the run this code runs in (its config's `thread_id`), if any."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    config = var_child_runnable_config.get() or {}
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
 class _Node:
     """One backend of the spec: how to make it for a tool call, and what is known in advance."""
 
@@ -97,6 +123,10 @@ class _Node:
 
     def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
         raise NotImplementedError
+
+    def ready(self) -> bool:
+        """Whether `make` returns without touching the disk (for the current thread)."""
+        return True
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -144,49 +174,78 @@ class _StoreNode(_Node):
 
 
 class _DirectoryNode(_Node):
-    """filesystem and local_shell: made once, on first use (so `inspect` creates no directory)."""
+    """filesystem and local_shell: made on first use (so `inspect` creates no directory), once,
+    or once per thread when `root_dir` contains `{thread_id}`."""
 
     def __init__(self, spec: FilesystemBackendSpec | LocalShellBackendSpec) -> None:
         self.spec = spec
         self.root = os.path.abspath(os.path.expanduser(spec.root_dir))
+        self.per_thread = THREAD_PLACEHOLDER in self.root
         self.backend_type = (
             LocalShellBackend if isinstance(spec, LocalShellBackendSpec) else FilesystemBackend
         )
-        self._backend: FilesystemBackend | None = None
+        self._backends: OrderedDict[str | None, FilesystemBackend] = OrderedDict()
         self._lock = threading.Lock()
 
-    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
-        with self._lock:
-            return self._make()
+    def _key(self) -> str | None:
+        return current_thread_id() if self.per_thread else None
 
-    def _make(self) -> FilesystemBackend:
-        if self._backend is None:
-            spec, size = self.spec, int(self.spec.max_file_size_mb * MEGABYTE)
-            if isinstance(spec, LocalShellBackendSpec):
-                self._backend = LocalShellBackend(
-                    self.root,
-                    virtual_mode=spec.virtual_mode,
-                    max_file_size_bytes=size,
-                    timeout=spec.timeout,
-                    max_timeout=max(spec.max_timeout, spec.timeout),
-                    max_output_bytes=spec.max_output_bytes,
-                    env=spec.env,
-                    inherit_env=spec.inherit_env,
-                    sandbox=spec.sandbox,
-                    network=spec.network,
-                    read_only_paths=spec.read_only_paths,
-                    writable_paths=spec.writable_paths,
-                )
-            else:
-                self._backend = FilesystemBackend(
-                    self.root, virtual_mode=spec.virtual_mode, max_file_size_bytes=size
-                )
-        return self._backend
+    def ready(self) -> bool:
+        return self._key() in self._backends
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        key = self._key()
+        with self._lock:
+            backend = self._backends.get(key)
+            if backend is not None:
+                self._backends.move_to_end(key)
+                return backend
+        backend = self._make(self._root_for(key))
+        with self._lock:
+            backend = self._backends.setdefault(key, backend)
+            while len(self._backends) > _OPEN_THREAD_ROOTS:
+                self._backends.popitem(last=False)
+        return backend
+
+    def _root_for(self, thread: str | None) -> str:
+        if not self.per_thread:
+            return self.root
+        if thread is None:
+            raise BackendError(
+                f"the backend root {self.root} has one folder per thread, and this call runs "
+                "outside any thread (no thread_id in its config)"
+            )
+        if not _FOLDER_SAFE.fullmatch(thread):
+            raise BackendError(
+                f"thread id {thread!r} cannot name a folder for the backend root {self.root}: "
+                "use letters, digits, '.', '_' and '-' only"
+            )
+        return self.root.replace(THREAD_PLACEHOLDER, thread)
+
+    def _make(self, root: str) -> FilesystemBackend:
+        spec, size = self.spec, int(self.spec.max_file_size_mb * MEGABYTE)
+        if isinstance(spec, LocalShellBackendSpec):
+            return LocalShellBackend(
+                root,
+                virtual_mode=spec.virtual_mode,
+                max_file_size_bytes=size,
+                timeout=spec.timeout,
+                max_timeout=max(spec.max_timeout, spec.timeout),
+                max_output_bytes=spec.max_output_bytes,
+                env=spec.env,
+                inherit_env=spec.inherit_env,
+                sandbox=spec.sandbox,
+                network=spec.network,
+                read_only_paths=spec.read_only_paths,
+                writable_paths=spec.writable_paths,
+            )
+        return FilesystemBackend(root, virtual_mode=spec.virtual_mode, max_file_size_bytes=size)
 
     def describe(self) -> str:
         spec = self.spec
         paths = "`/` is the root" if spec.virtual_mode else "host paths, NOT confined"
-        text = f"{spec.kind} at {self.root} ({paths}; reads up to {spec.max_file_size_mb:g} MB)"
+        where = f"{self.root} (one folder per thread)" if self.per_thread else self.root
+        text = f"{spec.kind} at {where} ({paths}; reads up to {spec.max_file_size_mb:g} MB)"
         if isinstance(spec, LocalShellBackendSpec):
             if spec.inherit_env:
                 env = "the runner's whole environment"
@@ -235,7 +294,10 @@ class _CompositeNode(_Node):
     def __init__(self, default: _Node, routes: dict[str, _Node]) -> None:
         self.default = default
         self.routes = routes
-        self.dynamic = default.dynamic or any(node.dynamic for node in routes.values())
+        self.dynamic = any(
+            node.dynamic or getattr(node, "per_thread", False)
+            for node in (default, *routes.values())
+        )
         self._backend: CompositeBackend | None = None
 
     def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
@@ -248,6 +310,11 @@ class _CompositeNode(_Node):
         if not self.dynamic:
             self._backend = backend
         return backend
+
+    def ready(self) -> bool:
+        return self._backend is not None or all(
+            node.ready() for node in (self.default, *self.routes.values())
+        )
 
     def describe(self) -> str:
         rows = [("/", self.default), *((p + "/", node) for p, node in self.routes.items())]
@@ -267,6 +334,9 @@ class _MountNode(_Node):
         if self._backend is None:
             self._backend = MountedBackend(self.mount)
         return self._backend
+
+    def ready(self) -> bool:
+        return self._backend is not None
 
     def describe(self) -> str:
         what = "read-only " if self.mount.read_only else ""
@@ -294,6 +364,13 @@ class BackendProvider:
         """The backend for one tool call, given the state it sees and the run's store."""
         return self._node.make(state, store)
 
+    async def aget(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        """`get` for code on an event loop: a backend that still has to be made on disk (a
+        directory backend's first call, in this thread) is made in a worker thread."""
+        if self._node.ready():
+            return self._node.make(state, store)
+        return await asyncio.to_thread(self._node.make, state, store)
+
     @property
     def can_execute(self) -> bool:
         """Whether the agent gets `execute`: decided by the backend types (composite: default)."""
@@ -317,6 +394,16 @@ class BackendProvider:
     def uses_state(self) -> bool:
         """Whether files live in graph state, so the agent's state needs `FilesState`."""
         return any(isinstance(node, _StateNode) for node in self._leaves())
+
+    @property
+    def shared_roots(self) -> list[str]:
+        """Host folders of `filesystem`/`local_shell` backends that every thread shares (their
+        `root_dir` has no `{thread_id}`)."""
+        return [
+            node.root
+            for node in self._leaves()
+            if isinstance(node, _DirectoryNode) and not node.per_thread
+        ]
 
     @property
     def uses_store(self) -> bool:
@@ -362,7 +449,7 @@ class BackendProvider:
             pairs = [("/", self._node)]
         target = os.path.realpath(path)
         for prefix, node in pairs:
-            if isinstance(node, _DirectoryNode) and node.spec.virtual_mode:
+            if isinstance(node, _DirectoryNode) and node.spec.virtual_mode and not node.per_thread:
                 root = os.path.realpath(node.root)
                 if target == root or target.startswith(root + os.sep):
                     inner = "/" + os.path.relpath(target, root).replace(os.sep, "/")

@@ -361,6 +361,9 @@ class FilesystemMiddleware(AgentMiddleware):
     def backend(self, runtime: ToolRuntime) -> Backend:
         return self.provider.get(runtime.state, runtime.store)
 
+    async def abackend(self, runtime: ToolRuntime) -> Backend:
+        return await self.provider.aget(runtime.state, runtime.store)
+
     @staticmethod
     def _refusal(exc: BackendError | OSError, runtime: ToolRuntime, name: str) -> ToolMessage:
         """`Error: ...` for the model, with the ToolMessage marked as an error: a failed write
@@ -396,7 +399,7 @@ class FilesystemMiddleware(AgentMiddleware):
         self, runtime: ToolRuntime, path: str, change: Callable[[Backend], Awaitable[_R]]
     ) -> _R:
         """`_change` for the async tools."""
-        backend = self.backend(runtime)
+        backend = await self.abackend(runtime)
         group = _same_file_calls(runtime, path)
         if group is None:
             return await change(backend)
@@ -486,7 +489,7 @@ class FilesystemMiddleware(AgentMiddleware):
         async def als(path: DirPath, runtime: ToolRuntime) -> Result:
             async def run() -> Result:
                 checked = validate_path(path)
-                return self._ls_lines(await self.backend(runtime).als(checked), checked)
+                return self._ls_lines(await (await self.abackend(runtime)).als(checked), checked)
 
             return await self._aguard(run, runtime, "ls")
 
@@ -535,10 +538,11 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
+                backend = await self.abackend(runtime)
                 if is_image_path(checked):
-                    data = await self.backend(runtime).aread_bytes(checked, MAX_IMAGE_BYTES)
+                    data = await backend.aread_bytes(checked, MAX_IMAGE_BYTES)
                     return self._image(data, checked, runtime)
-                result = await self.backend(runtime).aread(checked, offset=offset, limit=limit)
+                result = await backend.aread(checked, offset=offset, limit=limit)
                 return self._read_text(result, checked)
 
             return await self._aguard(run, runtime, "read_file")
@@ -628,9 +632,8 @@ class FilesystemMiddleware(AgentMiddleware):
 
         async def aglob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
             async def run() -> Result:
-                return found(
-                    await self.backend(runtime).aglob(pattern, validate_path(path)), pattern
-                )
+                backend = await self.abackend(runtime)
+                return found(await backend.aglob(pattern, validate_path(path)), pattern)
 
             return await self._aguard(run, runtime, "glob")
 
@@ -665,7 +668,9 @@ class FilesystemMiddleware(AgentMiddleware):
             async def run() -> Result:
                 base = validate_path(path) if path is not None else None
                 return found(
-                    await self.backend(runtime).agrep(pattern, base, glob), pattern, output_mode
+                    await (await self.abackend(runtime)).agrep(pattern, base, glob),
+                    pattern,
+                    output_mode,
                 )
 
             return await self._aguard(run, runtime, "grep")
@@ -695,7 +700,7 @@ class FilesystemMiddleware(AgentMiddleware):
             command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
         ) -> Result:
             async def run() -> Result:
-                backend: Any = self.backend(runtime)
+                backend: Any = await self.abackend(runtime)
                 return report(await backend.aexecute(command, timeout))
 
             return await self._aguard(run, runtime, "execute")
@@ -741,7 +746,7 @@ class FilesystemMiddleware(AgentMiddleware):
             return result
         message, content, path = found
         try:
-            backend = self.provider.get(request.state, request.runtime.store)
+            backend = await self.provider.aget(request.state, request.runtime.store)
             written = await backend.awrite(path, content)
         except (BackendError, OSError):
             return result  # keep the result whole rather than lose it

@@ -154,7 +154,7 @@ class LargeInputsMiddleware(AgentMiddleware):
         files: dict[str, Any] = {}
         for path, content in to_save.items():
             try:
-                backend = self.provider.get(request.state, request.runtime.store)
+                backend = await self.provider.aget(request.state, request.runtime.store)
                 written = await backend.awrite(path, content)
             except (BackendError, OSError):
                 references = {k: v for k, v in references.items() if path not in v}

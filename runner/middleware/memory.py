@@ -110,7 +110,7 @@ class MemoryMiddleware(AgentMiddleware):
 
     async def aload(self, state: Mapping[str, Any] | None, store: Any) -> dict[str, str | None]:
         contents: dict[str, str | None] = {}
-        backend = self.provider.get(state, store)
+        backend = await self.provider.aget(state, store)
         for file in self.files:
             try:
                 result = await backend.aread(file.agent_path, 0, MAX_MEMORY_LINES)

@@ -3,12 +3,14 @@
 Host skill folders are read when the agent is built, so their listing joins the static prompt
 and costs nothing per model call; they are mounted read-only (at `/skills/`) so `read_file`
 reaches each SKILL.md. Skill folders that live in the backend (`skills: [/skills/]` on a store
-route) are discovered once per thread in `before_agent`. Later folders override earlier ones by
-name, whichever kind they are.
+route) are discovered once per thread in `before_agent` (on an event loop, `abefore_agent` does
+the same work in a worker thread: it reads the backend, and may create its folder). Later
+folders override earlier ones by name, whichever kind they are.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from pathlib import PurePosixPath
@@ -92,6 +94,12 @@ class BackendSkillsMiddleware(SkillsMiddleware):
         if state.get("skills_metadata") is not None:
             return None
         return {"skills_metadata": self.discover(state, runtime.store)}
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if state.get("skills_metadata") is not None:
+            return None
+        found = await asyncio.to_thread(self.discover, state, runtime.store)
+        return {"skills_metadata": found}
 
     def render(self, state: Mapping[str, Any]) -> str | None:
         raw = state.get("skills_metadata") or {}

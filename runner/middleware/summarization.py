@@ -354,7 +354,7 @@ class SummarizationMiddleware(AgentMiddleware):
         path = self._history_path()
         files_update = None
         try:
-            backend = self.provider.get(request.state, request.runtime.store)
+            backend = await self.provider.aget(request.state, request.runtime.store)
             files_update = await self._aappend(backend, path, self._entry(old))
         except (BackendError, OSError) as exc:
             log.warning("could not save the conversation history to %s: %s", path, exc)

@@ -235,3 +235,89 @@ def test_the_description_names_the_sandbox_in_force(
         )
     )
     assert provider_from_spec(spec).unsandboxed_because() == "`bwrap` not found on PATH"
+
+
+def _leave(token: Any) -> None:
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    var_child_runnable_config.reset(token)
+
+
+def _in_thread(thread: str | None) -> Any:
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    return var_child_runnable_config.set({"configurable": {"thread_id": thread}} if thread else {})
+
+
+def test_a_thread_id_in_root_dir_gives_each_thread_its_own_folder(tmp_path: Path) -> None:
+    from runner.backends import BackendError
+
+    template = tmp_path / "ws" / "{thread_id}"
+    provider = provider_from_spec(FilesystemBackendSpec(kind="filesystem", root_dir=str(template)))
+    assert provider.describe() == (
+        f"filesystem at {template} (one folder per thread) (`/` is the root; reads up to 10 MB)"
+    )
+    assert provider.shared_roots == []
+    backends = {}
+    for thread in ("a-1", "b.2", "a-1"):
+        token = _in_thread(thread)
+        try:
+            backend = provider.get(None, None)
+            if thread not in backends:
+                backends[thread] = backend
+                backend.write(f"/{thread}.txt", thread)
+            assert backend is backends[thread]
+        finally:
+            _leave(token)
+    assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == ["a-1", "b.2"]
+    assert (tmp_path / "ws" / "b.2" / "b.2.txt").read_text() == "b.2"
+    for thread, error in (
+        (None, "this call runs outside any thread"),
+        ("../up", "cannot name a folder"),
+        ("..", "cannot name a folder"),
+    ):
+        token = _in_thread(thread)
+        try:
+            with pytest.raises(BackendError, match=error):
+                provider.get(None, None)
+        finally:
+            _leave(token)
+    assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == ["a-1", "b.2"]
+
+
+def test_shared_roots_name_the_folders_every_thread_shares(tmp_path: Path) -> None:
+    spec = CompositeBackendSpec(
+        kind="composite",
+        default=LocalShellBackendSpec(kind="local_shell", root_dir=str(tmp_path / "shared")),
+        routes={
+            "/mine/": FilesystemBackendSpec(
+                kind="filesystem", root_dir=str(tmp_path / "{thread_id}")
+            ),
+            "/memories/": StoreBackendSpec(kind="store"),
+        },
+    )
+    assert provider_from_spec(spec).shared_roots == [str(tmp_path / "shared")]
+    assert provider_from_spec(None).shared_roots == []
+
+
+async def test_aget_makes_a_directory_backend_off_the_loop(tmp_path: Path) -> None:
+    import threading
+
+    provider = provider_from_spec(
+        FilesystemBackendSpec(kind="filesystem", root_dir=str(tmp_path / "w"))
+    )
+    made_in: list[threading.Thread] = []
+    original = FilesystemBackend.__init__
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> None:
+        made_in.append(threading.current_thread())
+        original(self, *args, **kwargs)
+
+    FilesystemBackend.__init__ = spy  # type: ignore[method-assign]
+    try:
+        first = await provider.aget(None, None)
+        again = await provider.aget(None, None)
+    finally:
+        FilesystemBackend.__init__ = original  # type: ignore[method-assign]
+    assert first is again and len(made_in) == 1
+    assert made_in[0] is not threading.main_thread()
