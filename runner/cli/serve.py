@@ -1,0 +1,117 @@
+"""`agentctl serve`: agent files behind the LangGraph Agent Server API (see `runner.serve`)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(short_help="Serve agents over the LangGraph Agent Server API.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=2024,
+    show_default=True,
+    help="Port to listen on (0: any free port, printed at start).",
+)
+@click.option(
+    "--db",
+    metavar="URL",
+    envvar="DATABASE_URL",
+    help="postgresql:// URL of the engine's database (default $DATABASE_URL). Not available "
+    "yet: without --db the in-memory engine serves.",
+)
+@click.option(
+    "--redis",
+    metavar="URL",
+    envvar="REDIS_URL",
+    help="redis:// URL of the run queue shared by several servers (default $REDIS_URL); "
+    "with --db only.",
+)
+@click.option(
+    "--dev",
+    is_flag=True,
+    help="In-memory engine even when $DATABASE_URL is set, and a run that makes a blocking "
+    "call on the event loop fails (as under `langgraph dev`).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Runs executed at once by this process.",
+)
+@click.option(
+    "--shared-workspace",
+    is_flag=True,
+    help="Serve agents whose filesystem/local_shell root_dir has no {thread_id}: every thread "
+    "then shares that folder.",
+)
+@click.option(
+    "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
+)
+def serve(
+    paths: tuple[str, ...],
+    host: str,
+    port: int,
+    db: str | None,
+    redis: str | None,
+    dev: bool,
+    jobs: int,
+    shared_workspace: bool,
+    vars_: tuple[str, ...],
+) -> int:
+    """Serve agent files over the LangGraph Agent Server API (assistants, threads, runs,
+    streaming, interrupts, store), for `langgraph-sdk`, RemoteGraph, useStream and
+    agent-chat-ui. PATHS are agent files or folders of them (default: `agents`), all validated
+    first: any problem is printed, located, and nothing starts.
+
+    Each agent is a graph (and a default assistant) named after its `name`. An assistant's
+    config may set `configurable.vars` and `configurable.model`. An edited agent file takes
+    effect for new runs without a restart. Stop with Ctrl-C.
+    """
+    from runner.cli.options import parse_vars
+    from runner.errors import RunError
+
+    variables = parse_vars(vars_)
+    if db and not dev:
+        raise RunError(
+            "serving on a database (--db / $DATABASE_URL) is not available yet; run the "
+            "in-memory engine with --dev, or unset DATABASE_URL"
+        )
+    if redis and not db:
+        raise click.BadParameter(
+            "needs --db: the run queue is shared through the database", param_hint="--redis"
+        )
+    from runner.serve.agents import collect_agents
+
+    agents = collect_agents(paths or ("agents",), vars=variables, shared_workspace=shared_workspace)
+    from runner.serve.factory import GraphFactory
+    from runner.serve.graphs import register
+    from runner.serve.inmem import free_port, run_inmem
+
+    factory = GraphFactory(base_vars=variables)
+    graphs = register(agents, factory)
+    port = port or free_port(host)
+    shown_host = f"[{host}]" if ":" in host else host
+    click.echo(f"serving at http://{shown_host}:{port} (in memory; Ctrl-C stops)", err=True)
+    for agent in agents:
+        from runner.loader import display_path
+
+        click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
+    try:
+        run_inmem(
+            graphs,
+            {a.name: a.description for a in agents},
+            host=host,
+            port=port,
+            jobs=jobs,
+            detect_blocking=dev,
+        )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        factory.close()
+    click.echo("stopped", err=True)
+    return 0

@@ -1,0 +1,37 @@
+"""Where the engine imports graphs from: a module holding one factory per served agent.
+
+The in-memory engine loads each graph by an import path, `MODULE:NAME`. `register` creates that
+module in `sys.modules` (in this process, before the engine starts) with nothing in it but the
+factories, so any agent name is a free attribute.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from runner.serve.agents import ServedAgent
+from runner.serve.factory import GraphFactory
+
+__all__ = ["MODULE", "register"]
+
+MODULE = "agentctl_served_graphs"
+
+
+def register(agents: list[ServedAgent], factory: GraphFactory) -> dict[str, str]:
+    """Make each agent's factory importable; {graph id: import path} for the engine."""
+    module = types.ModuleType(MODULE, "Graph factories of the agents `agentctl serve` serves.")
+    for agent in agents:
+        setattr(module, agent.name, _factory_for(agent, factory))
+    sys.modules[MODULE] = module
+    return {agent.name: f"{MODULE}:{agent.name}" for agent in agents}
+
+
+def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any], Awaitable[Any]]:
+    async def make_graph(config: Any) -> Any:
+        return await factory.agraph(agent.path, config)
+
+    make_graph.__name__ = make_graph.__qualname__ = f"make_graph_{agent.name}"
+    return make_graph

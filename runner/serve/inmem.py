@@ -1,0 +1,77 @@
+"""The in-memory engine: the LangGraph dev server (`langgraph-api` with its in-memory runtime),
+run in this process by uvicorn, so nothing is left behind when serve stops.
+
+Threads, runs, checkpoints and the store live in memory, saved to `.langgraph_api/` in the
+working directory every few seconds and at exit, and read back at the next start (as under
+`langgraph dev`): a restart keeps the threads. Runs execute on the server's event loop, up to
+`jobs` at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+
+from runner.errors import RunError
+
+__all__ = ["free_port", "run_inmem"]
+
+
+def free_port(host: str) -> int:
+    """A port on `host` that nothing listens on now."""
+    with socket.socket(_family(host), socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port already taken (the engine would quietly pick another)."""
+    with socket.socket(_family(host), socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise RunError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}; choose another --port "
+                "(0 picks a free one)"
+            ) from None
+
+
+def run_inmem(
+    graphs: Mapping[str, str],
+    descriptions: Mapping[str, str | None],
+    *,
+    host: str,
+    port: int,
+    jobs: int,
+    detect_blocking: bool,
+) -> None:
+    """Serve `graphs` ({graph id: import path}) until interrupted (blocks)."""
+    check_port(host, port)
+    # No network beyond the socket we serve: no version check against PyPI.
+    os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
+    try:
+        from langgraph_api.cli import run_server
+    except ImportError:
+        raise RunError(
+            "agentctl serve needs the LangGraph server, which is not installed: "
+            "pip install 'agentctl[serve]'"
+        ) from None
+    run_server(
+        host=host,
+        port=port,
+        graphs={
+            name: {"path": path, **({"description": d} if (d := descriptions.get(name)) else {})}
+            for name, path in graphs.items()
+        },
+        n_jobs_per_worker=jobs,
+        open_browser=False,
+        disable_persistence=False,
+        allow_blocking=not detect_blocking,
+        server_level="WARNING",
+    )

@@ -1,0 +1,217 @@
+"""`agentctl serve` (the in-memory engine) against the official client, `langgraph-sdk`: one
+server process on 127.0.0.1 and an ephemeral port for the module, stopped with SIGINT."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph_api")
+sdk = pytest.importorskip("langgraph_sdk")
+
+pytestmark = pytest.mark.slow
+
+AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
+
+SCRIBE = """\
+name: scribe
+description: Writes a note, after approval
+model: replay:scribe.cassette.yaml
+prompt: You write notes.
+backend: {kind: filesystem, root_dir: "./ws/{thread_id}"}
+interrupt_on: {write_file: true}
+"""
+SCRIBE_REPLIES = """\
+- content: Writing the note.
+  tool_calls:
+    - {name: write_file, args: {file_path: /note.md, content: draft}}
+- content: Done.
+"""
+GREETER = """\
+name: greeter
+description: Says hello
+model: replay:greeter.cassette.yaml
+prompt: You greet.
+"""
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("served")
+    (folder / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
+    (folder / "scribe.cassette.yaml").write_text(SCRIBE_REPLIES, encoding="utf-8")
+    (folder / "greeter.yaml").write_text(GREETER, encoding="utf-8")
+    (folder / "greeter.cassette.yaml").write_text("- content: Hello there.\n", encoding="utf-8")
+    (folder / "formal.cassette.yaml").write_text("- content: Good day.\n", encoding="utf-8")
+    return folder
+
+
+def _port() -> int:
+    from runner.serve.inmem import free_port
+
+    return free_port("127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def server(agents: Path) -> Iterator[str]:
+    port = _port()
+    env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
+    proc = subprocess.Popen(
+        [AGENTCTL, "serve", str(agents), "--port", str(port)],
+        cwd=agents,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120  # a wait limit for a loaded machine, not a measurement
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
+                if reply.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            pytest.fail(f"agentctl serve did not start:\n{out}")
+        time.sleep(0.2)
+    try:
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("agentctl serve did not stop on SIGINT")
+        out = proc.stdout.read().decode() if proc.stdout else ""
+        assert code == 0, out
+        assert "stopped" in out
+        with pytest.raises(ProcessLookupError):  # nothing it started outlives it
+            os.killpg(proc.pid, 0)
+
+
+@pytest.fixture
+def client(server: str) -> Any:
+    return sdk.get_sync_client(url=server)
+
+
+def _ask(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def _last_text(state: dict[str, Any]) -> str:
+    content = state["messages"][-1]["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def _to_approval(client: Any) -> str:
+    """A new thread, streamed to the write_file approval; its id."""
+    thread = client.threads.create()["thread_id"]
+    interrupts = [
+        part.data["__interrupt__"]
+        for part in client.runs.stream(thread, "scribe", input=_ask("note"), stream_mode="updates")
+        if part.event == "updates" and "__interrupt__" in (part.data or {})
+    ]
+    assert len(interrupts) == 1
+    request = interrupts[0][0]["value"]["action_requests"][0]
+    assert (request["name"], request["args"]["file_path"]) == ("write_file", "/note.md")
+    return thread
+
+
+def _resume(client: Any, thread: str, decision: dict[str, Any]) -> dict[str, Any]:
+    return client.runs.wait(thread, "scribe", command={"resume": {"decisions": [decision]}})
+
+
+def test_assistants_are_the_agents_by_name(client: Any) -> None:
+    found = {a["graph_id"]: a for a in client.assistants.search()}
+    assert set(found) == {"scribe", "greeter"}
+    assert found["scribe"]["name"] == "scribe"
+    assert found["scribe"]["description"] == "Writes a note, after approval"
+
+
+def test_a_stream_stops_at_the_approval_and_the_thread_shows_it(client: Any) -> None:
+    thread = _to_approval(client)
+    state = client.threads.get_state(thread)
+    assert state["next"] == ["HumanInTheLoopMiddleware.after_model"]
+    assert state["interrupts"][0]["value"]["action_requests"][0]["name"] == "write_file"
+    interrupted = {t["thread_id"] for t in client.threads.search(status="interrupted")}
+    assert thread in interrupted
+    assert client.threads.get(thread)["status"] == "interrupted"
+
+
+def test_resume_with_approve_writes_the_file(client: Any, agents: Path) -> None:
+    thread = _to_approval(client)
+    assert _last_text(_resume(client, thread, {"type": "approve"})) == "Done."
+    assert (agents / "ws" / thread / "note.md").read_text(encoding="utf-8") == "draft"
+    assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_resume_with_edit_writes_the_edited_call(client: Any, agents: Path) -> None:
+    thread = _to_approval(client)
+    edited = {"name": "write_file", "args": {"file_path": "/note.md", "content": "edited"}}
+    _resume(client, thread, {"type": "edit", "edited_action": edited})
+    assert (agents / "ws" / thread / "note.md").read_text(encoding="utf-8") == "edited"
+
+
+def test_resume_with_reject_writes_nothing(client: Any, agents: Path) -> None:
+    thread = _to_approval(client)
+    state = _resume(client, thread, {"type": "reject", "message": "not now"})
+    tool_messages = [m for m in state["messages"] if m["type"] == "tool"]
+    assert "not now" in tool_messages[-1]["content"]
+    assert not (agents / "ws" / thread / "note.md").exists()
+
+
+def test_a_background_run_is_joined(client: Any) -> None:
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, "greeter", input=_ask("hi"))
+    assert _last_text(client.runs.join(thread, run["run_id"])) == "Hello there."
+    assert client.runs.get(thread, run["run_id"])["status"] == "success"
+
+
+def test_the_store(client: Any) -> None:
+    client.store.put_item(["notes", "team"], "k1", {"text": "kept"})
+    assert client.store.get_item(["notes", "team"], "k1")["value"] == {"text": "kept"}
+    found = client.store.search_items(["notes"])["items"]
+    assert [item["key"] for item in found] == ["k1"]
+
+
+def test_an_assistant_config_chooses_the_model(client: Any, agents: Path) -> None:
+    formal = client.assistants.create(
+        "greeter",
+        config={"configurable": {"model": f"replay:{agents / 'formal.cassette.yaml'}"}},
+        name="formal greeter",
+    )
+    thread = client.threads.create()["thread_id"]
+    assert _last_text(client.runs.wait(thread, formal["assistant_id"], input=_ask("hi"))) == (
+        "Good day."
+    )
+    other = client.threads.create()["thread_id"]
+    assert _last_text(client.runs.wait(other, "greeter", input=_ask("hi"))) == "Hello there."
+
+
+def test_an_edited_agent_file_takes_effect_for_new_runs(client: Any, agents: Path) -> None:
+    path = agents / "greeter.yaml"
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(original.replace("greeter.cassette", "formal.cassette"), encoding="utf-8")
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        thread = client.threads.create()["thread_id"]
+        assert _last_text(client.runs.wait(thread, "greeter", input=_ask("hi"))) == "Good day."
+    finally:
+        path.write_text(original, encoding="utf-8")
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2 * 10**9))
