@@ -75,12 +75,12 @@ def serve(
     from runner.errors import RunError
 
     variables = parse_vars(vars_)
-    if db and not dev:
+    if not dev and db:
         raise RunError(
             "serving on a database (--db / $DATABASE_URL) is not available yet; run the "
             "in-memory engine with --dev, or unset DATABASE_URL"
         )
-    if redis and not db:
+    if not dev and redis:
         raise click.BadParameter(
             "needs --db: the run queue is shared through the database", param_hint="--redis"
         )

@@ -66,7 +66,7 @@ def server(agents: Path) -> Iterator[str]:
     port = _port()
     env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
     proc = subprocess.Popen(
-        [AGENTCTL, "serve", str(agents), "--port", str(port)],
+        [AGENTCTL, "serve", str(agents), "--port", str(port), "--dev"],
         cwd=agents,
         env=env,
         stdout=subprocess.PIPE,
