@@ -28,7 +28,8 @@ class FilesystemBackendSpec(SpecModel):
     kind: Literal["filesystem"]
     """Files in a folder on the host (`root_dir`)."""
     root_dir: str
-    """The directory (relative to this spec file); created when missing."""
+    """The directory (relative to this spec file); created when missing. `{thread_id}` in it
+    gives each thread its own folder."""
     virtual_mode: bool = True
     """Confine every agent path to `root_dir`: the agent sees `/` as `root_dir`, and `..`, `~`,
     drive letters and symlinks leading outside are refused. Turn off only for trusted agents."""
@@ -56,7 +57,8 @@ class LocalShellBackendSpec(SpecModel):
     kind: Literal["local_shell"]
     """A host folder, plus `execute` to run shell commands in it."""
     root_dir: str
-    """The directory (relative to this spec file) where files live and commands run."""
+    """The directory (relative to this spec file) where files live and commands run.
+    `{thread_id}` in it gives each thread its own folder."""
     virtual_mode: bool = True
     """Confine file tool paths to `root_dir` (commands are confined by `sandbox`)."""
     max_file_size_mb: float = Field(default=10, gt=0)
