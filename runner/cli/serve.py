@@ -89,11 +89,14 @@ def serve(
     agents = collect_agents(paths or ("agents",), vars=variables, shared_workspace=shared_workspace)
     from runner.serve.factory import GraphFactory
     from runner.serve.graphs import register
-    from runner.serve.inmem import free_port, run_inmem
+    from runner.serve.inmem import check_port, free_port, run_inmem
 
     factory = GraphFactory(base_vars=variables)
     graphs = register(agents, factory)
-    port = port or free_port(host)
+    if port:
+        check_port(host, port)
+    else:
+        port = free_port(host)
     shown_host = f"[{host}]" if ":" in host else host
     click.echo(f"serving at http://{shown_host}:{port} (in memory; Ctrl-C stops)", err=True)
     for agent in agents:

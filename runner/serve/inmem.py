@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from runner.errors import RunError
 
-__all__ = ["free_port", "run_inmem"]
+__all__ = ["check_port", "free_port", "run_inmem"]
 
 
 def free_port(host: str) -> int:
@@ -51,8 +51,8 @@ def run_inmem(
     jobs: int,
     detect_blocking: bool,
 ) -> None:
-    """Serve `graphs` ({graph id: import path}) until interrupted (blocks)."""
-    check_port(host, port)
+    """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
+    free (`check_port`): the engine would quietly serve on another one."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     try:
