@@ -5,6 +5,7 @@ made on the loop from runner's code)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -53,11 +54,12 @@ def test_a_run_on_an_event_loop_makes_no_blocking_call(spec: Path, tmp_path: Pat
 
     async def run(thread: str) -> dict:
         config = {"configurable": {"thread_id": thread}}
-        with blockbuster.blockbuster_ctx(["runner"]):
-            return await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
+        return await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
 
     async def both() -> list[dict]:
-        return await asyncio.gather(run("t-1"), run("t-2"))
+        # One detector for both runs: nested activations would not restore the originals.
+        with blockbuster.blockbuster_ctx(["runner"]):
+            return await asyncio.gather(run("t-1"), run("t-2"))
 
     results = asyncio.run(both())
     for result in results:
@@ -96,5 +98,6 @@ def test_the_skills_hook_has_an_async_twin_off_the_loop(spec: Path, tmp_path: Pa
 
     with pytest.raises(blockbuster.BlockingError):
         asyncio.run(on_loop("t-3", sync=True))
+    assert os.path.abspath.__module__ == "posixpath"  # the detector is gone again
     assert asyncio.run(on_loop("t-4", sync=False)) == {"skills_metadata": {"/skills/": {}}}
     assert (tmp_path / "ws" / "t-4").is_dir()
