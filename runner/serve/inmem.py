@@ -9,6 +9,7 @@ working directory every few seconds and at exit, and read back at the next start
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -55,6 +56,10 @@ def run_inmem(
     free (`check_port`): the engine would quietly serve on another one."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
+    # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
+    if "LOG_LEVEL" not in os.environ:
+        os.environ["LOG_LEVEL"] = "WARNING"
+        logging.getLogger("langgraph_api.cli").setLevel(logging.WARNING)
     try:
         from langgraph_api.cli import run_server
     except ImportError:
