@@ -34,6 +34,7 @@ def test_every_problem_of_every_file_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    write(tmp_path, "c.cassette.yaml", "- content: hi\n")
     write(tmp_path, "a.yaml", GOOD.format(name="alpha") + "tols: []\n")
     write(tmp_path, "b.yaml", GOOD.format(name="beta"))
     write(tmp_path, "c.yaml", GOOD.format(name="beta"))
@@ -63,6 +64,7 @@ def test_a_per_thread_root_or_shared_workspace_is_accepted(tmp_path: Path) -> No
         "backend:\n  kind: composite\n  default: {kind: filesystem, root_dir: './w/{thread_id}'}\n"
         "  routes:\n    /shared/: {kind: filesystem, root_dir: ./common}\n"
     )
+    write(tmp_path, "c.cassette.yaml", "- content: hi\n")
     write(tmp_path, "d.yaml", spec)
     with pytest.raises(SpecError, match=r"backend\.routes\./shared/\.root_dir: .*common would be"):
         collect_agents([tmp_path])
