@@ -294,7 +294,7 @@ def _file(path: str, expect: FileExpect, seen: Observed, at: str) -> list[Check]
 
 
 def args_match(expected: Any, found: Any) -> bool:
-    """`expected` is contained in `found`: mappings key by key (recursively), anything else equal."""
+    """`expected` is contained in `found`: mappings key by key (recursively), the rest equal."""
     if isinstance(expected, dict):
         return isinstance(found, dict) and all(
             key in found and args_match(value, found[key]) for key, value in expected.items()

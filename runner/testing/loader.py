@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from runner.errors import Problem, SpecError
 from runner.loader import display_path
 from runner.spec_errors import problems_from_validation
-from runner.testing.spec import CaseSpec, TestFileSpec
+from runner.testing.spec import TestFileSpec
 from runner.yamlsource import KeyPath, SourceMap, read_yaml
 
 __all__ = [
@@ -109,9 +109,13 @@ def load_test_file(
     if problems or spec is None:
         raise SpecError(sorted(set(problems)))
     base = path.resolve().parent
+    if spec.judge_model is not None:
+        spec.judge_model = _replay_path(spec.judge_model, base)
     for case in spec.cases:
         if case.model is not None:
             case.model = _replay_path(case.model, base)
+        if case.expect.judge is not None and case.expect.judge.model is not None:
+            case.expect.judge.model = _replay_path(case.expect.judge.model, base)
     return LoadedTestFile(
         path=path,
         spec=spec,
@@ -188,12 +192,8 @@ _SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv"})
 
 def _walk(folder: Path) -> Iterator[Path]:
     for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_")) and d not in _SKIPPED_DIRS]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
         for name in files:
             candidate = Path(root) / name
             if is_test_file_name(candidate):
                 yield candidate
-
-
-def case_ids(loaded: LoadedTestFile) -> list[tuple[int, CaseSpec]]:
-    return list(enumerate(loaded.spec.cases))

@@ -39,6 +39,9 @@ def case_line(result: CaseResult) -> str:
         line += f"  ({skipped[0].expectation} skipped: {skipped[0].message})"
     if result.recorded:
         line += f"  (recorded {result.recorded})"
+    judged = [c for c in result.checks if c.expectation == "expect.judge" and c.status == "passed"]
+    if judged and result.status == "passed":
+        line += f"\n      judge: {judged[0].message}"
     return line
 
 
