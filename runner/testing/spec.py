@@ -36,9 +36,16 @@ __all__ = [
 ]
 
 
+def _as_text(value: Any) -> Any:
+    """`contains: [42]` means the text "42" (YAML reads it as a number)."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
 def _one_or_many(value: Any) -> Any:
     """`contains: SQLite` means `contains: [SQLite]`."""
-    return [value] if isinstance(value, str) else value
+    if isinstance(value, list):
+        return [_as_text(item) for item in value]
+    return [_as_text(value)] if isinstance(value, str | int | float) else value
 
 
 Texts = Annotated[list[str], BeforeValidator(_one_or_many, json_schema_input_type=str | list[str])]
