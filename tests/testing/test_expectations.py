@@ -125,8 +125,8 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
         "failed",
         [
             "expect.limits.model_calls: 4 model calls, more than 2",
-            "expect.limits.tokens: <N> tokens, more than 10",
             "expect.limits.tool_calls: 3 tool calls, more than 2",
+            "expect.limits.tokens: <N> tokens, more than 10",
         ],
     ),
     "judge passes": ("{judge: {rubric: Gives the answer, threshold: 0.5}}", "passed", []),
