@@ -21,7 +21,7 @@ APPROVED = "    turns: [{user: hi}, {decisions: [approve]}]\n"
 CASES: dict[str, tuple[str, str, list[str]]] = {
     "final passes": (
         '{final: {contains: [answer is 42], not_contains: error, regex: "4\\\\d", '
-        'equals: \'Done: the answer is 42. {"answer": 42}\'}}',
+        "equals: 'Done: the answer is 42. {\"answer\": 42}'}}",
         "passed",
         [],
     ),
@@ -38,7 +38,9 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
     "json schema passes": (
         "{final: {json_schema: {type: object}}}",
         "failed",
-        ["expect.final.json_schema: the answer is not JSON (Expecting value: line 1 column 1 (char 0))"],
+        [
+            "expect.final.json_schema: the answer is not JSON (Expecting value: line 1 column 1 (char 0))"
+        ],
     ),
     "files pass": (
         "{files: {/out.md: {contains: hello, not_contains: bye, regex: '^hello'}, "
@@ -77,7 +79,7 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
         [],
     ),
     "tool calls any order fail": (
-        '{tool_calls: [{name: task}, {name: write_file, args: {file_path: /x.md}}], '
+        "{tool_calls: [{name: task}, {name: write_file, args: {file_path: /x.md}}], "
         "tool_order: any_order}",
         "failed",
         ['expect.tool_calls: no call matches write_file({"file_path": "/x.md"})'],
@@ -90,7 +92,9 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
     "tool calls exact fail": (
         "{tool_calls: [{name: write_todos}, {name: task}], tool_order: exact}",
         "failed",
-        ["expect.tool_calls: call 2 is write_file(file_path=/out.md, content=hello world) [tiny], expected task()"],
+        [
+            "expect.tool_calls: call 2 is write_file(file_path=/out.md, content=hello world) [tiny], expected task()"
+        ],
     ),
     "not called passes": ("{not_called: [edit_file, execute]}", "passed", []),
     "not called fails": (
@@ -104,7 +108,11 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
         "failed",
         ["expect.subagents: subagent critic was never started"],
     ),
-    "interrupts pass": ("{interrupts: [{name: write_file, args: {file_path: /out.md}}]}", "passed", []),
+    "interrupts pass": (
+        "{interrupts: [{name: write_file, args: {file_path: /out.md}}]}",
+        "passed",
+        [],
+    ),
     "interrupts fail": (
         "{interrupts: [{name: task}]}",
         "failed",
