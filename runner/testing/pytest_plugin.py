@@ -84,7 +84,8 @@ class AgentTestCase(pytest.Item):
         remove_folder(workdir)
         if result.status == "skipped":
             reason = next(c.message for c in result.checks if c.status == "skipped")
-            pytest.skip(reason)
+            # reported at the case in the test file, not at this line
+            raise pytest.skip.Exception(reason, _use_item_location=True)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, AgentCaseFailed):

@@ -71,10 +71,13 @@ def run_suite(
     pattern: str | None = None,
     jobs: int = 1,
     repeat: int = 1,
+    workdir: Path | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> SuiteResult:
     """Run every selected case of the test files under `paths`. `on_result` sees each result
-    as it is known (from worker threads when `jobs` > 1, one call at a time)."""
+    as it is known (from worker threads when `jobs` > 1, one call at a time). The cases' folders
+    go into a new folder under `workdir` (default: the system's temporary folder); the folders
+    of failed cases are kept there, for `agentctl threads show`."""
     import threading
 
     loaded, problems = load_all(paths)
@@ -91,7 +94,9 @@ def run_suite(
     ]
     if not work:
         return suite
-    workdir = Path(tempfile.mkdtemp(prefix="agentctl-test-"))
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="agentctl-test-", dir=workdir))
     options = RunOptions(workdir=workdir, model=model, record=record, judge_model=judge_model)
     judges = {id(f): Judge(model=judge_model, file_model=f.spec.judge_model) for f in loaded}
     lock = threading.Lock()

@@ -6,9 +6,12 @@ for the `helper` subagent, and the answer `Done: the answer is 42. {"answer": 42
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import run_cli
 
 AGENT = """\
 version: 1
@@ -72,3 +75,11 @@ def write_test(folder: Path, cases: str, *, name: str = "tiny.test.yaml", head: 
     path = folder / name
     path.write_text(f"version: 1\nagent: ./tiny.yaml\n{head}cases:\n{cases}")
     return path
+
+
+def agentctl(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`agentctl ARGS` in `cwd`; the folders failed cases keep go under `cwd/.tmp`."""
+    (cwd / ".tmp").mkdir(exist_ok=True)
+    return run_cli(*args, cwd=cwd, env={"TMPDIR": str(cwd / ".tmp"), **(env or {})})

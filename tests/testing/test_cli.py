@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.testing.conftest import write_test
+from runner.errors import SpecError
+from runner.testing.loader import load_test_file
+from tests.testing.conftest import agentctl, write_test
 
 PASSING = "  - name: passes\n    input: hi\n    expect: {files: {/out.md: {exists: false}}}\n"
 FAILING = (
@@ -24,12 +25,12 @@ SKIPPED = (
 
 def test_exit_codes_and_the_failure_report(tiny: Path) -> None:
     write_test(tiny, PASSING)
-    done = run_cli("test", cwd=tiny)
+    done = agentctl("test", cwd=tiny)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("PASS  tiny.test.yaml::passes\n\n1 passed in ")
 
     write_test(tiny, PASSING + FAILING)
-    done = run_cli("test", "tiny.test.yaml", cwd=tiny)
+    done = agentctl("test", "tiny.test.yaml", cwd=tiny)
     assert done.returncode == 1, done.stderr
     out = done.stdout
     assert "FAIL  tiny.test.yaml::fails\n" in out
@@ -44,20 +45,20 @@ def test_exit_codes_and_the_failure_report(tiny: Path) -> None:
     # the thread of the failed case can be shown
     line = next(x for x in out.splitlines() if x.startswith("  thread: "))
     thread, db = line.split()[4], line.split()[6]
-    shown = run_cli("threads", "show", thread, "--db", db, cwd=tiny)
+    shown = agentctl("threads", "show", thread, "--db", db, cwd=tiny)
     assert shown.returncode == 0, shown.stderr
     assert "Done: the answer is 42." in shown.stdout
 
 
 def test_a_judge_without_a_model_is_skipped_and_exits_0(tiny: Path) -> None:
     write_test(tiny, SKIPPED)
-    done = run_cli("test", cwd=tiny)
+    done = agentctl("test", cwd=tiny)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(
         "SKIP  tiny.test.yaml::skipped  (expect.judge skipped: no judge model: pass "
         "--judge-model MODEL or set `judge_model:` in the file)\n"
     )
-    judged = run_cli("test", "--judge-model", "replay:judge.cassette.yaml", cwd=tiny)
+    judged = agentctl("test", "--judge-model", "replay:judge.cassette.yaml", cwd=tiny)
     assert judged.returncode == 0, judged.stdout
     assert judged.stdout.startswith(
         "PASS  tiny.test.yaml::skipped\n"
@@ -69,7 +70,7 @@ def test_a_judge_without_a_model_is_skipped_and_exits_0(tiny: Path) -> None:
 def test_junit_counts(tiny: Path) -> None:
     write_test(tiny, PASSING + FAILING + SKIPPED)
     write_test(tiny, "  - name: no input\n", name="broken.test.yaml")
-    done = run_cli("test", "--junit", "out/report.xml", cwd=tiny)
+    done = agentctl("test", "--junit", "out/report.xml", cwd=tiny)
     assert done.returncode == 2, done.stdout  # a bad test file outweighs a failed case
     root = ET.parse(tiny / "out" / "report.xml").getroot()
     assert root.tag == "testsuites"
@@ -103,7 +104,7 @@ def test_junit_counts(tiny: Path) -> None:
 
 def test_k_selects_cases_and_jsonl_reports_them(tiny: Path) -> None:
     write_test(tiny, PASSING + FAILING)
-    done = run_cli("test", "-k", "PASSES", "--output", "jsonl", cwd=tiny)
+    done = agentctl("test", "-k", "PASSES", "--output", "jsonl", cwd=tiny)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(x["type"], x.get("case"), x.get("status")) for x in lines] == [
@@ -114,14 +115,14 @@ def test_k_selects_cases_and_jsonl_reports_them(tiny: Path) -> None:
         {"expectation": 'expect.files["/out.md"].exists', "status": "passed"}
     ]
     assert lines[1]["passed"] == 1 and lines[1]["exit_code"] == 0
-    none = run_cli("test", "-k", "nothing-like-this", cwd=tiny)
+    none = agentctl("test", "-k", "nothing-like-this", cwd=tiny)
     assert none.returncode == 0
     assert "no case matches -k 'nothing-like-this'" in none.stderr
 
 
 def test_repeat_reports_a_pass_rate_and_j_runs_cases_side_by_side(tiny: Path) -> None:
     write_test(tiny, PASSING + FAILING)
-    done = run_cli("test", "--repeat", "3", "-j", "2", cwd=tiny)
+    done = agentctl("test", "--repeat", "3", "-j", "2", cwd=tiny)
     assert done.returncode == 1
     assert "PASS  tiny.test.yaml::passes  (3/3 passed, 100%)\n" in done.stdout
     assert "FAIL  tiny.test.yaml::fails  (0/3 passed, 0%)\n" in done.stdout
@@ -173,11 +174,30 @@ BAD_FILES = [
 
 
 @pytest.mark.parametrize(("cases", "message"), BAD_FILES)
-def test_bad_test_files_get_located_errors_and_exit_2(tiny: Path, cases: str, message: str) -> None:
-    path = tiny / "bad.test.yaml"
-    path.write_text(f"version: 1\nagent: ./tiny.yaml\n{cases}")
-    done = run_cli("test", "bad.test.yaml", cwd=tiny)
-    assert (done.returncode, done.stderr) == (2, message + "\n"), done.stdout
+def test_bad_test_files_get_located_errors(
+    tiny: Path, cases: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tiny)
+    (tiny / "bad.test.yaml").write_text(f"version: 1\nagent: ./tiny.yaml\n{cases}")
+    with pytest.raises(SpecError) as caught:
+        load_test_file("bad.test.yaml")
+    assert str(caught.value) == message
+
+
+def test_a_bad_test_file_exits_2_with_every_problem(tiny: Path) -> None:
+    (tiny / "bad.test.yaml").write_text(
+        "version: 1\nagent: ./tiny.yaml\ncases:\n  - name: a\n    input: hi\n"
+        "    expect: {final: {contans: x}, tool_order: random}\n"
+    )
+    done = agentctl("test", "bad.test.yaml", cwd=tiny)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "bad.test.yaml:6:22: cases[0].expect.final.contans: unknown key; did you mean "
+        "'contains'?\n"
+        "bad.test.yaml:6:47: cases[0].expect.tool_order: expected one of 'in_order', "
+        "'any_order', 'exact', found text 'random'\n",
+    )
+    assert done.stdout == "\n1 bad test file in " + done.stdout.split(" in ")[-1]
 
 
 def test_a_missing_agent_file_and_paths_without_tests(tiny: Path) -> None:
@@ -185,7 +205,7 @@ def test_a_missing_agent_file_and_paths_without_tests(tiny: Path) -> None:
         "version: 1\nagent: ./nope.yaml\ncases: [{name: a, input: hi}]\n"
     )
     (tiny / "empty").mkdir()
-    done = run_cli("test", "t.test.yaml", "empty", "gone.test.yaml", cwd=tiny)
+    done = agentctl("test", "t.test.yaml", "empty", "gone.test.yaml", cwd=tiny)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "t.test.yaml:2:8: agent: file not found: nope.yaml",
@@ -199,13 +219,13 @@ def test_an_agent_that_cannot_be_built_is_an_error_case(tiny: Path) -> None:
         "version: 1\nname: tiny\nmodel: replay:./tiny.cassette.yaml\nprompt: Hi {{ vars.nope }}\n"
     )
     write_test(tiny, PASSING)
-    done = run_cli("test", cwd=tiny)
+    done = agentctl("test", cwd=tiny)
     assert done.returncode == 2
     assert "ERROR tiny.test.yaml::passes\n" in done.stdout
     assert "tiny.yaml:4:9: prompt: " in done.stdout
 
 
 def test_record_needs_model(tiny: Path) -> None:
-    done = run_cli("test", "--record", cwd=tiny)
+    done = agentctl("test", "--record", cwd=tiny)
     assert done.returncode == 2
     assert "--record needs --model" in done.stderr

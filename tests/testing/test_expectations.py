@@ -175,7 +175,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CaseResult]:
         f"  - name: {name}\n{APPROVED}    expect: {CASES[name][0]}\n" for name in NO_JUDGE
     )
     write_test(folder, unjudged, name="unjudged.test.yaml")
-    suite = run_suite([folder], jobs=2)
+    suite = run_suite([folder], jobs=2, workdir=folder / ".kept")
     assert not suite.problems, suite.problems
     # the real workspace is untouched: every case wrote to its own copy
     assert sorted(p.name for p in (folder / "workspace").iterdir()) == ["keep.txt"]
