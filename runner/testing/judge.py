@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.errors import ResolutionError
+from runner.errors import ResolutionError, RunnerError
 from runner.testing.expectations import Check, Observed
 from runner.testing.spec import JudgeExpect
 
@@ -63,7 +63,7 @@ class Judge:
             return Check(at, "failed", "there is no final answer to grade")
         try:
             score, reason = self._grade(model_id, expect.rubric, seen)
-        except ResolutionError as exc:
+        except RunnerError as exc:  # no openevals, a model that cannot be made, no cassette
             return Check(at, "failed", f"the judge could not run: {exc}")
         except Exception as exc:  # the judge model failed: the check did not pass
             return Check(at, "failed", f"the judge model failed: {type(exc).__name__}: {exc}")
