@@ -137,6 +137,22 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
             "expect.limits.tokens: <N> tokens, more than 10",
         ],
     ),
+    "error passes": (
+        "{error: true, final: {contains: has no approval waiting}}",
+        "passed",
+        [],
+    ),
+    "error fails": (
+        "{error: true}",
+        "failed",
+        ["expect.error: the run was expected to fail"],
+    ),
+    "seeded files pass": (
+        "{files: {/keep.txt: {contains: seeded}, /scratch/a.md: {contains: in state}, "
+        "/new/b.md: {contains: new}}}",
+        "passed",
+        [],
+    ),
     "judge passes": ("{judge: {rubric: Gives the answer, threshold: 0.5}}", "passed", []),
     "judge fails": (
         "{judge: {rubric: Gives the answer, threshold: 0.8}}",
@@ -153,6 +169,15 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
     ),
 }
 
+TURNS = {
+    # a third turn answers an approval that is no longer waiting: the run fails
+    "error passes": "    turns: [{user: hi}, {decisions: [approve]}, {decisions: [approve]}]\n",
+    "seeded files pass": (
+        "    files: {/keep.txt: seeded over the copy, /scratch/a.md: in state, /new/b.md: new}\n"
+        + APPROVED
+    ),
+}
+
 # The judge of "judge without a model" has none: its file sets no judge_model, and neither here.
 NO_JUDGE = {"judge without a model is skipped"}
 
@@ -166,7 +191,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CaseResult]:
     (folder / "workspace").mkdir()
     (folder / "workspace" / "keep.txt").write_text("the real workspace\n")
     judged = "".join(
-        f"  - name: {name}\n{APPROVED}    expect: {expect}\n"
+        f"  - name: {name}\n{TURNS.get(name, APPROVED)}    expect: {expect}\n"
         for name, (expect, _, _) in CASES.items()
         if name not in NO_JUDGE
     )
