@@ -257,12 +257,12 @@ def _text_checks(expect: FinalExpect | FileExpect, text: str, at: str, *, what: 
 def _json_schema(schema: dict[str, Any], seen: Observed, answer: str, at: str) -> Check:
     import jsonschema
 
-    value = seen.structured
+    value, as_text = seen.structured, ""
     if value is None:
         try:
             value = json.loads(answer)
-        except ValueError as exc:
-            return _fail(at, f"the answer is not JSON ({exc})", "JSON", _short(answer))
+        except ValueError:
+            value, as_text = answer, " (it is not JSON, so it is checked as a JSON string)"
     errors = sorted(
         jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path)
     )
@@ -273,7 +273,7 @@ def _json_schema(schema: dict[str, Any], seen: Observed, answer: str, at: str) -
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return _fail(
         at,
-        f"the answer does not fit the schema: {where}: {first.message}{more}",
+        f"the answer does not fit the schema{as_text}: {where}: {_short(first.message)}{more}",
         json.dumps(schema, ensure_ascii=False),
         json.dumps(value, ensure_ascii=False),
     )

@@ -74,8 +74,8 @@ class FinalExpect(SpecModel):
     equals: str | None = None
     """The whole answer, exactly (surrounding whitespace ignored)."""
     json_schema: dict[str, Any] | None = None
-    """A JSON Schema the answer must satisfy: the structured response, or the answer parsed as
-    JSON."""
+    """A JSON Schema the answer must satisfy: the structured response, else the answer parsed as
+    JSON, else the answer as a JSON string."""
 
     @field_validator("regex")
     @classmethod

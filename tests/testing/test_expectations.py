@@ -36,10 +36,17 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
         ],
     ),
     "json schema passes": (
+        "{final: {json_schema: {type: string, pattern: answer is 42}}}",
+        "passed",
+        [],
+    ),
+    "json schema fails": (
         "{final: {json_schema: {type: object}}}",
         "failed",
         [
-            "expect.final.json_schema: the answer is not JSON (Expecting value: line 1 column 1 (char 0))"
+            "expect.final.json_schema: the answer does not fit the schema (it is not JSON, so "
+            "it is checked as a JSON string): the answer: 'Done: the answer is 42. "
+            "{\"answer\": 42}' is not of type 'object'"
         ],
     ),
     "files pass": (
