@@ -47,7 +47,7 @@ def test_the_example_test_file_passes_offline(path: Path, tmp_path: Path) -> Non
 
 def test_the_committed_test_schema_is_the_generated_one() -> None:
     assert SCHEMA.read_text(encoding="utf-8") == test_json_schema_text(), (
-        "schemas/test.schema.json is stale: run `agentctl schema test -o schemas/test.schema.json`"
+        "schemas/test.schema.json is stale: run `agentctl schema --test -o schemas/test.schema.json`"
     )
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -65,7 +65,7 @@ def test_the_schema_accepts_the_examples_and_rejects_typos() -> None:
 
 
 def test_schema_test_check_and_the_example_header() -> None:
-    done = run_cli("schema", "test", "--check")
+    done = run_cli("schema", "--test", "--check")
     assert (done.returncode, done.stdout) == (0, "ok: schemas/test.schema.json is up to date\n")
     for path in TEST_FILES:
         first = path.read_text().splitlines()[0]
