@@ -75,7 +75,12 @@ class AgentTestCase(pytest.Item):
 
         model = self.config.getoption("agentctl_model")
         judge_model = self.config.getoption("agentctl_judge_model")
-        workdir = Path(tempfile.mkdtemp(prefix="agentctl-test-"))
+        # under pytest's own temporary folder (old runs' folders are removed by pytest)
+        factory = getattr(self.config, "_tmp_path_factory", None)
+        if factory is not None:
+            workdir = factory.mktemp("agentctl-test-")
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix="agentctl-test-"))
         options = RunOptions(workdir=workdir, model=model, judge_model=judge_model)
         judge = Judge(model=judge_model, file_model=self.loaded.spec.judge_model)
         result = run_case(self.loaded, self.index, options, judge=judge, folder=workdir / "case")
