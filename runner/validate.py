@@ -22,15 +22,17 @@ __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
+TEST_SUFFIXES = (".test.yaml", ".test.yml")  # `agentctl test` files, not agents
 
 
 def is_agent_file_name(path: Path) -> bool:
-    """The directory rule: `*.yaml` / `*.yml` files, except cassettes (`*.cassette.yaml`) and
-    names starting with `_` or `.` (include fragments like `_base.yaml`)."""
+    """The directory rule: `*.yaml` / `*.yml` files, except cassettes (`*.cassette.yaml`), test
+    files (`*.test.yaml`) and names starting with `_` or `.` (include fragments like
+    `_base.yaml`)."""
     name = path.name
     return (
         name.endswith(SPEC_SUFFIXES)
-        and not name.endswith(CASSETTE_SUFFIXES)
+        and not name.endswith(CASSETTE_SUFFIXES + TEST_SUFFIXES)
         and not name.startswith(("_", "."))
     )
 

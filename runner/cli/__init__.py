@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "schema",
         "Print, write or check the agent (or cassette) JSON Schema.",
     ),
+    "test": ("runner.cli.test", "test", "Run agent test files (*.test.yaml), offline or live."),
     "threads": ("runner.cli.threads", "threads", "List, show or delete saved threads."),
     "init": ("runner.cli.init", "init", "Start a new agent folder that runs offline at once."),
     "serve": ("runner.cli.serve", "serve", "Serve agents over the LangGraph Agent Server API."),
@@ -68,6 +69,7 @@ def cli() -> None:
       agentctl run agents/x.yaml "hi"     run an agent once
       agentctl validate agents/           check every agent file in a folder
       agentctl inspect agents/x.yaml      see the assembled agent
+      agentctl test agents/               run the agents' test files
       agentctl threads                    the saved conversations
     """
 

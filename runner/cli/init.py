@@ -49,6 +49,7 @@ def init(directory: Path, name: str | None, force: bool) -> int:
         "\nNext, offline with its recorded replies:\n"
         f'  agentctl run {spec} "Plan the launch of our new website"\n'
         f"  agentctl run {spec}      (in a terminal: a chat)\n"
+        f"  agentctl test {shlex.quote(str(directory))}      (its tests, in agent.test.yaml)\n"
         f"Then set `model:` in {spec} to a real provider (see the comments there)."
     )
     return 0

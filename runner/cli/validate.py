@@ -33,8 +33,9 @@ def validate(
     after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
 
     A directory means the agent files and cassettes directly in it: `*.yaml` and `*.yml`,
-    except names starting with `_` or `.` (include fragments like `_base.yaml`). A problem in a
-    file that several of them include is printed once, with the files it was found through.
+    except test files (`*.test.yaml`, see `agentctl test`) and names starting with `_` or `.`
+    (include fragments like `_base.yaml`). A problem in a file that several of them include is
+    printed once, with the files it was found through.
     """
     from runner.cli.options import parse_vars
     from runner.errors import Problem

@@ -71,6 +71,12 @@ def json_schema(kind: SchemaKind = "agent") -> dict[str, Any]:
     else:
         schema = AgentSpec.model_json_schema(mode="validation")
         schema_id = SCHEMA_ID
+    return schema_document(schema, schema_id)
+
+
+def schema_document(schema: dict[str, Any], schema_id: str) -> dict[str, Any]:
+    """A generated schema as agentctl commits it: draft 2020-12, with its `$id`. Every schema
+    file goes through here (`runner.testing` makes `schemas/test.schema.json` with it too)."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": schema_id,
@@ -78,8 +84,13 @@ def json_schema(kind: SchemaKind = "agent") -> dict[str, Any]:
     }
 
 
+def schema_file_text(document: dict[str, Any]) -> str:
+    """The text of a committed schema file."""
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+
+
 def json_schema_text(kind: SchemaKind = "agent") -> str:
-    return json.dumps(json_schema(kind), indent=2, sort_keys=False) + "\n"
+    return schema_file_text(json_schema(kind))
 
 
 __all__ = [
@@ -118,4 +129,6 @@ __all__ = [
     "import_ref_is_file",
     "json_schema",
     "json_schema_text",
+    "schema_document",
+    "schema_file_text",
 ]

@@ -3,9 +3,11 @@
 ```
 agent.yaml             a commented agent: model, prompt, vars, memory, skills, backend
 agent.cassette.yaml    recorded replies, so `model: replay:agent.cassette.yaml` needs no API key
+agent.test.yaml        a test of the agent (`agentctl test`), offline on the cassette
 AGENTS.md              the agent's memory
 skills/planning/       one skill (SKILL.md with `name` and `description` front matter)
 agent.schema.json      the JSON Schema editors use, unless the folder is inside agentctl's repo
+test.schema.json       the same for the test file
 ```
 
 The first line of agent.yaml points yaml-language-server at the schema. An installed agentctl has
@@ -35,11 +37,13 @@ FILES = Path(__file__).parent / "files"
 STARTER_FILES = (
     "agent.yaml",
     "agent.cassette.yaml",
+    "agent.test.yaml",
     "AGENTS.md",
     "skills/planning/SKILL.md",
 )
 
 SCHEMA_FILE = "agent.schema.json"
+TEST_SCHEMA_FILE = "test.schema.json"
 REPO_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "agent.schema.json"
 """The committed schema, when agentctl runs from its own checkout (absent once installed)."""
 
@@ -81,9 +85,13 @@ def plan_starter(
     reference = schema_reference(directory, repo_schema)
     if reference is None:
         from runner.spec import json_schema_text
+        from runner.testing import test_json_schema_text
 
         files[SCHEMA_FILE] = json_schema_text()
+        files[TEST_SCHEMA_FILE] = test_json_schema_text()
         reference = SCHEMA_FILE
+    test_reference = reference.removesuffix(SCHEMA_FILE) + TEST_SCHEMA_FILE
+    files["agent.test.yaml"] = files["agent.test.yaml"].replace("__TEST_SCHEMA__", test_reference)
     files["agent.yaml"] = (
         files["agent.yaml"]
         .replace("__SCHEMA__", reference)

@@ -1,0 +1,340 @@
+"""Run one case: build the agent in isolation, play its turns on `runner.run.Session`, observe.
+
+A case's folder (under the run's work folder) holds its database (thread, checkpoints, store)
+and the copies of the agent's directories (`isolation.py`). Model calls and the tokens they
+report are counted by a LangChain callback handler injected through a context variable, so the
+subagents' calls count too, and nothing in the run loop knows about tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from runner.errors import RunnerError, SpecError
+from runner.events import Error, Final, Interrupt, RunEvent, TextDelta, ToolCall, ToolResult
+from runner.testing.expectations import Call, Check, Observed, check_expectations
+from runner.testing.judge import Judge
+from runner.testing.loader import LoadedTestFile
+from runner.testing.spec import CaseSpec, UserTurn
+
+__all__ = ["CaseResult", "RunOptions", "run_case"]
+
+CaseStatus = Literal["passed", "failed", "skipped", "error"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `agentctl test` passes to every case."""
+
+    workdir: Path
+    model: str | None = None
+    """Run every case live on this model instead of its own."""
+    record: bool = False
+    """With `model`: write each case's replies to a cassette."""
+    judge_model: str | None = None
+
+
+@dataclass
+class CaseResult:
+    """One run of one case."""
+
+    file: str
+    name: str
+    status: CaseStatus
+    checks: list[Check] = field(default_factory=list)
+    thread_id: str | None = None
+    db: str | None = None
+    transcript: list[str] = field(default_factory=list)
+    duration: float = 0.0
+    problems: list[str] = field(default_factory=list)
+    """For `error`: why the case could not run (a bad agent file, a model that cannot be made)."""
+    location: str = ""
+    """Where the case is written: `file:line`."""
+    recorded: str | None = None
+    """The cassette written (with --record)."""
+    runs: int = 1
+    passes: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}::{self.name}"
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "failed"]
+
+
+def _status(checks: list[Check]) -> CaseStatus:
+    if any(c.status == "failed" for c in checks):
+        return "failed"
+    if any(c.status == "skipped" for c in checks):
+        return "skipped"
+    return "passed"
+
+
+def run_case(
+    loaded: LoadedTestFile, index: int, options: RunOptions, *, judge: Judge, folder: Path
+) -> CaseResult:
+    """Run case `index` of `loaded` in `folder` (created; the caller removes it) and check it."""
+    from runner.loader import load_spec
+    from runner.run import Home, Session, new_thread_id
+
+    case = loaded.spec.cases[index]
+    where = loaded.case_location(index)
+    result = CaseResult(
+        file=loaded.shown, name=case.name, status="error", location=f"{where.file}:{where.line}"
+    )
+    started = time.monotonic()
+    folder.mkdir(parents=True, exist_ok=True)
+    model = options.model or case.model
+    record = _cassette_for(loaded, case) if options.record and options.model else None
+    session = None
+    try:
+        from runner.testing.isolation import isolate_roots
+
+        spec = load_spec(loaded.agent_path, vars=case.vars)
+        isolate_roots(spec, folder / "files")
+        db = folder / "agentctl.db"
+        if record is not None:
+            record.unlink(missing_ok=True)
+        session = Session(spec, model=model, home=Home(db), record=record)
+        thread_id = new_thread_id()
+        result.thread_id, result.db = thread_id, str(db)
+        first = case.input if case.input is not None else _first_message(case)
+        session.home.register(thread_id, agent=session.name, spec=spec.source, first_message=first)
+        _seed(session, thread_id, case.files)
+        with _counting() as counter:
+            events, inputs = _play(session, case, thread_id)
+        seen = _observe(session, thread_id, events, inputs, counter)
+        result.checks = check_expectations(case.expect, seen, judge)
+        result.transcript = transcript(events)
+        result.status = _status(result.checks)
+        result.recorded = str(record) if record is not None else None
+    except SpecError as exc:
+        result.problems = [str(p) for p in exc.problems]
+    except RunnerError as exc:
+        result.problems = [str(exc)]
+    finally:
+        if session is not None:
+            session.close()
+        result.duration = time.monotonic() - started
+    result.passes = int(result.status in ("passed", "skipped"))
+    return result
+
+
+def _first_message(case: CaseSpec) -> str:
+    return next((t.user for t in case.turns or () if isinstance(t, UserTurn)), "")
+
+
+def _cassette_for(loaded: LoadedTestFile, case: CaseSpec) -> Path:
+    """Where --record writes a case's replies: the case's own `replay:` cassette when it names
+    one, else `cassettes/<test file>/<case>.yaml` next to the test file."""
+    if case.model and case.model.startswith("replay:"):
+        return Path(case.model.partition(":")[2])
+    slug = re.sub(r"[^a-z0-9]+", "-", case.name.lower()).strip("-") or "case"
+    stem = loaded.path.name.removesuffix(".yaml").removesuffix(".yml").removesuffix(".test")
+    target = loaded.path.resolve().parent / "cassettes" / stem / f"{slug}.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _seed(session: Any, thread_id: str, files: dict[str, str]) -> None:
+    """Put the case's files into the agent's backend: on disk in its directory copies, through
+    the backend for the store, into the thread's first state for the state backend."""
+    from runner.backends import BackendError
+    from runner.testing.isolation import directory_for
+
+    if not files:
+        return
+    if session.resolved.backend is None:
+        raise SpecError("`files:` needs an agent with file tools; this one has no backend")
+    state_files: dict[str, Any] = {}
+    backend = session.resolved.backend.get({}, session.home.store)
+    for path, text in files.items():
+        on_disk = directory_for(session.spec, path)
+        if on_disk is not None:
+            on_disk.parent.mkdir(parents=True, exist_ok=True)
+            on_disk.write_text(text, encoding="utf-8")
+            continue
+        try:
+            written = backend.write(path, text)
+        except BackendError as exc:
+            raise SpecError(f"files: {path}: {exc}") from None
+        state_files.update(written.files_update or {})
+    if state_files:
+        config = {"configurable": {"thread_id": thread_id}}
+        session.graph.update_state(config, {"files": state_files}, as_node="__start__")
+
+
+def _reader(session: Any, thread_id: str) -> Any:
+    from runner.backends import BackendError
+
+    def read(path: str) -> str | None:
+        if session.resolved.backend is None:
+            return None
+        backend = session.resolved.backend.get(session.values(thread_id), session.home.store)
+        try:
+            result = backend.read(path, 0, 1_000_000_000)
+        except (BackendError, OSError, ValueError):
+            return None
+        return str(result.content)
+
+    return read
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def _play(session: Any, case: CaseSpec, thread_id: str) -> tuple[list[RunEvent], list[str]]:
+    from runner.run import Decision
+
+    turns = case.turns if case.turns is not None else [UserTurn(user=case.input or "")]
+    events: list[RunEvent] = []
+    inputs: list[str] = []
+    for turn in turns:
+        if isinstance(turn, UserTurn):
+            inputs.append(turn.user)
+            run = session.run(turn.user, thread_id=thread_id)
+        else:
+            decisions = [Decision(d.type, d.args, d.message) for d in turn.decisions]
+            run = session.run(thread_id=thread_id, decisions=decisions)
+        events.extend(run.events)
+        if isinstance(run.events[-1] if run.events else None, Error):
+            break  # a failed turn: the later ones would only repeat it
+    return events, inputs
+
+
+def _observe(
+    session: Any, thread_id: str, events: list[RunEvent], inputs: list[str], counter: _Counter
+) -> Observed:
+    last = events[-1] if events else None
+    final = last if isinstance(last, Final) else None
+    error = next((e for e in events if isinstance(e, Error)), None)
+    values = session.values(thread_id)
+    return Observed(
+        main_agent=session.name,
+        inputs=inputs,
+        final=final.content if final is not None else None,
+        structured=final.structured_response if final is not None else None,
+        error=error.message if error is not None else None,
+        waiting=list(last.actions) if isinstance(last, Interrupt) else [],
+        calls=[Call(e.agent, e.name, e.args) for e in events if isinstance(e, ToolCall)],
+        interrupts=[a for e in events if isinstance(e, Interrupt) for a in e.actions],
+        todos=values.get("todos"),
+        model_calls=counter.calls,
+        tokens=counter.tokens,
+        calls_without_usage=counter.without_usage,
+        read_file=_reader(session, thread_id),
+    )
+
+
+def transcript(events: list[RunEvent], limit: int = 8) -> list[str]:
+    """The last steps of a run, one short line each."""
+    lines: list[str] = []
+    text: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, TextDelta):
+            text[event.agent] = text.get(event.agent, "") + event.text
+            continue
+        said = text.pop(event.agent, "").strip()
+        if said and not isinstance(event, Final):
+            lines.append(f"{event.agent}: {_one_line(said)}")
+        if isinstance(event, ToolCall):
+            lines.append(f"{event.agent} -> {event.name}({_one_line(_args(event.args), 80)})")
+        elif isinstance(event, ToolResult):
+            mark = "error" if event.status == "error" else "result"
+            lines.append(f"{event.agent} <- {event.name} {mark}: {_one_line(event.content)}")
+        elif isinstance(event, Interrupt):
+            names = ", ".join(a.name for a in event.actions)
+            lines.append(f"waiting for approval: {names}")
+        elif isinstance(event, Final):
+            lines.append(f"final: {_one_line(event.content)}")
+        elif isinstance(event, Error):
+            lines.append(f"error: {_one_line(event.message)}")
+    return lines[-limit:]
+
+
+def _args(args: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in args.items())
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- counting
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.tokens = 0
+        self.without_usage = 0
+
+
+_COUNTER: ContextVar[Any] = ContextVar("agentctl_test_model_calls", default=None)
+_HOOK = threading.Lock()
+_hooked = False
+
+
+def _handler(counter: _Counter) -> Any:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class CountModelCalls(BaseCallbackHandler):
+        def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+            with counter.lock:
+                counter.calls += 1
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            usage = None
+            for generations in response.generations:
+                for generation in generations:
+                    message = getattr(generation, "message", None)
+                    usage = getattr(message, "usage_metadata", None) or usage
+            with counter.lock:
+                if usage:
+                    self_total = usage.get("total_tokens") or (
+                        usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+                    )
+                    counter.tokens += int(self_total)
+                else:
+                    counter.without_usage += 1
+
+    return CountModelCalls()
+
+
+@contextmanager
+def _counting() -> Iterator[_Counter]:
+    """Count the model calls of everything run inside (threads started by LangGraph copy the
+    context, so subagents' calls count)."""
+    global _hooked
+    from langchain_core.tracers.context import register_configure_hook
+
+    with _HOOK:
+        if not _hooked:
+            register_configure_hook(_COUNTER, inheritable=True)
+            _hooked = True
+    counter = _Counter()
+    token = _COUNTER.set(_handler(counter))
+    try:
+        yield counter
+    finally:
+        _COUNTER.reset(token)
+
+
+def remove_folder(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

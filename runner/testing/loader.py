@@ -1,0 +1,199 @@
+"""Load `*.test.yaml` files with the machinery agent files use: `read_yaml` (positions, ${ENV}),
+`problems_from_validation` (located, "did you mean") and `SpecError` carrying every problem.
+
+After loading, the paths a test file names (its agent, `replay:` cassettes) are absolute, resolved
+against the test file, and each case knows where it is written (for located failures).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from runner.errors import Problem, SpecError
+from runner.loader import display_path
+from runner.spec_errors import problems_from_validation
+from runner.testing.spec import TestFileSpec
+from runner.yamlsource import KeyPath, SourceMap, read_yaml
+
+__all__ = [
+    "TEST_FILE_SUFFIXES",
+    "LoadedTestFile",
+    "find_test_files",
+    "is_test_file_name",
+    "load_test_file",
+]
+
+TEST_FILE_SUFFIXES = (".test.yaml", ".test.yml")
+
+
+def is_test_file_name(path: Path) -> bool:
+    return path.name.endswith(TEST_FILE_SUFFIXES) and not path.name.startswith(("_", "."))
+
+
+@dataclass
+class LoadedTestFile:
+    """A valid test file: its spec, where it is, and where each of its keys is written."""
+
+    __test__ = False
+
+    path: Path
+    spec: TestFileSpec
+    agent_path: Path
+    locate: Callable[[KeyPath, str], Problem] = field(repr=False)
+
+    @property
+    def shown(self) -> str:
+        return display_path(self.path)
+
+    def case_location(self, index: int) -> Problem:
+        return self.locate(("cases", index), "")
+
+
+def load_test_file(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> LoadedTestFile:
+    """Read and validate a test file. Raises `SpecError` listing every problem, located."""
+    path = Path(path)
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(Problem(shown, 0, 0, "", "file not found")) from None
+    except IsADirectoryError:
+        raise SpecError(Problem(shown, 0, 0, "", "is a directory, not a test file")) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            Problem(shown, 0, 0, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        ) from None
+    except OSError as exc:
+        raise SpecError(Problem(shown, 0, 0, "", f"cannot read: {exc.strerror}")) from None
+    doc = read_yaml(text, shown, os.environ if env is None else env)
+    if doc.problems and doc.value is None:
+        raise SpecError(sorted(doc.problems))
+    if not isinstance(doc.value, dict):
+        found = (
+            "an empty file"
+            if doc.value is None
+            else "a list"
+            if isinstance(doc.value, list)
+            else repr(doc.value)
+        )
+        raise SpecError(
+            Problem(
+                shown,
+                doc.pos.loc.line,
+                doc.pos.loc.col,
+                "",
+                f"expected a mapping of keys (version:, agent:, cases:), found {found}",
+            )
+        )
+    smap = SourceMap(doc.pos)
+    problems = list(doc.problems)
+    spec: TestFileSpec | None = None
+    try:
+        spec = TestFileSpec.model_validate(doc.value)
+    except ValidationError as exc:
+        failed = {(p.file, p.path) for p in doc.problems}
+        problems.extend(
+            p
+            for p in problems_from_validation(exc, doc.value, smap, TestFileSpec)
+            if (p.file, p.path) not in failed
+        )
+    if spec is not None:
+        problems.extend(_check(spec, path, smap))
+    if problems or spec is None:
+        raise SpecError(sorted(set(problems)))
+    base = path.resolve().parent
+    if spec.judge_model is not None:
+        spec.judge_model = _replay_path(spec.judge_model, base)
+    for case in spec.cases:
+        if case.model is not None:
+            case.model = _replay_path(case.model, base)
+        if case.expect.judge is not None and case.expect.judge.model is not None:
+            case.expect.judge.model = _replay_path(case.expect.judge.model, base)
+    return LoadedTestFile(
+        path=path,
+        spec=spec,
+        agent_path=_host_path(spec.agent, base),
+        locate=lambda keypath, message: smap.problem(keypath, message),
+    )
+
+
+def _check(spec: TestFileSpec, path: Path, smap: SourceMap) -> Iterator[Problem]:
+    """What the models cannot see: the agent file exists, case names are unique, cassettes named
+    by `replay:` exist."""
+    base = path.resolve().parent
+    agent = _host_path(spec.agent, base)
+    if not agent.is_file():
+        reason = "is a directory, not an agent file" if agent.is_dir() else "file not found"
+        yield smap.problem(("agent",), f"{reason}: {display_path(agent)}")
+    seen: dict[str, int] = {}
+    for index, case in enumerate(spec.cases):
+        if case.name in seen:
+            first = smap.value_loc(("cases", seen[case.name], "name")).line
+            yield smap.problem(
+                ("cases", index, "name"),
+                f"another case has this name (line {first}); each case needs its own",
+            )
+        seen.setdefault(case.name, index)
+        if case.model is not None:
+            target = _replay_target(case.model, base)
+            if target is not None and not target.is_file():
+                yield smap.problem(
+                    ("cases", index, "model"), f"cassette not found: {display_path(target)}"
+                )
+
+
+def _host_path(value: str, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
+
+
+def _replay_target(model: str, base: Path) -> Path | None:
+    provider, _, rest = model.partition(":")
+    return _host_path(rest, base) if provider == "replay" and rest else None
+
+
+def _replay_path(model: str, base: Path) -> str:
+    target = _replay_target(model, base)
+    return f"replay:{target}" if target is not None else model
+
+
+def find_test_files(
+    targets: Iterable[str | Path],
+) -> Iterator[tuple[Path, Problem | None]]:
+    """Each target file, and the `*.test.yaml` files under each target folder (recursively,
+    skipping hidden folders, virtualenvs and `node_modules`); a problem for a target that does not
+    exist or a folder without test files."""
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            found = sorted(_walk(path))
+            if not found:
+                yield (
+                    path,
+                    Problem(display_path(path), 0, 0, "", "no test files (*.test.yaml) here"),
+                )
+            for file in found:
+                yield file, None
+        elif path.exists():
+            yield path, None
+        else:
+            yield path, Problem(display_path(path), 0, 0, "", "no such file or directory")
+
+
+_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv"})
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS]
+        for name in files:
+            candidate = Path(root) / name
+            if is_test_file_name(candidate):
+                yield candidate
