@@ -370,6 +370,12 @@ def play_turn(
         answer = _approve_all(view)
     elif approver is not None:
         answer = _ask_with(approver, view)
+    if answer is not None and message is None and decisions is None and thread_id is not None:
+        # Continuing a thread that already waits (its last run stopped, or was killed, after
+        # asking): answer what it waits for, as the turn that asked would have.
+        waiting = _unanswered(turns.session, thread_id)
+        if waiting is not None:
+            decisions = answer(waiting)
     while True:
         last = None
         for event in turns.stream(message, thread_id=thread_id, decisions=decisions):
@@ -380,6 +386,19 @@ def play_turn(
             return last
         message, thread_id = None, last.thread_id
         decisions = answer(last)
+
+
+def _unanswered(session: Session, thread_id: str) -> Interrupt | None:
+    """The approvals `thread_id` waits for that no recorded answer covers, as an `Interrupt`
+    (an answer recorded before a crash is resumed by the turn itself)."""
+    pending = session.pending(thread_id)
+    if not pending:
+        return None
+    recorded = session.home.answers.recorded(thread_id, [iid for iid, _ in pending])
+    if len(recorded) == len(pending):
+        return None
+    actions = [action for _, group in pending for action in group]
+    return Interrupt(agent=session.name, thread_id=thread_id, actions=actions)
 
 
 def _approve_all(view: View) -> Callable[[Interrupt], list[Decision]]:

@@ -67,6 +67,24 @@ def test_text_output_and_thread_resume_across_processes(spine: Path, tmp_path: P
     }
 
 
+def test_auto_approve_answers_what_a_thread_already_waits_for(spine: Path, tmp_path: Path) -> None:
+    """A run that stopped (or was killed) after asking: continuing it with --auto-approve
+    approves what it waits for, as the run that asked would have."""
+    first = run_cli("run", str(spine), "add", "--output", "jsonl", cwd=tmp_path)
+    thread = events(first.stdout)[0]["thread_id"]
+    asked = run_cli(
+        "run", str(spine), "shout now", "--thread", thread, "--output", "jsonl", cwd=tmp_path
+    )
+    assert events(asked.stdout)[-1]["type"] == "interrupt"
+    done = run_cli(
+        "run", str(spine), "--thread", thread, "--auto-approve", "--output", "jsonl", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    lines = events(done.stdout)
+    assert [e["content"] for e in lines if e["type"] == "tool_result"] == ["HELLO"]
+    assert lines[-1]["type"] == "final" and lines[-1]["content"] == "I shouted."
+
+
 def test_stdin_message_and_vars(spine: Path, tmp_path: Path) -> None:
     done = run_cli(
         "run",
