@@ -35,13 +35,11 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from runner.backends.beneath import Root
+from runner.backends.beneath import READ_FLAGS, Root, is_plain_file
 
 __all__ = [
     "VCS_DIRS",
@@ -56,6 +54,7 @@ VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 Hit = tuple[str, int, str]
 """(path relative to the search base, 1-based line, line text)."""
 
+_CHUNK = 65536
 _SIMPLE_GLOB = re.compile(r"^[\w.*?-]+$")
 
 
@@ -96,8 +95,6 @@ def search_bytes(relative: str, data: bytes, needle: bytes) -> list[Hit]:
 def _read_plain(fd: int, max_size: int, plain_only: bool) -> bytes | None:
     """The content of the open file if it is a regular file within `max_size` (and, with
     `plain_only`, has no other hard link); None otherwise. Closes `fd`."""
-    from runner.backends.beneath import is_plain_file
-
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > max_size:
@@ -120,8 +117,6 @@ def _python_tree(
     max_size: int,
     plain_only: bool,
 ) -> list[Hit]:
-    from runner.backends.beneath import READ_FLAGS
-
     hits: list[Hit] = []
     for item in tree.walk(dir_fd):
         if not accept(item.relative):
@@ -138,11 +133,16 @@ def _python_tree(
     return hits
 
 
+class _RipgrepFailed(Exception):
+    """ripgrep ended in a way that leaves its list in doubt: the caller walks in Python."""
+
+
 def _ripgrep_candidates(
     rg: str, cwd: str, pattern: str, max_size: int, glob_hint: str | None
-) -> list[str] | None:
-    """The files under `cwd` that ripgrep finds `pattern` in (relative paths), or None when it
-    could not run (the caller then walks in Python)."""
+) -> Iterator[str] | None:
+    """The files under `cwd` that ripgrep finds `pattern` in (relative paths), as ripgrep names
+    them, so reading them overlaps its walk; None when it cannot start. Iterating raises
+    `_RipgrepFailed` when it ends badly."""
     command = [
         rg,
         "--no-config",
@@ -162,14 +162,37 @@ def _ripgrep_candidates(
         command.append(f"--glob={glob_hint}")
     command += ["--regexp", pattern, "--", "."]
     try:
-        done = subprocess.run(
-            command, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, check=False
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
     except OSError:
         return None
-    if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
-        return None
-    return [os.fsdecode(path).removeprefix("./") for path in done.stdout.split(b"\0") if path]
+    return _names(process)
+
+
+def _names(process: subprocess.Popen[bytes]) -> Iterator[str]:
+    assert process.stdout is not None
+    named = False
+    try:
+        pending = b""
+        while chunk := os.read(process.stdout.fileno(), _CHUNK):
+            *complete, pending = (pending + chunk).split(b"\0")
+            for path in complete:
+                if path:
+                    named = True
+                    yield os.fsdecode(path).removeprefix("./")
+        code = process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+    if code not in (0, 1, 2) or (code == 2 and not named):
+        raise _RipgrepFailed(code)
 
 
 def _descriptor_path(fd: int) -> str | None:
@@ -195,18 +218,34 @@ def grep_tree(
     (given the relative path); `glob` is the same filter's source, passed to ripgrep when it is
     simple enough to mean the same there. Paths are relative to the directory; sorted by path,
     then line. `plain_only` skips files with other hard links."""
-    from runner.backends.beneath import READ_FLAGS
-
     needle = pattern.encode("utf-8")
-    candidates: list[str] | None = None
+    candidates: Iterator[str] | None = None
     if ripgrep is not None:
         hint = glob if glob is not None and _SIMPLE_GLOB.match(glob) else None
         # The child starts in the very directory we hold open, whatever its path now leads to.
         cwd = _descriptor_path(dir_fd)
         if cwd is not None:
             candidates = _ripgrep_candidates(ripgrep, cwd, pattern, max_size, hint)
-    if candidates is None:
-        return sorted(_python_tree(tree, dir_fd, needle, accept, max_size, plain_only))
+    if candidates is not None:
+        try:
+            found = _read_candidates(tree, dir_fd, candidates, needle, accept, max_size, plain_only)
+            return sorted(found)
+        except _RipgrepFailed:
+            pass
+    return sorted(_python_tree(tree, dir_fd, needle, accept, max_size, plain_only))
+
+
+def _read_candidates(
+    tree: Root,
+    dir_fd: int,
+    candidates: Iterator[str],
+    needle: bytes,
+    accept: Callable[[str], bool],
+    max_size: int,
+    plain_only: bool,
+) -> list[Hit]:
+    """Each file ripgrep named, opened again from the search directory's descriptor (no link
+    followed on the way) and searched here: only what was read inside the root is reported."""
     hits: list[Hit] = []
     with tree.directories(dir_fd) as directory_of:
         for relative in candidates:
@@ -220,4 +259,4 @@ def grep_tree(
             data = _read_plain(fd, max_size, plain_only)
             if data is not None:
                 hits.extend(search_bytes(relative, data, needle))
-    return sorted(hits)
+    return hits
