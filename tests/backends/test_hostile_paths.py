@@ -40,6 +40,7 @@ from runner.backends import (
     StoreBackend,
 )
 from runner.backends.paths import validate_path
+from tests.backends.test_confinement import snapshot
 
 SECRET = "SECRET-OUTSIDE"
 
@@ -129,20 +130,6 @@ def make_backend(kind: str, root: Path) -> Backend:
 
 def _file(content: str) -> Any:
     return {"content": content, "created_at": "2026-01-01", "modified_at": "2026-01-01"}
-
-
-def snapshot(directory: Path) -> dict[str, bytes | str]:
-    found: dict[str, bytes | str] = {}
-    for dirpath, dirnames, filenames in os.walk(directory):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path):
-                found[path] = "link:" + os.readlink(path)
-            elif os.path.isdir(path):
-                found[path] = "dir"
-            else:
-                found[path] = Path(path).read_bytes()
-    return found
 
 
 def call(backend: Backend, operation: str, path: str, mode: str) -> list[str]:
