@@ -254,6 +254,32 @@ def test_replies_no_agent_played_are_a_warning_at_the_end(tmp_path: Path) -> Non
     )
 
 
+def test_the_main_agents_text_replies_left_for_later_messages_are_no_slip(
+    tmp_path: Path,
+) -> None:
+    """A closing text reply kept for the next message (the showcase's "no more replies" note) is
+    not reported; a call left behind is."""
+    write(
+        tmp_path,
+        {
+            "a.yaml": "name: a\nmodel: replay:a.cassette.yaml\n",
+            "a.cassette.yaml": """\
+            - content: Done.
+            - content: (no more replies; set a real model to go on)
+            """,
+            "b.yaml": "name: b\nmodel: replay:b.cassette.yaml\n",
+            "b.cassette.yaml": """\
+            - content: Done.
+            - tool_calls: [{name: ls, args: {path: /}}]
+            """,
+        },
+    )
+    quiet = run_cli("run", "a.yaml", "go", "-q", cwd=tmp_path)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "Done.\n", "")
+    warned = run_cli("run", "b.yaml", "go", "-q", cwd=tmp_path)
+    assert "has replies no agent played: b played 1 of 2" in warned.stderr
+
+
 def test_a_tool_that_fails_in_a_replay_is_a_warning_not_a_silent_done(tmp_path: Path) -> None:
     """A replayed model plays on whatever a tool returns: a misspelt tool, or a file that an
     earlier run of the same cassette left, is said out loud (a rejection is not a failure)."""
