@@ -210,26 +210,19 @@ def _chat(
     wait: float | None,
 ) -> int:
     from runner.cli.chat import chat
-    from runner.cli.session import local_context_for
-    from runner.run import Home, Session, resume_settings
+    from runner.cli.session import open_session
 
-    home = Home(db)
-    try:
-        model, variables = resume_settings(home, thread_id, model, variables)
-        session = Session(
-            spec,
-            model=model,
-            vars=variables,
-            home=home,
-            record=record,
-            local_context=local_context_for(spec),
-            allow_unused_vars=allow_unused_vars,
-            keep_checkpoints=keep_checkpoints,
-            wait=wait,
-        )
-    except BaseException:
-        home.close()
-        raise
+    session = open_session(
+        spec,
+        thread_id=thread_id,
+        model=model,
+        variables=variables,
+        record=record,
+        db=db,
+        allow_unused_vars=allow_unused_vars,
+        keep_checkpoints=keep_checkpoints,
+        wait=wait,
+    )
     try:
         return chat(session, spec=spec, thread_id=thread_id, auto_approve=auto_approve)
     finally:

@@ -421,6 +421,41 @@ def _ask_with(approver: TerminalApprover, view: View) -> Callable[[Interrupt], l
 # --------------------------------------------------------------------------- one-shot runs
 
 
+def open_session(
+    spec: Path,
+    *,
+    thread_id: str | None,
+    model: str | None,
+    variables: dict[str, Any],
+    record: Path | None,
+    db: Path | None,
+    allow_unused_vars: bool,
+    keep_checkpoints: int | Literal["all"] | None,
+    wait: float | None,
+) -> Session:
+    """The `Session` of `agentctl run` (one-shot or chat): on the thread database `db`, with the
+    model and vars a resumed thread started with unless given, and the local context of `spec`."""
+    from runner.run import Home, Session, resume_settings
+
+    home = Home(db)
+    try:
+        model, variables = resume_settings(home, thread_id, model, variables)
+        return Session(
+            spec,
+            model=model,
+            vars=variables,
+            home=home,
+            record=record,
+            local_context=local_context_for(spec),
+            allow_unused_vars=allow_unused_vars,
+            keep_checkpoints=keep_checkpoints,
+            wait=wait,
+        )
+    except BaseException:
+        home.close()
+        raise
+
+
 def run_turns(
     spec: Path,
     *,
@@ -441,25 +476,18 @@ def run_turns(
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
     from runner.events import Error
-    from runner.run import Home, Session, resume_settings
 
-    home = Home(db)
-    try:
-        model, variables = resume_settings(home, thread_id, model, variables)
-        session = Session(
-            spec,
-            model=model,
-            vars=variables,
-            home=home,
-            record=record,
-            local_context=local_context_for(spec),
-            allow_unused_vars=allow_unused_vars,
-            keep_checkpoints=keep_checkpoints,
-            wait=wait,
-        )
-    except BaseException:
-        home.close()
-        raise
+    session = open_session(
+        spec,
+        thread_id=thread_id,
+        model=model,
+        variables=variables,
+        record=record,
+        db=db,
+        allow_unused_vars=allow_unused_vars,
+        keep_checkpoints=keep_checkpoints,
+        wait=wait,
+    )
     from runner.cli.render import shown_spec
 
     view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
