@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Real PostgreSQL and Redis for the tests that need them (see tests/services.py).
+from tests.services import postgres_server, postgres_url, redis_server, redis_url  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "agents"
 
