@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,9 @@ class Terminal:
             env=full_env,
             dimensions=(40, 140),
             encoding="utf-8",
+            # A terminal user's Ctrl-C interrupts, even when the tests were started in the
+            # background (where the shell has the children ignore SIGINT).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.raw = ""
         self.position = 0
