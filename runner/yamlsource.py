@@ -29,6 +29,10 @@ BUILTIN_VARIABLES = {"AGENTCTL_PYTHON": sys.executable}
 Python running agentctl (in its virtualenv), for stdio MCP servers and scripts that need the
 packages installed with it."""
 
+INTERPOLATED: set[str] = set()
+"""Every value a `${VAR}` took from the environment in this process: API keys and passwords
+among them, which traces must never show (`runner.telemetry` masks them)."""
+
 
 @dataclass(frozen=True)
 class Loc:
@@ -163,6 +167,7 @@ def interpolate(
                 value = match.group(0)
             elif name in env and not (sep == ":-" and env[name] == ""):
                 value = env[name]
+                INTERPOLATED.add(value)
             elif name in BUILTIN_VARIABLES and name not in env:
                 value = BUILTIN_VARIABLES[name]
             elif sep:

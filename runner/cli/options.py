@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -24,3 +27,60 @@ def parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
             value = raw
         result[key] = value if isinstance(value, str | int | float | bool) or value is None else raw
     return result
+
+
+def otel_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--otel` and `--otel-content` for a command that runs agents: it runs inside `tracing`
+    (put it right above the `def`; the command itself does not see the two flags)."""
+
+    @functools.wraps(command)
+    def traced(*args: Any, otel: bool, otel_content: bool, **kwargs: Any) -> Any:
+        with tracing(otel, otel_content):
+            return command(*args, **kwargs)
+
+    traced = click.option(
+        "--otel-content",
+        is_flag=True,
+        help="Put prompts, replies, tool arguments and results in the trace spans "
+        "(secrets masked).",
+    )(traced)
+    return click.option(
+        "--otel",
+        is_flag=True,
+        help="Send OpenTelemetry traces over OTLP/HTTP (on by itself when "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set; needs agentctl[otel]).",
+    )(traced)
+
+
+@contextmanager
+def tracing(otel: bool, content: bool) -> Iterator[None]:
+    """Trace the runs inside when asked (`runner.telemetry.requested`), and export the spans
+    left before returning. An endpoint variable alone, without the `otel` extra installed,
+    warns and runs untraced; `--otel` without it is an error."""
+    from runner import telemetry
+
+    if not telemetry.requested(otel):
+        if otel and not content:
+            click.echo("warning: --otel: OTEL_SDK_DISABLED=true, so no traces", err=True)
+        if content:
+            raise click.UsageError(
+                "--otel-content adds content to traces: add --otel (or set "
+                "OTEL_EXPORTER_OTLP_ENDPOINT)"
+                + ("; OTEL_SDK_DISABLED=true turns tracing off" if otel else "")
+            )
+        yield
+        return
+    from runner.errors import ResolutionError
+
+    try:
+        active = telemetry.enable(content=content)
+    except ResolutionError as exc:
+        if otel:
+            raise
+        click.echo(f"warning: no traces: {exc}", err=True)
+        yield
+        return
+    try:
+        yield
+    finally:
+        active.shutdown()

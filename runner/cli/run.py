@@ -8,6 +8,8 @@ from typing import Literal
 
 import click
 
+from runner.cli.options import otel_options
+
 
 @click.command(short_help="Run an agent: one message, or a chat in a terminal.")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
@@ -91,6 +93,7 @@ import click
     help="When another process runs the thread, wait for it (at most SECONDS; without a "
     "number, as long as it takes) instead of failing.",
 )
+@otel_options
 def run(
     spec: Path,
     message: str | None,
@@ -131,6 +134,9 @@ def run(
     Exit codes: 0 done (or waiting for approval), 1 the run failed (or the thread is busy,
     or the approval was already answered), 2 bad spec or usage, 130 interrupted, 141 the
     reader of the output left (`| head`; the thread is kept and can be continued).
+
+    With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each turn is sent as one OpenTelemetry
+    trace: its model calls, tool calls and subagents as nested spans.
     """
     from runner.cli.options import parse_vars
     from runner.cli.session import decisions_from_flags, is_terminal, run_turns

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from runner.cli.options import otel_options
+
 
 @click.command(short_help="Serve agents over the LangGraph Agent Server API.")
 @click.argument("paths", nargs=-1, type=click.Path())
@@ -51,6 +53,7 @@ import click
 @click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
+@otel_options
 def serve(
     paths: tuple[str, ...],
     host: str,
@@ -70,6 +73,9 @@ def serve(
     Each agent is a graph (and a default assistant) named after its `name`. An assistant's
     config may set `configurable.vars` and `configurable.model`. An edited agent file takes
     effect for new runs without a restart. Stop with Ctrl-C.
+
+    With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each run is sent as one OpenTelemetry
+    trace.
     """
     from runner.cli.options import parse_vars
     from runner.errors import RunError

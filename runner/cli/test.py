@@ -6,6 +6,8 @@ import time
 
 import click
 
+from runner.cli.options import otel_options
+
 
 @click.command(short_help="Run agent test files (*.test.yaml), offline or live.")
 @click.argument("paths", nargs=-1, type=click.Path())
@@ -36,6 +38,7 @@ import click
     show_default=True,
     help="Human text, or one JSON object per case.",
 )
+@otel_options
 def test(
     paths: tuple[str, ...],
     pattern: str | None,
@@ -53,6 +56,9 @@ def test(
 
     Exits 0 when every case passed (skipped ones allowed), 1 when a case failed, 2 when a test or
     agent file is bad. A `judge` check without a judge model is skipped, never passed.
+
+    With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each turn of each case is sent as one
+    OpenTelemetry trace.
     """
     from runner.testing import report
     from runner.testing.suite import run_suite
