@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "threads": ("runner.cli.threads", "threads", "List, show or delete saved threads."),
     "init": ("runner.cli.init", "init", "Start a new agent folder that runs offline at once."),
     "serve": ("runner.cli.serve", "serve", "Serve agents over the LangGraph Agent Server API."),
+    "mcp": ("runner.cli.mcp_serve", "mcp", "Serve agents as MCP tools (stdio or streamable HTTP)."),
 }
 
 

@@ -1,0 +1,242 @@
+"""`agentctl mcp serve`: example agents as MCP tools, driven by the official MCP Python client
+over stdio and streamable HTTP against a real `agentctl mcp serve` process, offline (cassettes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import AGENTS, run_cli
+
+SHOWCASE_FINAL = "Done: the release notes are in agents/workspace/showcase/RELEASE_NOTES.md."
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Path:
+    """A copy of the example agents (their runs write into their folder) and skills."""
+    shutil.copytree(AGENTS, tmp_path / "agents", ignore=shutil.ignore_patterns("workspace"))
+    shutil.copytree(AGENTS.parent / "skills", tmp_path / "skills")
+    return tmp_path / "agents"
+
+
+def server_env(tmp_path: Path) -> dict[str, str]:
+    env = {**os.environ, "AGENTCTL_HOME": str(tmp_path / "home")}
+    env["AGENTCTL_MODEL"] = "replay:docs.cassette.yaml"  # docs.yaml plays its cassette
+    env.pop("AGENTCTL_DEBUG", None)
+    return env
+
+
+@asynccontextmanager
+async def stdio_session(agents: Path, *args: str, tmp_path: Path) -> AsyncIterator[ClientSession]:
+    """A client session with `agentctl mcp serve ARGS` (agent files among them) over stdio."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "runner", "mcp", "serve", *args],
+        cwd=str(agents),
+        env=server_env(tmp_path),
+    )
+    with open(tmp_path / "server.stderr", "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def text_of(result: Any) -> str:
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+async def test_stdio_lists_each_agent_as_a_tool(agents: Path, tmp_path: Path) -> None:
+    async with stdio_session(agents, "showcase.yaml", "docs.yaml", tmp_path=tmp_path) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        missing = await session.call_tool("docs", {})
+        unknown = await session.call_tool("nope", {"message": "hi"})
+    assert missing.isError and "'message' is a required property" in text_of(missing)
+    assert unknown.isError
+    assert text_of(unknown) == "no agent is served as 'nope'; the tools are: docs, showcase"
+    assert sorted(tools) == ["docs", "showcase"]
+    docs = tools["docs"]
+    assert docs.description == (
+        "Answers questions from a folder of documents and cites the file of each fact "
+        "(Runs the agent on a new thread; returns its final answer.)"
+    )
+    assert docs.inputSchema == {
+        "type": "object",
+        "properties": {
+            "message": {"type": "string", "description": "The message to send to the agent."}
+        },
+        "required": ["message"],
+    }
+
+
+async def test_stdio_call_returns_the_answer_with_progress(agents: Path, tmp_path: Path) -> None:
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async with stdio_session(agents, "docs.yaml", tmp_path=tmp_path) as session:
+        result = await session.call_tool(
+            "docs", {"message": "Which databases are embedded?"}, progress_callback=on_progress
+        )
+    assert not result.isError, text_of(result)
+    cassette = (agents / "docs.cassette.yaml").read_text()
+    assert text_of(result).split("\n")[0] in cassette
+    thread_id = (result.meta or {})["agentctl/thread_id"]
+    assert thread_id
+    messages = [m for _, m in seen]
+    assert "docs: model replied" in messages
+    assert "docs: calling docs_search" in messages
+    assert "docs: docs_search done" in messages
+    assert [p for p, _ in seen] == sorted(p for p, _ in seen)
+    # the thread is kept in the database, like any run's
+    shown = run_cli("threads", cwd=agents, env={"AGENTCTL_HOME": str(tmp_path / "home")})
+    assert thread_id in shown.stdout
+
+
+async def test_an_approval_comes_back_as_a_tool_error(agents: Path, tmp_path: Path) -> None:
+    async with stdio_session(agents, "showcase.yaml", tmp_path=tmp_path) as session:
+        result = await session.call_tool("showcase", {"message": "Write the release notes"})
+    assert result.isError
+    text = text_of(result)
+    thread_id = (result.meta or {})["agentctl/thread_id"]
+    spec = agents / "showcase.yaml"
+    assert text.startswith(
+        "showcase stopped: 1 tool call needs approval. showcase wants to call write_file (call "
+    )
+    assert (
+        f"The thread {thread_id} waits: a person decides with `agentctl run {spec} --thread "
+        in text
+    )
+    assert f"--thread {thread_id} --approve` (or --reject" in text
+    assert "or serve with --auto-approve" in text
+    # ... and the command it names answers it
+    answered = run_cli(
+        "run",
+        str(spec),
+        "--thread",
+        thread_id,
+        "--approve",
+        "--quiet",
+        cwd=agents,
+        env={"AGENTCTL_HOME": str(tmp_path / "home")},
+    )
+    assert answered.returncode == 0, answered.stderr
+    assert SHOWCASE_FINAL in answered.stdout
+
+
+async def test_auto_approve_runs_to_the_answer(agents: Path, tmp_path: Path) -> None:
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    async with stdio_session(
+        agents, "showcase.yaml", "--auto-approve", tmp_path=tmp_path
+    ) as session:
+        result = await session.call_tool(
+            "showcase", {"message": "Write the release notes"}, progress_callback=on_progress
+        )
+    assert not result.isError, text_of(result)
+    assert SHOWCASE_FINAL in text_of(result)
+    assert "showcase: approved write_file (--auto-approve)" in seen
+    assert "reviewer: model replied" in seen  # the subagent's steps come too
+    assert (agents / "workspace" / "showcase" / "RELEASE_NOTES.md").is_file()
+
+
+def test_a_bad_agent_file_stops_everything_before_serving(agents: Path) -> None:
+    (agents / "broken.yaml").write_text("version: 1\nname: broken\nmodle: x\n")
+    result = run_cli("mcp", "serve", "showcase.yaml", "broken.yaml", cwd=agents, input="")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "broken.yaml:3:1: modle: unknown key" in result.stderr
+    assert "serving" not in result.stderr
+
+
+# --------------------------------------------------------------------------- streamable HTTP
+
+
+@pytest.fixture
+def http_server(agents: Path, tmp_path: Path) -> Iterator[str]:
+    command = ["mcp", "serve", "showcase.yaml", "docs.yaml", "--http", "0", "--auto-approve"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runner", *command],
+        cwd=agents,
+        env=server_env(tmp_path),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"at (http://127\.0\.0\.1:\d+/mcp) ", line)
+        assert found, line + process.stderr.read()
+        yield found.group(1)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def test_streamable_http_lists_and_calls(http_server: str) -> None:
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    async with (
+        streamable_http_client(http_server) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = sorted(t.name for t in (await session.list_tools()).tools)
+        result = await session.call_tool(
+            "showcase", {"message": "Write the release notes"}, progress_callback=on_progress
+        )
+    assert tools == ["docs", "showcase"]
+    assert not result.isError, text_of(result)
+    assert SHOWCASE_FINAL in text_of(result)
+    assert "showcase: calling write_file" in seen
+
+
+def test_vars_become_optional_arguments(tmp_path: Path) -> None:
+    from runner.mcp_server import AgentTools
+
+    (tmp_path / "a.yaml").write_text(
+        "version: 1\nname: greeter\ndescription: Greets\nmodel: replay:a.cassette.yaml\n"
+        "prompt: Greet {{ vars.who }} {{ vars.times }} times.\n"
+        "vars: {who: world, times: 2}\n"
+    )
+    (tmp_path / "a.cassette.yaml").write_text(
+        "version: 1\nagents:\n  greeter:\n    - content: Hello!\n"
+    )
+    served = AgentTools.load([tmp_path / "a.yaml"], vars={"times": 3}, db=str(tmp_path / "t.db"))
+    try:
+        schema = served.tools["greeter"].input_schema()
+        assert schema["properties"]["who"] == {
+            "type": "string",
+            "description": "The agent's template variable `who` (default: 'world').",
+            "default": "world",
+        }
+        assert schema["properties"]["times"]["default"] == 3  # --var overrides the default
+        result = served.call("greeter", {"message": "hi", "who": "Ada"})
+        assert not result.isError and result.content[0].text == "Hello!"
+        thread = result.meta["agentctl/thread_id"]
+        settings = served.home.settings(thread)
+        assert json.loads(json.dumps(settings.vars)) == {"times": 3, "who": "Ada"}
+    finally:
+        served.close()
