@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from runner import telemetry
 from runner.run import Decision, Session
 from tests.conftest import run_cli
+from tests.otlp import Receiver, received_spans, receiver  # noqa: F401 (a fixture)
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -319,55 +317,10 @@ def test_otel_content_needs_tracing(lead: Path) -> None:
     assert "--otel-content adds content to traces: add --otel" in result.stderr
 
 
-class Receiver(ThreadingHTTPServer):
-    """An OTLP/HTTP trace receiver: keeps the decoded ExportTraceServiceRequests."""
-
-    def __init__(self) -> None:
-        self.requests: list[Any] = []
-        self.paths: list[str] = []
-        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
-
-
-class _ReceiverHandler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        request = trace_service_pb2.ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        self.server.requests.append(request)
-        self.server.paths.append(self.path)
-        reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _value(any_value: Any) -> Any:
-    return getattr(any_value, any_value.WhichOneof("value"))
-
-
 def test_agentctl_run_otel_sends_the_trace_over_otlp_http(
-    lead: Path, receiver: Receiver, tmp_path: Path
+    lead: Path,
+    receiver: Receiver,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     port = receiver.server_address[1]
     result = run_cli(
@@ -383,19 +336,12 @@ def test_agentctl_run_otel_sends_the_trace_over_otlp_http(
     assert result.returncode == 0, result.stderr
     thread_id = json.loads(result.stdout.splitlines()[0])["thread_id"]
     assert set(receiver.paths) == {"/v1/traces"}
-    spans = []
-    for request in receiver.requests:
-        for resource_spans in request.resource_spans:
-            resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
-            assert resource["service.name"] == "agentctl"
-            for scope_spans in resource_spans.scope_spans:
-                assert scope_spans.scope.name == "agentctl"
-                spans.extend(scope_spans.spans)
-    by_id = {s.span_id: s for s in spans}
-    attrs = {s.span_id: {a.key: _value(a.value) for a in s.attributes} for s in spans}
+    by_id = received_spans(receiver)
+    spans = list(by_id.values())
+    assert {s.resource["service.name"] for s in spans} == {"agentctl"}
     (root,) = [s for s in spans if not s.parent_span_id]
     assert root.name == "invoke_agent lead"
-    assert attrs[root.span_id]["gen_ai.conversation.id"] == thread_id
+    assert root.attributes["gen_ai.conversation.id"] == thread_id
     assert {s.trace_id for s in spans} == {root.trace_id}
 
     def path(span: Any) -> list[str]:
@@ -405,14 +351,14 @@ def test_agentctl_run_otel_sends_the_trace_over_otlp_http(
             names.append(span.name)
         return names[::-1]
 
-    write_a = next(s for s in spans if attrs[s.span_id].get("gen_ai.tool.call.id") == "call_a")
+    write_a = next(s for s in spans if s.attributes.get("gen_ai.tool.call.id") == "call_a")
     assert path(write_a) == [
         "invoke_agent lead",
         "execute_tool task",
         "invoke_agent helper",
         "execute_tool write_file",
     ]
-    chats = [s for s in spans if attrs[s.span_id].get("gen_ai.operation.name") == "chat"]
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
     assert len(chats) == 7
-    assert all(attrs[c.span_id]["gen_ai.usage.output_tokens"] > 0 for c in chats)
+    assert all(c.attributes["gen_ai.usage.output_tokens"] > 0 for c in chats)
     assert SECRET not in str(receiver.requests)
