@@ -182,7 +182,12 @@ class SpanRecorder(BaseCallbackHandler):
     def _finish(self, run_id: UUID, error: BaseException | None = None) -> _Run | None:
         with self._lock:
             run = self._runs.pop(run_id, None)
-        if run is None or not run.owner or run.span is None:
+        if run is None or run.span is None:
+            return run
+        if not run.owner:
+            # a graph node paused for approval: the agent span it belongs to waits too
+            if error is not None and _is_interrupt(error) and run.span.is_recording():
+                run.span.set_attribute(INTERRUPTED, True)
             return run
         if error is not None:
             self._fail(run.span, error)

@@ -240,7 +240,12 @@ def test_a_subagent_waiting_for_approval_is_not_an_error(tmp_path: Path, lead: P
     spans = list(exporter.get_finished_spans())
     assert len({s.context.trace_id for s in spans}) == 2  # one trace per turn
     paused = [s for s in spans if s.attributes.get("agentctl.interrupted")]
-    assert {s.name for s in paused} == {"execute_tool task", "invoke_agent checker"}
+    assert sorted(s.name for s in paused) == [
+        "execute_tool task",
+        "invoke_agent checker",
+        "invoke_agent lead",
+    ]
+    assert {s.context.trace_id for s in paused} == {paused[0].context.trace_id}  # the first turn
     assert not any("error.type" in s.attributes for s in paused)
 
 
