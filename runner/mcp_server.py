@@ -16,6 +16,7 @@ a session is not shared by two calls at once, and a second call does not wait fo
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import shlex
@@ -326,14 +327,16 @@ def build_server(agents: AgentTools) -> Server:
             steps = itertools.count(1)
 
             def progress(message: str) -> None:
-                anyio.from_thread.run(
-                    lambda: context.session.send_progress_notification(
-                        token,
-                        float(next(steps)),
-                        message=message,
-                        related_request_id=str(context.request_id),
+                # the client may have left or cancelled: the run still finishes
+                with contextlib.suppress(Exception):
+                    anyio.from_thread.run(
+                        lambda: context.session.send_progress_notification(
+                            token,
+                            float(next(steps)),
+                            message=message,
+                            related_request_id=str(context.request_id),
+                        )
                     )
-                )
 
         return await anyio.to_thread.run_sync(
             agents.call, name, arguments, progress, abandon_on_cancel=True

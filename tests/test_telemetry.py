@@ -367,3 +367,31 @@ def test_agentctl_run_otel_sends_the_trace_over_otlp_http(
     assert len(chats) == 7
     assert all(c.attributes["gen_ai.usage.output_tokens"] > 0 for c in chats)
     assert SECRET not in str(receiver.requests)
+
+
+def test_agentctl_test_traces_each_case_when_the_endpoint_variable_is_set(
+    lead: Path,
+    receiver: Receiver,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "lead.test.yaml").write_text(
+        "version: 1\nagent: ./lead.yaml\ncases:\n"
+        "  - {name: one, input: Write the two notes, expect: {final: {contains: Done}}}\n"
+        "  - {name: two, input: Write them again, expect: {final: {contains: Done}}}\n"
+    )
+    port = receiver.server_address[1]
+    result = run_cli(
+        "test",
+        "lead.test.yaml",
+        "-j",
+        "2",
+        cwd=tmp_path,
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},  # no --otel
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    spans = list(received_spans(receiver).values())
+    roots = [s for s in spans if not s.parent_span_id]
+    assert [s.name for s in roots] == ["invoke_agent lead"] * 2
+    assert len({s.trace_id for s in roots}) == 2
+    assert len({s.attributes["gen_ai.conversation.id"] for s in roots}) == 2
+    assert len([s for s in spans if s.name == "invoke_agent helper"]) == 2

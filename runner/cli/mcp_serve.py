@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from runner.cli.options import otel_options
+
+if TYPE_CHECKING:
+    from runner.mcp_server import AgentTools
 
 
 @click.group(short_help="Serve agents as MCP tools (stdio or streamable HTTP).")
@@ -103,6 +108,6 @@ def serve(
     return 0
 
 
-def _names(agents: object) -> str:
-    names = sorted(getattr(agents, "tools", {}))
+def _names(agents: AgentTools) -> str:
+    names = sorted(agents.tools)
     return f"{len(names)} agent{'s' if len(names) != 1 else ''} ({', '.join(names)})"
