@@ -132,9 +132,7 @@ class _Run:
 
     span: Span | None
     owner: bool  # this run opened `span` (and ends it)
-    tool: str | None = None
     subagent: str | None = None  # for a `task` tool run: the subagent it starts
-    thread_id: str | None = None
 
 
 class SpanRecorder(BaseCallbackHandler):
@@ -247,7 +245,7 @@ class SpanRecorder(BaseCallbackHandler):
         if thread_id:
             attributes[CONVERSATION_ID] = str(thread_id)
         span = self._start(f"invoke_agent {agent}", parent, attributes)
-        self._track(run_id, _Run(span, True, thread_id=thread_id))
+        self._track(run_id, _Run(span, True))
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._finish(run_id)
@@ -332,7 +330,7 @@ class SpanRecorder(BaseCallbackHandler):
         if tool_call_id:
             attributes[TOOL_CALL_ID] = tool_call_id
         if serialized.get("description"):
-            attributes[TOOL_DESCRIPTION] = str(serialized["description"])[:1000]
+            attributes[TOOL_DESCRIPTION] = self.mask(str(serialized["description"])[:1000])
         subagent = None
         if name == "task" and isinstance(inputs, Mapping) and inputs.get("subagent_type"):
             subagent = str(inputs["subagent_type"])
@@ -340,7 +338,7 @@ class SpanRecorder(BaseCallbackHandler):
             shown = {k: v for k, v in (inputs or {}).items() if k != "runtime"}
             attributes[TOOL_ARGUMENTS] = self._text(shown if inputs is not None else input_str)
         span = self._start(f"execute_tool {name}", self._parent(parent_run_id), attributes)
-        self._track(run_id, _Run(span, True, tool=name, subagent=subagent))
+        self._track(run_id, _Run(span, True, subagent=subagent))
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
