@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import shlex
 import socket
 import threading
@@ -265,9 +266,11 @@ class AgentTools:
             f"(call {action.id}) with {json.dumps(action.args, default=str)}"
             for action in interrupt.actions
         )
-        command = ["agentctl", "run", str(tool.path), "--thread", interrupt.thread_id]
-        if self.db:
-            command += ["--db", self.db]
+        command = ["agentctl", "run", str(tool.path)]
+        if self.db or os.environ.get("AGENTCTL_HOME"):
+            # the person who answers may not share this server's environment
+            command += ["--db", str(Path(self.home.path).resolve())]
+        command += ["--thread", interrupt.thread_id]
         shown = shlex.join(command)
         count = len(interrupt.actions)
         return (

@@ -119,23 +119,16 @@ async def test_an_approval_comes_back_as_a_tool_error(agents: Path, tmp_path: Pa
     assert text.startswith(
         "showcase stopped: 1 tool call needs approval. showcase wants to call write_file (call "
     )
+    db = tmp_path / "home" / "agentctl.db"  # AGENTCTL_HOME is set: the command names it
     assert (
-        f"The thread {thread_id} waits: a person decides with `agentctl run {spec} --thread "
-        in text
-    )
-    assert f"--thread {thread_id} --approve` (or --reject" in text
+        f"The thread {thread_id} waits: a person decides with `agentctl run {spec} --db {db} "
+        f"--thread {thread_id} --approve` (or --reject"
+    ) in text
     assert "or serve with --auto-approve" in text
-    # ... and the command it names answers it
-    answered = run_cli(
-        "run",
-        str(spec),
-        "--thread",
-        thread_id,
-        "--approve",
-        "--quiet",
-        cwd=agents,
-        env={"AGENTCTL_HOME": str(tmp_path / "home")},
-    )
+    # ... and the command it names answers it, from anywhere
+    command = text.split("a person decides with `")[1].split("`")[0].split()
+    assert command[:2] == ["agentctl", "run"]
+    answered = run_cli(*command[1:], "--quiet", cwd=tmp_path)
     assert answered.returncode == 0, answered.stderr
     assert SHOWCASE_FINAL in answered.stdout
 
