@@ -466,11 +466,20 @@ class Telemetry:
     def flush(self) -> None:
         self.provider.force_flush()
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, wait: float | None = None) -> bool:
+        """Stop tracing and export the spans left. With `wait`, give the export that many
+        seconds and return False if it has not finished (an unreachable collector: the SDK
+        retries for up to its timeout, and a command should not hang on that)."""
         self.recorder.closed = True
         self.recorder.end_open()
         _uninstall(self._hook)
-        self.provider.shutdown()
+        if wait is None:
+            self.provider.shutdown()
+            return True
+        exporting = threading.Thread(target=self.provider.shutdown, daemon=True)
+        exporting.start()
+        exporting.join(wait)
+        return not exporting.is_alive()
 
 
 def enable(

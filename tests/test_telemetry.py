@@ -395,3 +395,27 @@ def test_agentctl_test_traces_each_case_when_the_endpoint_variable_is_set(
     assert len({s.trace_id for s in roots}) == 2
     assert len({s.attributes["gen_ai.conversation.id"] for s in roots}) == 2
     assert len([s for s in spans if s.name == "invoke_agent helper"]) == 2
+
+
+def test_an_unreachable_collector_costs_one_warning_not_the_run(lead: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    result = run_cli(
+        "run",
+        str(lead),
+        "Write the two notes",
+        "--otel",
+        "--quiet",
+        cwd=tmp_path,
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Done; both notes are written.\n"
+    otel_lines = [line for line in result.stderr.splitlines() if "OpenTelemetry" in line]
+    assert otel_lines[0].startswith("warning: OpenTelemetry: ")
+    assert otel_lines[-1] == "warning: OpenTelemetry: the last spans were not sent within 3 s"
+    assert len(otel_lines) == 2, result.stderr
+    assert "Traceback" not in result.stderr

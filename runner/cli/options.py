@@ -80,7 +80,40 @@ def tracing(otel: bool, content: bool) -> Iterator[None]:
         click.echo(f"warning: no traces: {exc}", err=True)
         yield
         return
+    _one_export_warning()
     try:
         yield
     finally:
-        active.shutdown()
+        if not active.shutdown(wait=EXPORT_WAIT):
+            click.echo(
+                f"warning: OpenTelemetry: the last spans were not sent within {EXPORT_WAIT:g} s",
+                err=True,
+            )
+
+
+EXPORT_WAIT = 3.0
+"""Seconds a command waits at its end for its last spans to be exported."""
+
+
+def _one_export_warning() -> None:
+    """The SDK logs every failed export and every retry; a command shows the first one, as a
+    warning line, and no more."""
+    import logging
+
+    logger = logging.getLogger("opentelemetry")
+    if any(getattr(h, "agentctl", False) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.agentctl = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("warning: OpenTelemetry: %(message)s"))
+    shown: list[bool] = []
+
+    def first_only(record: logging.LogRecord) -> bool:
+        if shown:
+            return False
+        shown.append(True)
+        return True
+
+    handler.addFilter(first_only)
+    logger.addHandler(handler)
+    logger.propagate = False
