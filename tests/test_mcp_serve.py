@@ -233,3 +233,30 @@ def test_vars_become_optional_arguments(tmp_path: Path) -> None:
         assert json.loads(json.dumps(settings.vars)) == {"times": 3, "who": "Ada"}
     finally:
         served.close()
+
+
+def test_a_port_in_use_is_refused(agents: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("mcp", "serve", "showcase.yaml", "--http", str(port), cwd=agents)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_without_the_mcp_extra_it_says_what_to_install(
+    agents: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runner.cli import main
+
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with pytest.raises(SystemExit) as exit_:
+        main(["mcp", "serve", str(agents / "showcase.yaml")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: `agentctl mcp serve` needs the `mcp` extra: pip install 'agentctl[mcp]'\n"
+    )
