@@ -244,10 +244,21 @@ class SpanRecorder(BaseCallbackHandler):
         attributes: dict[str, Any] = {OPERATION: "invoke_agent", AGENT_NAME: agent}
         if thread_id:
             attributes[CONVERSATION_ID] = str(thread_id)
+        if self.content:
+            sent = _messages_of(inputs)  # the turn's new message (none when resuming)
+            if sent:
+                attributes[INPUT_MESSAGES] = self._text(_split_system(sent)[1])
         span = self._start(f"invoke_agent {agent}", parent, attributes)
         self._track(run_id, _Run(span, True))
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if self.content:
+            with self._lock:
+                run = self._runs.get(run_id)
+            answer = [m for m in _messages_of(outputs) if m.type == "ai"][-1:]
+            if run is not None and run.owner and run.span is not None and answer:
+                reply = [{"role": "assistant", "parts": _parts(answer[0])}]
+                run.span.set_attribute(OUTPUT_MESSAGES, self._text(reply))
         self._finish(run_id)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -395,6 +406,14 @@ def _parts(message: Any) -> list[dict[str, Any]]:
             }
         )
     return parts
+
+
+def _messages_of(value: Any) -> list[Any]:
+    """The LangChain messages in a graph's input or output state."""
+    messages = value.get("messages") if isinstance(value, Mapping) else None
+    if not isinstance(messages, list):
+        return []
+    return [m for m in messages if getattr(m, "type", None) in _ROLES]
 
 
 def _split_system(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

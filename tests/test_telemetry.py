@@ -214,6 +214,20 @@ def test_content_when_asked_and_secrets_masked(lead: Path) -> None:
     assert "/a.md" in write.attributes["gen_ai.tool.call.result"]
     missing = tree.one("execute_tool read_file")
     assert "missing.md" in missing.status.description
+    # the agent spans hold what was asked and what came back
+    (root,) = tree.roots()
+    assert json.loads(root.attributes["gen_ai.input.messages"]) == messages
+    assert json.loads(root.attributes["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "Done; both notes are written."}],
+        }
+    ]
+    helper = tree.one("invoke_agent helper")
+    assert json.loads(helper.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] == (
+        "Write /a.md"
+    )
+    assert "Wrote /a.md." in helper.attributes["gen_ai.output.messages"]
 
 
 def test_a_subagent_waiting_for_approval_is_not_an_error(tmp_path: Path, lead: Path) -> None:
