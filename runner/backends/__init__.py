@@ -92,6 +92,7 @@ __all__ = [
     "can_execute",
     "merge_files",
     "provider_from_spec",
+    "thread_root",
     "validate_path",
 ]
 
@@ -112,6 +113,16 @@ def current_thread_id() -> str | None:
     config = var_child_runnable_config.get() or {}
     thread = (config.get("configurable") or {}).get("thread_id")
     return None if thread is None else str(thread)
+
+
+def thread_root(root: str, thread: str) -> str:
+    """`root` with `{thread_id}` filled in by `thread`, which must be able to name a folder."""
+    if not _FOLDER_SAFE.fullmatch(thread):
+        raise BackendError(
+            f"thread id {thread!r} cannot name a folder for the backend root {root}: "
+            "use letters, digits, '.', '_' and '-' only"
+        )
+    return root.replace(THREAD_PLACEHOLDER, thread)
 
 
 class _Node:
@@ -215,12 +226,7 @@ class _DirectoryNode(_Node):
                 f"the backend root {self.root} has one folder per thread, and this call runs "
                 "outside any thread (no thread_id in its config)"
             )
-        if not _FOLDER_SAFE.fullmatch(thread):
-            raise BackendError(
-                f"thread id {thread!r} cannot name a folder for the backend root {self.root}: "
-                "use letters, digits, '.', '_' and '-' only"
-            )
-        return self.root.replace(THREAD_PLACEHOLDER, thread)
+        return thread_root(self.root, thread)
 
     def _make(self, root: str) -> FilesystemBackend:
         spec, size = self.spec, int(self.spec.max_file_size_mb * MEGABYTE)

@@ -109,6 +109,14 @@ def serve(
         from runner.loader import display_path
 
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
+    from runner.web.app import WebAgent, create_app
+
+    web = create_app(
+        [WebAgent(a.name, a.path) for a in agents],
+        graph_for=lambda path: factory.graph(path),
+        dev=dev,
+        vars=variables,
+    )
     try:
         run_inmem(
             graphs,
@@ -117,6 +125,7 @@ def serve(
             port=port,
             jobs=jobs,
             detect_blocking=dev,
+            web_app=web,
         )
     except KeyboardInterrupt:
         pass

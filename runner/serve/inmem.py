@@ -12,11 +12,17 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
+import types
 from collections.abc import Mapping
+from typing import Any
 
 from runner.errors import RunError
 
 __all__ = ["check_port", "free_port", "run_inmem"]
+
+WEB_MODULE = "agentctl_served_web"
+"""The module the engine imports the web page's app from (`http.app` is an import path)."""
 
 
 def free_port(host: str) -> int:
@@ -51,9 +57,11 @@ def run_inmem(
     port: int,
     jobs: int,
     detect_blocking: bool,
+    web_app: Any | None = None,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
-    free (`check_port`): the engine would quietly serve on another one."""
+    free (`check_port`): the engine would quietly serve on another one. `web_app` (a Starlette
+    app, the page of `runner.web`) is served in front of the API, on the same port."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
@@ -67,6 +75,12 @@ def run_inmem(
             "agentctl serve needs the LangGraph server, which is not installed: "
             "pip install 'agentctl[serve]'"
         ) from None
+    http: dict[str, Any] | None = None
+    if web_app is not None:
+        # The engine merges its routes into this app: ours come first, `/` included.
+        sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
+        module.app = web_app  # type: ignore[attr-defined]
+        http = {"app": f"{WEB_MODULE}:app"}
     run_server(
         host=host,
         port=port,
@@ -79,4 +93,5 @@ def run_inmem(
         disable_persistence=False,
         allow_blocking=not detect_blocking,
         server_level="WARNING",
+        http=http,
     )

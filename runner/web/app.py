@@ -1,0 +1,296 @@
+"""The page's Starlette app: `/` (the page), `/web/static/...` (its assets) and a read-only side
+API under `/web/api/` for what the LangGraph API cannot tell the page.
+
+    GET /web/api/agents                     each served file: name, model, located problems
+    GET /web/api/agents/{name}/tools        the argument schema of each tool of the agent
+    GET /web/api/agents/{name}/files        the files of its filesystem routes, for ?thread_id=
+    GET /web/api/agents/{name}/file         one of them: ?thread_id=&path=/agent/path
+
+Files are read through `FilesystemBackend`, the backend the agent's own tools use, so a path is
+confined to its route's root exactly as the agent's are (descriptor walk, no symlink escape); a
+route outside virtual mode (host paths) is never listed or read. Nothing here writes, creates a
+folder or starts a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+__all__ = ["STATIC_DIR", "WebAgent", "create_app"]
+
+STATIC_DIR = Path(__file__).parent / "static"
+MAX_LISTED_FILES = 500
+"""A route's listing stops here (a workspace can be a whole source tree)."""
+
+
+@dataclass(frozen=True)
+class WebAgent:
+    """An agent file the page shows: served under `name` (its graph id) when it loads."""
+
+    name: str
+    path: Path
+
+
+@dataclass
+class _Loaded:
+    mtime_ns: int
+    spec: Any
+    problems: list[Any]
+
+
+class _Agents:
+    """The served files, re-read (and re-validated) whenever one changes on disk."""
+
+    def __init__(self, agents: Sequence[WebAgent], vars: dict[str, Any]) -> None:
+        self.by_name = {agent.name: agent for agent in agents}
+        self.vars = vars
+        self._loaded: dict[Path, _Loaded] = {}
+
+    def load(self, agent: WebAgent) -> _Loaded:
+        """The file's spec (None when it has problems) and its problems (blocking)."""
+        from runner.errors import Problem, RunnerError
+        from runner.loader import display_path, load_spec
+        from runner.validate import validate_file
+
+        try:
+            mtime = os.stat(agent.path).st_mtime_ns
+        except OSError as exc:
+            problem = Problem(display_path(agent.path), 0, 0, "", f"cannot read: {exc.strerror}")
+            return _Loaded(0, None, [problem])
+        cached = self._loaded.get(agent.path)
+        if cached is not None and cached.mtime_ns == mtime:
+            return cached
+        problems = list(validate_file(agent.path, vars=self.vars))
+        spec = None
+        if not problems:
+            try:
+                spec = load_spec(agent.path, vars=self.vars)
+            except RunnerError as exc:  # changed between the two reads
+                problems = [Problem(display_path(agent.path), 0, 0, "", str(exc))]
+        loaded = _Loaded(mtime, spec, problems)
+        self._loaded[agent.path] = loaded
+        return loaded
+
+
+def _model_name(spec: Any) -> str | None:
+    model = getattr(spec, "model", None)
+    if model is None or isinstance(model, str):
+        return model
+    return getattr(model, "id", None) or str(model)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def create_app(
+    agents: Sequence[WebAgent],
+    *,
+    graph_for: Callable[[Path], Any],
+    dev: bool = False,
+    vars: dict[str, Any] | None = None,
+) -> Starlette:
+    """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
+    an agent file (blocking; it is called in a worker thread), for the tools' schemas."""
+    served = _Agents(agents, dict(vars or {}))
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    def agent_rows() -> list[dict[str, Any]]:
+        from runner.loader import display_path
+
+        rows = []
+        for agent in served.by_name.values():
+            loaded = served.load(agent)
+            rows.append(
+                {
+                    "name": agent.name,
+                    "file": display_path(agent.path),
+                    "model": _model_name(loaded.spec),
+                    "description": getattr(loaded.spec, "description", None),
+                    "problems": [str(p) for p in loaded.problems],
+                }
+            )
+        return rows
+
+    async def list_agents(request: Request) -> Response:
+        # Everything that touches the disk runs off the loop (the engine may flag blocking calls).
+        return JSONResponse({"dev": dev, "agents": await asyncio.to_thread(agent_rows)})
+
+    def _agent(request: Request) -> WebAgent | None:
+        return served.by_name.get(request.path_params["name"])
+
+    async def tools(request: Request) -> Response:
+        agent = _agent(request)
+        if agent is None:
+            return _error(404, f"no agent named {request.path_params['name']!r}")
+        try:
+            schemas = await asyncio.to_thread(lambda: _tool_schemas(graph_for(agent.path)))
+        except Exception as exc:
+            return _error(409, f"{agent.name} cannot be built: {exc}")
+        return JSONResponse({"tools": schemas})
+
+    async def files(request: Request) -> Response:
+        agent = _agent(request)
+        if agent is None:
+            return _error(404, f"no agent named {request.path_params['name']!r}")
+        loaded = await asyncio.to_thread(served.load, agent)
+        if loaded.spec is None:
+            return _error(409, f"{agent.name} has problems; fix its file first")
+        thread = request.query_params.get("thread_id") or None
+        return JSONResponse(await asyncio.to_thread(_list_routes, loaded.spec, thread))
+
+    async def file(request: Request) -> Response:
+        agent = _agent(request)
+        if agent is None:
+            return _error(404, f"no agent named {request.path_params['name']!r}")
+        loaded = await asyncio.to_thread(served.load, agent)
+        if loaded.spec is None:
+            return _error(409, f"{agent.name} has problems; fix its file first")
+        thread = request.query_params.get("thread_id") or None
+        path = request.query_params.get("path", "")
+        try:
+            content = await asyncio.to_thread(_read_file, loaded.spec, thread, path)
+        except LookupError as exc:
+            return _error(404, str(exc.args[0]))
+        except ValueError as exc:
+            return _error(400, str(exc))
+        return JSONResponse({"path": path, "content": content})
+
+    return Starlette(
+        routes=[
+            Route("/", index, methods=["GET"]),
+            Mount("/web/static", app=StaticFiles(directory=STATIC_DIR), name="web-static"),
+            Route("/web/api/agents", list_agents, methods=["GET"]),
+            Route("/web/api/agents/{name}/tools", tools, methods=["GET"]),
+            Route("/web/api/agents/{name}/files", files, methods=["GET"]),
+            Route("/web/api/agents/{name}/file", file, methods=["GET"]),
+        ]
+    )
+
+
+def _tool_schemas(graph: Any) -> dict[str, Any]:
+    """{tool name: JSON schema of the arguments the model writes} for the graph's tools."""
+    node = getattr(graph, "nodes", {}).get("tools")
+    tools = getattr(getattr(node, "bound", None), "tools_by_name", {}) or {}
+    schemas: dict[str, Any] = {}
+    for name, tool in tools.items():
+        try:
+            schemas[name] = tool.tool_call_schema.model_json_schema()
+        except Exception:  # a tool with a schema pydantic cannot render: the editor does without
+            continue
+    return schemas
+
+
+def _leaves(spec: Any) -> list[tuple[str, Any]]:
+    """(route prefix in normal form, `/skills`; leaf backend spec) of the agent's backend, the
+    default at `/` first."""
+    from runner.backends import validate_path
+    from runner.spec import CompositeBackendSpec
+
+    backend = spec.backend
+    if backend is None:
+        return [("/", None)]
+    if isinstance(backend, CompositeBackendSpec):
+        routes = [(validate_path(prefix), leaf) for prefix, leaf in backend.routes.items()]
+        return [("/", backend.default), *routes]
+    return [("/", backend)]
+
+
+def _directory(leaf: Any, thread: str | None) -> tuple[str | None, str]:
+    """(root folder on disk or None, why not) of a filesystem-like leaf for `thread`."""
+    from runner.backends import THREAD_PLACEHOLDER, BackendError, thread_root
+
+    if not leaf.virtual_mode:
+        return None, "host paths (virtual_mode: false) are not shown"
+    root = os.path.abspath(os.path.expanduser(leaf.root_dir))
+    if THREAD_PLACEHOLDER in root:
+        if thread is None:
+            return None, "one folder per thread: open a thread"
+        try:
+            root = thread_root(root, thread)
+        except BackendError as exc:
+            return None, str(exc)
+    return root, ""
+
+
+def _list_routes(spec: Any, thread: str | None) -> dict[str, Any]:
+    from runner.backends import FilesystemBackend
+    from runner.backends.paths import is_within, join_path
+    from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec, StoreBackendSpec
+
+    leaves = _leaves(spec)
+    # A route hides what the default backend has under its prefix, as it does from the agent.
+    shadowed = [prefix for prefix, _ in leaves if prefix != "/"]
+    routes: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    for prefix, leaf in leaves:
+        shown = prefix if prefix == "/" else prefix + "/"
+        if leaf is None or leaf.kind == "state":
+            routes.append({"prefix": shown, "kind": "state"})
+            continue
+        if isinstance(leaf, StoreBackendSpec):
+            routes.append({"prefix": shown, "kind": "store", "namespace": list(leaf.namespace)})
+            continue
+        if not isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):
+            routes.append({"prefix": shown, "kind": leaf.kind, "note": "not shown"})
+            continue
+        root, why = _directory(leaf, thread)
+        route = {"prefix": shown, "kind": leaf.kind, "note": why}
+        routes.append(route)
+        if root is None or not os.path.isdir(root):  # never created here: the page only reads
+            continue
+        backend = FilesystemBackend(root, virtual_mode=True, ripgrep=False)
+        hits = sorted(
+            (hit for hit in backend.glob("**/*", "/") if not hit.is_dir), key=lambda h: h.path
+        )
+        if len(hits) > MAX_LISTED_FILES:
+            route["note"] = f"only the first {MAX_LISTED_FILES} of {len(hits)} files listed"
+        for hit in hits[:MAX_LISTED_FILES]:
+            path = hit.path if prefix == "/" else join_path(prefix, hit.path.lstrip("/"))
+            if prefix == "/" and any(is_within(path, other) for other in shadowed):
+                continue
+            files.append({"path": path, "size": hit.size, "modified_at": hit.modified_at})
+    return {"routes": routes, "files": sorted(files, key=lambda entry: str(entry["path"]))}
+
+
+def _read_file(spec: Any, thread: str | None, path: str) -> str:
+    """The text of the file at agent path `path` on a filesystem route (LookupError: no such
+    file there; ValueError: a path the agent could not use either)."""
+    from runner.backends import BackendError, FilesystemBackend, validate_path
+    from runner.backends.paths import is_within, relative_to
+    from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec
+
+    try:
+        normal = validate_path(path)
+    except BackendError as exc:
+        raise ValueError(str(exc)) from None
+    owner, leaf = max(
+        ((prefix, leaf) for prefix, leaf in _leaves(spec) if is_within(normal, prefix)),
+        key=lambda pair: len(pair[0]),
+    )
+    if not isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):
+        raise LookupError(f"{path} is not on a filesystem route (the page reads it from the API)")
+    root, why = _directory(leaf, thread)
+    if root is None or not os.path.isdir(root):
+        raise LookupError(f"{path}: {why or 'no such file'}")
+    inner = normal if owner == "/" else "/" + relative_to(normal, owner)
+    backend = FilesystemBackend(root, virtual_mode=True, ripgrep=False)
+    limit = int(leaf.max_file_size_mb * 1024 * 1024)
+    try:
+        data = backend.read_bytes(inner, limit)
+    except BackendError as exc:
+        raise LookupError(str(exc).replace(inner, path, 1)) from None
+    return data.decode("utf-8", errors="replace")
