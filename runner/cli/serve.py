@@ -76,6 +76,10 @@ def serve(
 
     With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each run is sent as one OpenTelemetry
     trace.
+
+    A web page at `/` on the same port runs and watches the agents: chat, approvals,
+    subagents, todos and files. With --dev, a file with problems is listed there with them
+    (and served once it is fixed and saved) instead of stopping the start.
     """
     from runner.cli.options import parse_vars
     from runner.errors import RunError
@@ -92,7 +96,9 @@ def serve(
         )
     from runner.serve.agents import collect_agents
 
-    agents = collect_agents(paths or ("agents",), vars=variables, shared_workspace=shared_workspace)
+    agents = collect_agents(
+        paths or ("agents",), vars=variables, shared_workspace=shared_workspace, keep_broken=dev
+    )
     from runner.serve.factory import GraphFactory
     from runner.serve.graphs import register
     from runner.serve.inmem import check_port, free_port, run_inmem
@@ -109,6 +115,8 @@ def serve(
         from runner.loader import display_path
 
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
+        for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
+            click.echo(f"    {problem}", err=True)
     from runner.web.app import WebAgent, create_app
 
     web = create_app(

@@ -19,6 +19,9 @@ class ServedAgent:
     name: str
     path: Path
     description: str | None
+    problems: tuple[Problem, ...] = ()
+    """Why the file does not load now (`collect_agents(keep_broken=True)` only): it is served
+    under `name` anyway, and runs work once the file is fixed and saved."""
 
 
 def collect_agents(
@@ -26,12 +29,15 @@ def collect_agents(
     *,
     vars: Mapping[str, Any] | None = None,
     shared_workspace: bool = False,
+    keep_broken: bool = False,
 ) -> list[ServedAgent]:
     """Every agent file under `targets` (files, or folders by `agentctl validate`'s rule).
 
     Raises `SpecError` with every problem of every file when any file has one: a file that does
     not validate, two files with one `name`, no agent file at all, or (unless `shared_workspace`)
-    a `filesystem`/`local_shell` backend whose folder every thread would share.
+    a `filesystem`/`local_shell` backend whose folder every thread would share. With
+    `keep_broken` (`serve --dev`), a file that does not validate is returned with its problems
+    instead, named by its `name:` if it has a readable one, else by its file name.
     """
     from runner.loader import display_path, load_spec
     from runner.validate import find_specs, validate_file
@@ -39,8 +45,12 @@ def collect_agents(
     problems: list[Problem] = []
     found: list[ServedAgent] = []
     by_name: dict[str, Path] = {}
+    broken: list[tuple[Path, tuple[Problem, ...]]] = []
     for path, problem in find_specs(targets):
         file_problems = [problem] if problem else validate_file(path, vars=vars)
+        if file_problems and keep_broken and path.is_file():
+            broken.append((path, tuple(file_problems)))
+            continue
         if file_problems:
             problems += file_problems
             continue
@@ -73,11 +83,38 @@ def collect_agents(
                 for where, root in shared_workspaces(spec)
             ]
         found.append(ServedAgent(spec.name, path.resolve(), spec.description))
+    for path, broken_problems in broken:
+        name = _name_of_broken(path)
+        if name in by_name:
+            name = path.stem
+        if name in by_name:
+            problems.append(
+                Problem(display_path(path), 0, 0, "name", f"{name!r} is already served")
+            )
+            continue
+        by_name[name] = path
+        found.append(ServedAgent(name, path.resolve(), None, broken_problems))
     if problems:
         raise SpecError(problems)
     if not found:
         raise SpecError("no agent files to serve under " + ", ".join(str(t) for t in targets))
     return found
+
+
+def _name_of_broken(path: Path) -> str:
+    """The `name:` of an agent file that does not validate, when it has a usable one."""
+    import re
+
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = None
+    name = data.get("name") if isinstance(data, dict) else None
+    if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        return name
+    return path.stem
 
 
 def shared_workspaces(spec: Any) -> list[tuple[str, str]]:

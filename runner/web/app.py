@@ -85,9 +85,11 @@ class _Agents:
 
 def _model_name(spec: Any) -> str | None:
     model = getattr(spec, "model", None)
-    if model is None or isinstance(model, str):
-        return model
-    return getattr(model, "id", None) or str(model)
+    if model is not None and not isinstance(model, str):
+        model = getattr(model, "id", None) or str(model)
+    if model and model.startswith("replay:"):  # the loader made the cassette's path absolute
+        model = "replay:" + os.path.basename(model.removeprefix("replay:"))
+    return model
 
 
 def _error(status: int, message: str) -> JSONResponse:

@@ -489,7 +489,10 @@ function approvalCard(interrupt, index, request, allowed, schema) {
 
 function openEditor(editor, request, schema, submit) {
   editor.hidden = false;
-  const area = h("textarea", { class: "json", rows: 12, spellcheck: "false", "aria-label": `arguments of ${request.name} as JSON` });
+  // the editor starts from the arguments shown above, which it replaces while open
+  const shown = editor.parentElement.querySelector("pre.args");
+  if (shown) shown.hidden = true;
+  const area = h("textarea", { class: "json", rows: 9, spellcheck: "false", "aria-label": `arguments of ${request.name} as JSON` });
   area.value = JSON.stringify(request.args, null, 2);
   const problem = h("div", { class: "json-error", role: "alert" });
   const save = h("button", { type: "button", class: "save" }, "Approve with these arguments");
@@ -514,6 +517,7 @@ function openEditor(editor, request, schema, submit) {
     save,
   ]);
   area.focus();
+  save.scrollIntoView({ block: "nearest" });
 }
 
 function maybeResume() {

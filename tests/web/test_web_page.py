@@ -1,0 +1,300 @@
+"""The web page in a real browser: Debian's chromium, driven by Playwright for Python, against
+`agentctl serve --dev` on the showcase agent and its cassette (offline), one server for the module.
+
+Each step leaves a screenshot in `build/screenshots/web/` (or $AGENTCTL_SCREENSHOTS), named
+`<test>-<nn>-<step>.png`; README's picture of the page is one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import AGENTS, ROOT
+
+pytest.importorskip("langgraph_api")
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None:
+    pytest.skip(
+        "Debian's chromium is not installed (scripts/setup dev installs it when run as root)",
+        allow_module_level=True,
+    )
+
+SCREENSHOTS = Path(os.environ.get("AGENTCTL_SCREENSHOTS", ROOT / "build" / "screenshots" / "web"))
+AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
+ASK = "Write the release notes for agentctl 0.1.0"
+# Put into the skill the showcase reads, so a tool result carries HTML (and a script attempt).
+HOSTILE = '<img src=x onerror="window.__injected=1"><b id="injected">bold?</b><script>window.__injected=2</script>'
+GREETER = "name: greeter\ndescription: Says hello\nmodel: replay:greeter.cassette.yaml\nprompt: You greet.\n"
+WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
+playwright.expect.set_options(timeout=WAIT)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The showcase (one workspace per thread) and a small agent, beside a copy of the skills."""
+    root = tmp_path_factory.mktemp("web")
+    (root / "agents").mkdir()
+    showcase = (AGENTS / "showcase.yaml").read_text(encoding="utf-8")
+    showcase = showcase.replace("./workspace/showcase}", '"./workspace/{thread_id}"}')
+    assert "{thread_id}" in showcase
+    (root / "agents" / "showcase.yaml").write_text(showcase, encoding="utf-8")
+    shutil.copy(AGENTS / "showcase.cassette.yaml", root / "agents")
+    shutil.copytree(ROOT / "skills", root / "skills")
+    skill = root / "skills" / "release-notes" / "SKILL.md"
+    skill.write_text(skill.read_text(encoding="utf-8") + "\n" + HOSTILE + "\n", encoding="utf-8")
+    (root / "agents" / "greeter.yaml").write_text(GREETER, encoding="utf-8")
+    (root / "agents" / "greeter.cassette.yaml").write_text("- content: Hello.\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(served: Path) -> Iterator[str]:
+    from runner.serve.inmem import free_port
+
+    port = free_port("127.0.0.1")
+    env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
+    proc = subprocess.Popen(
+        [AGENTCTL, "serve", "agents", "--port", str(port), "--dev", "--shared-workspace"],
+        cwd=served,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120  # a wait limit for a loaded machine, not a measurement
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
+                if reply.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"agentctl serve did not start:\n{proc.stdout.read().decode()}")  # type: ignore[union-attr]
+        time.sleep(0.2)
+    try:
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright.sync_playwright() as p:
+        # Debian's chromium, never a browser Playwright would download.
+        launched = p.chromium.launch(executable_path=CHROMIUM)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+class Shots:
+    """Screenshots of one test's steps: <test>-01-<step>.png, <test>-02-..."""
+
+    def __init__(self, page: Any, test: str) -> None:
+        self.page, self.test, self.count = page, test, 0
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, step: str) -> None:
+        self.count += 1
+        self.page.screenshot(path=str(SCREENSHOTS / f"{self.test}-{self.count:02d}-{step}.png"))
+
+
+@pytest.fixture
+def page(browser: Any, server: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=server)
+    context.set_default_timeout(WAIT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto("/")
+    page.wait_for_selector("#agents .agent")
+    page.shots = Shots(page, request.node.name.removeprefix("test_"))
+    yield page
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def _start(page: Any, agent: str = "showcase") -> None:
+    """A new thread with `agent`, the message sent with Enter, up to the approval."""
+    page.click(f'#agents .agent[data-agent="{agent}"]')
+    page.click("#new-thread")
+    page.fill("#message", ASK)
+    page.press("#message", "Enter")
+    page.wait_for_selector('.approval[data-tool="write_file"]')
+
+
+def _expect_text(page: Any, selector: str, text: str) -> None:
+    playwright.expect(page.locator(selector).first).to_contain_text(text)
+
+
+def test_a_run_with_plan_edited_approval_subagent_files_and_answer(page: Any) -> None:
+    shots = page.shots
+    shots("start")
+    _start(page)
+    # the plan, and the approval with the call's arguments and only the allowed decisions
+    _expect_text(page, "#todos", "Read the release-notes skill")
+    _expect_text(page, ".approval", "/RELEASE_NOTES.md")
+    assert page.locator(".approval button").all_inner_texts() == [
+        "Approve",
+        "Edit arguments",
+        "Reject",
+    ]
+    shots("plan-and-approval")
+
+    # edit the arguments: invalid JSON is refused, the schema is shown
+    page.click(".approval button.edit")
+    editor = page.locator(".editor textarea")
+    args = json.loads(editor.input_value())
+    editor.fill('{"file_path": "/RELEASE_NOTES.md", "content": ')
+    _expect_text(page, ".json-error", "not valid JSON")
+    assert page.locator(".editor button.save").is_disabled()
+    _expect_text(page, ".schema", "file_path")
+    _expect_text(page, ".schema", "required")
+    shots("invalid-json-refused")
+    editor.fill(json.dumps({"file_path": args["file_path"]}))
+    _expect_text(page, ".json-error", 'missing required argument "content"')
+    args["content"] = args["content"].replace(
+        "# agentctl 0.1.0", "# agentctl 0.1.0 (edited in the browser)", 1
+    )
+    editor.fill(json.dumps(args, indent=2))
+    playwright.expect(page.locator(".json-error")).to_have_text("")
+    shots("edited-arguments")
+    page.click(".editor button.save")
+
+    # the run goes on: the subagent's review nested under its task call, the final answer
+    _expect_text(page, "#log", "Done: the release notes")
+    playwright.expect(page.locator("#status")).to_have_text("idle")
+    task = page.locator('.call[data-tool="task"]')
+    playwright.expect(task.locator(".nested .who").first).to_contain_text("subagent reviewer")
+    _expect_text(page, '.call[data-tool="task"] .nested', "Reading the draft.")
+    _expect_text(page, '.call[data-tool="task"] .nested .call', "read_file")
+    playwright.expect(page.locator(".todo.completed")).to_have_count(4)
+    assert re.search(r"\d+ model calls", page.inner_text("#usage"))
+    task.scroll_into_view_if_needed()
+    shots("subagent-review")
+
+    # the file, marked as changed by the run, with line numbers and the edited heading
+    changed = page.locator('.file.changed[data-path="/RELEASE_NOTES.md"]')
+    changed.click()
+    _expect_text(page, "#file-view .line", "# agentctl 0.1.0 (edited in the browser)")
+    assert page.locator("#file-view .line .ln").first.inner_text() == "1"
+    _expect_text(page, "#file-view", "Added nested output")  # applied after the review
+    shots("final-answer-and-file")
+
+    # reload: the same thread, intact
+    page.reload()
+    _expect_text(page, "#log .msg.user", ASK)
+    _expect_text(page, '.call[data-tool="write_file"] .result', "RELEASE_NOTES.md")
+    _expect_text(page, '.call[data-tool="task"] .result', "EventTranslator")
+    _expect_text(page, "#log", "Done: the release notes")
+    playwright.expect(page.locator('.file.changed[data-path="/RELEASE_NOTES.md"]')).to_be_visible()
+    _expect_text(page, "#threads .thread.selected", ASK)
+    shots("reloaded")
+
+
+def test_reject_with_a_reason_on_a_second_thread(page: Any) -> None:
+    _start(page)
+    page.fill(".approval .reason", "Not now: no release this week")
+    page.shots("rejecting")
+    page.click(".approval button.reject")
+    _expect_text(page, '.call[data-tool="write_file"] .result', "Not now: no release this week")
+    playwright.expect(page.locator("#status")).to_have_text("idle")
+    playwright.expect(page.locator('.file[data-path="/RELEASE_NOTES.md"]')).to_have_count(0)
+    page.shots("rejected")
+    assert page.locator("#threads .thread").count() >= 2
+
+
+def test_tool_output_with_html_is_text_and_a_approves(page: Any) -> None:
+    _start(page)
+    result = page.locator('.call[data-tool="read_file"] .result').first
+    playwright.expect(result).to_contain_text('<img src=x onerror="window.__injected=1">')
+    assert page.locator("#log img, #log script, #injected").count() == 0
+    assert page.evaluate("window.__injected") is None
+    # Shift+Enter is a new line, not a send; `a` (outside a text field) approves
+    page.click("#message")
+    page.keyboard.type("first line")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    assert page.input_value("#message") == "first line\nsecond line"
+    page.fill("#message", "")
+    page.locator("#log").click()
+    page.keyboard.press("a")
+    _expect_text(page, "#log", "Done: the release notes")
+    page.shots("html-as-text")
+
+
+def test_an_agent_file_with_errors_is_listed_located_and_reloads_when_saved(
+    page: Any, served: Path
+) -> None:
+    path = served / "agents" / "greeter.yaml"
+    try:
+        path.write_text(GREETER.replace("prompt:", "promt:"), encoding="utf-8")
+        problem = page.locator('.agent[data-agent="greeter"] .problems li')
+        playwright.expect(problem).to_have_text(
+            "agents/greeter.yaml:4:1: promt: unknown key; did you mean 'prompt'?"
+        )
+        page.shots("agent-with-errors")
+    finally:
+        path.write_text(GREETER, encoding="utf-8")
+    _expect_text(page, '.agent[data-agent="greeter"]', "reloaded")
+    playwright.expect(page.locator('.agent[data-agent="greeter"] .problems')).to_have_count(0)
+    page.click('#agents .agent[data-agent="greeter"]')
+    page.fill("#message", "hi")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log .msg.ai", "Hello.")
+    page.shots("reloaded-agent-answers")
+
+
+def test_usable_at_390_px(browser: Any, server: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=server)
+    context.set_default_timeout(WAIT)
+    page = context.new_page()
+    try:
+        page.goto("/")
+        page.wait_for_selector("#agents .agent", state="attached")
+        shots = Shots(page, "usable_at_390_px")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        playwright.expect(page.locator("#message")).to_be_visible()
+        page.click('#tabs button[data-show="side"]')
+        playwright.expect(page.locator("#agents")).to_be_visible()
+        page.click('#agents .agent[data-agent="showcase"]')
+        page.click("#new-thread")
+        page.click('#tabs button[data-show="chat"]')
+        page.fill("#message", ASK)
+        page.press("#message", "Enter")
+        page.wait_for_selector('.approval[data-tool="write_file"]')
+        playwright.expect(page.locator(".approval button.approve")).to_be_in_viewport()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shots("approval")
+        page.click(".approval button.approve")
+        _expect_text(page, "#log", "Done: the release notes")
+        page.click('#tabs button[data-show="files"]')
+        playwright.expect(page.locator('.file[data-path="/RELEASE_NOTES.md"]')).to_be_visible()
+        shots("files")
+    finally:
+        context.close()
