@@ -42,6 +42,7 @@ ASK = "Write the release notes for agentctl 0.1.0"
 # Put into the skill the showcase reads, so a tool result carries HTML (and a script attempt).
 HOSTILE = '<img src=x onerror="window.__injected=1"><b id="injected">bold?</b><script>window.__injected=2</script>'
 GREETER = "name: greeter\ndescription: Says hello\nmodel: replay:greeter.cassette.yaml\nprompt: You greet.\n"
+BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
 
@@ -59,7 +60,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(ROOT / "skills", root / "skills")
     skill = root / "skills" / "release-notes" / "SKILL.md"
     skill.write_text(skill.read_text(encoding="utf-8") + "\n" + HOSTILE + "\n", encoding="utf-8")
-    (root / "agents" / "greeter.yaml").write_text(GREETER, encoding="utf-8")
+    # broken from the start: `serve --dev` lists it on the page instead of refusing to start
+    (root / "agents" / "greeter.yaml").write_text(BROKEN_GREETER, encoding="utf-8")
     (root / "agents" / "greeter.cassette.yaml").write_text("- content: Hello.\n", encoding="utf-8")
     return root
 
@@ -251,19 +253,18 @@ def test_tool_output_with_html_is_text_and_a_approves(page: Any) -> None:
 def test_an_agent_file_with_errors_is_listed_located_and_reloads_when_saved(
     page: Any, served: Path
 ) -> None:
-    path = served / "agents" / "greeter.yaml"
-    try:
-        path.write_text(GREETER.replace("prompt:", "promt:"), encoding="utf-8")
-        problem = page.locator('.agent[data-agent="greeter"] .problems li')
-        playwright.expect(problem).to_have_text(
-            "agents/greeter.yaml:4:1: promt: unknown key; did you mean 'prompt'?"
-        )
-        page.shots("agent-with-errors")
-    finally:
-        path.write_text(GREETER, encoding="utf-8")
+    problem = page.locator('.agent[data-agent="greeter"] .problems li')
+    playwright.expect(problem).to_have_text(
+        "agents/greeter.yaml:4:1: promt: unknown key; did you mean 'prompt'?"
+    )
+    page.click('#agents .agent[data-agent="greeter"]')
+    page.fill("#message", "hi")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log .error-row", "agents/greeter.yaml has problems")
+    page.shots("agent-with-errors")
+    (served / "agents" / "greeter.yaml").write_text(GREETER, encoding="utf-8")  # saved, fixed
     _expect_text(page, '.agent[data-agent="greeter"]', "reloaded")
     playwright.expect(page.locator('.agent[data-agent="greeter"] .problems')).to_have_count(0)
-    page.click('#agents .agent[data-agent="greeter"]')
     page.fill("#message", "hi")
     page.press("#message", "Enter")
     _expect_text(page, "#log .msg.ai", "Hello.")
