@@ -191,8 +191,17 @@ class ReplayChatModel(BaseChatModel):
     cassette: Any
     agent: str
     is_main: bool = True
+    shown_path: str = ""
+    """The cassette's path as messages show it, worked out when the model is made: reading the
+    working directory on a server's event loop is a blocking call (`serve --dev` fails the run)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.shown_path:
+            from runner.loader import display_path
+
+            self.shown_path = display_path(self.cassette.path)
 
     @property
     def _llm_type(self) -> str:
@@ -209,7 +218,7 @@ class ReplayChatModel(BaseChatModel):
 
     def _next(self, messages: list[BaseMessage]) -> tuple[int, CassetteReply]:
         cassette: Cassette = self.cassette
-        _warn_failed_tools(messages, cassette.path)
+        _warn_failed_tools(messages, self.shown_path)
         replies = cassette.replies_for(self.agent, is_main=self.is_main)
         decided: int | None = None
         ai_count = 0
@@ -361,7 +370,7 @@ class ReplayChatModel(BaseChatModel):
             yield ChatGenerationChunk(message=chunk)
 
 
-def _warn_failed_tools(messages: list[BaseMessage], cassette: Path) -> None:
+def _warn_failed_tools(messages: list[BaseMessage], cassette: str) -> None:
     """A replayed model cannot react to a failed tool call: its next reply plays as recorded.
     So each tool that failed since the last reply (a misspelt tool name in the cassette, a file
     an earlier run left behind) is a warning; a rejected approval is an answer, not a failure."""
@@ -382,7 +391,6 @@ def _warn_failed_tools(messages: list[BaseMessage], cassette: Path) -> None:
     from langgraph.config import get_stream_writer
 
     from runner.events import emit_warning
-    from runner.loader import display_path
 
     try:
         writer = get_stream_writer()
@@ -395,7 +403,7 @@ def _warn_failed_tools(messages: list[BaseMessage], cassette: Path) -> None:
             "replay_tool_failed",
             f"{name} failed in a replayed run ({first[:200]}); the cassette plays its next "
             "reply as recorded, whatever the result: check its tool calls (agentctl validate "
-            f"{display_path(cassette)}) or start from the files it was recorded with",
+            f"{cassette}) or start from the files it was recorded with",
         )
 
 

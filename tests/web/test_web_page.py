@@ -42,6 +42,22 @@ ASK = "Write the release notes for agentctl 0.1.0"
 # Put into the skill the showcase reads, so a tool result carries HTML (and a script attempt).
 HOSTILE = '<img src=x onerror="window.__injected=1"><b id="injected">bold?</b><script>window.__injected=2</script>'
 GREETER = "name: greeter\ndescription: Says hello\nmodel: replay:greeter.cassette.yaml\nprompt: You greet.\n"
+SCRIBE = """\
+name: scribe
+description: Writes two notes, each after approval
+model: replay:scribe.cassette.yaml
+prompt: You write notes.
+backend: {kind: filesystem, root_dir: "./ws/{thread_id}"}
+interrupt_on:
+  write_file: {allowed_decisions: [approve, reject]}
+"""
+SCRIBE_REPLIES = """\
+- content: Writing both notes.
+  tool_calls:
+    - {name: write_file, args: {file_path: /a.md, content: alpha}}
+    - {name: write_file, args: {file_path: /b.md, content: beta}}
+- content: ""
+"""
 BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
@@ -63,6 +79,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # broken from the start: `serve --dev` lists it on the page instead of refusing to start
     (root / "agents" / "greeter.yaml").write_text(BROKEN_GREETER, encoding="utf-8")
     (root / "agents" / "greeter.cassette.yaml").write_text("- content: Hello.\n", encoding="utf-8")
+    (root / "agents" / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
+    (root / "agents" / "scribe.cassette.yaml").write_text(SCRIBE_REPLIES, encoding="utf-8")
     return root
 
 
@@ -148,6 +166,7 @@ def _start(page: Any, agent: str = "showcase") -> None:
     page.fill("#message", ASK)
     page.press("#message", "Enter")
     page.wait_for_selector('.approval[data-tool="write_file"]')
+    _expect_text(page, "#threads .thread.selected", "1 approval waiting")
 
 
 def _expect_text(page: Any, selector: str, text: str) -> None:
@@ -228,7 +247,7 @@ def test_reject_with_a_reason_on_a_second_thread(page: Any) -> None:
     playwright.expect(page.locator("#status")).to_have_text("idle")
     playwright.expect(page.locator('.file[data-path="/RELEASE_NOTES.md"]')).to_have_count(0)
     page.shots("rejected")
-    assert page.locator("#threads .thread").count() >= 2
+    playwright.expect(page.locator("#threads .thread.selected .badge")).to_have_text(["idle"])
 
 
 def test_tool_output_with_html_is_text_and_a_approves(page: Any) -> None:
@@ -248,6 +267,31 @@ def test_tool_output_with_html_is_text_and_a_approves(page: Any) -> None:
     page.keyboard.press("a")
     _expect_text(page, "#log", "Done: the release notes")
     page.shots("html-as-text")
+
+
+def test_several_waiting_calls_answered_one_by_one_with_only_the_allowed_decisions(
+    page: Any,
+) -> None:
+    page.click('#agents .agent[data-agent="scribe"]')
+    page.click("#new-thread")
+    page.fill("#message", "two notes")
+    page.press("#message", "Enter")
+    cards = page.locator(".approval")
+    playwright.expect(cards).to_have_count(2)
+    _expect_text(page, "#approvals h3", "2 calls waiting for approval")
+    assert page.locator(".approval button").all_inner_texts() == ["Approve", "Reject"] * 2
+    cards.nth(0).locator("button.approve").click()
+    playwright.expect(cards.nth(0)).to_contain_text("approved")
+    playwright.expect(page.locator("#status")).to_have_text("1 approval(s) still waiting")
+    page.shots("first-of-two-answered")
+    cards.nth(1).locator(".reason").fill("only one note today")
+    cards.nth(1).locator("button.reject").click()
+    _expect_text(page, '.call[data-call] .result >> nth=1', "only one note today")
+    # the closing empty reply is a run warning, shown in the conversation
+    _expect_text(page, "#log .warning", "empty_reply")
+    playwright.expect(page.locator('.file.changed[data-path="/a.md"]')).to_be_visible()
+    playwright.expect(page.locator('.file[data-path="/b.md"]')).to_have_count(0)
+    page.shots("answered-with-a-warning")
 
 
 def test_an_agent_file_with_errors_is_listed_located_and_reloads_when_saved(

@@ -418,6 +418,10 @@ async function showApprovals(state) {
     return;
   }
   status("waiting for your approval");
+  const waiting = new Set(S.interrupts.flatMap((i) => requestsOf(i).map((r) => r.name)));
+  for (const entry of S.calls.values()) {
+    if (entry.result.classList.contains("pending") && waiting.has(entry.name)) entry.result.textContent = "waiting for approval";
+  }
   const schemas = await toolSchemas(S.agent);
   const total = S.interrupts.reduce((n, i) => n + requestsOf(i).length, 0);
   box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · a approves the next one")));
