@@ -286,7 +286,7 @@ def test_several_waiting_calls_answered_one_by_one_with_only_the_allowed_decisio
     page.shots("first-of-two-answered")
     cards.nth(1).locator(".reason").fill("only one note today")
     cards.nth(1).locator("button.reject").click()
-    _expect_text(page, '.call[data-call] .result >> nth=1', "only one note today")
+    _expect_text(page, ".call[data-call] .result >> nth=1", "only one note today")
     # the closing empty reply is a run warning, shown in the conversation
     _expect_text(page, "#log .warning", "empty_reply")
     playwright.expect(page.locator('.file.changed[data-path="/a.md"]')).to_be_visible()
