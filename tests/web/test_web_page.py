@@ -58,6 +58,30 @@ SCRIBE_REPLIES = """\
     - {name: write_file, args: {file_path: /b.md, content: beta}}
 - content: ""
 """
+FANOUT = """\
+name: fanout
+description: Asks two helpers at once
+model: replay:fanout.cassette.yaml
+prompt: You delegate.
+subagents:
+  - {name: alpha, description: Answers first, prompt: You are alpha.}
+  - {name: beta, description: Answers second, prompt: You are beta.}
+general_purpose_agent: false
+"""
+FANOUT_REPLIES = """\
+version: 1
+agents:
+  fanout:
+    - content: Asking both at once.
+      tool_calls:
+        - {name: task, args: {subagent_type: alpha, description: first question}}
+        - {name: task, args: {subagent_type: beta, description: second question}}
+    - content: Both answered.
+  alpha:
+    - {content: alpha says one, delay: 0.2}
+  beta:
+    - {content: beta says two, delay: 0.2}
+"""
 BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
@@ -79,6 +103,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # broken from the start: `serve --dev` lists it on the page instead of refusing to start
     (root / "agents" / "greeter.yaml").write_text(BROKEN_GREETER, encoding="utf-8")
     (root / "agents" / "greeter.cassette.yaml").write_text("- content: Hello.\n", encoding="utf-8")
+    (root / "agents" / "fanout.yaml").write_text(FANOUT, encoding="utf-8")
+    (root / "agents" / "fanout.cassette.yaml").write_text(FANOUT_REPLIES, encoding="utf-8")
     (root / "agents" / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
     (root / "agents" / "scribe.cassette.yaml").write_text(SCRIBE_REPLIES, encoding="utf-8")
     return root
@@ -265,7 +291,7 @@ def test_tool_output_with_html_is_text_and_a_approves(page: Any) -> None:
     page.fill("#message", "")
     page.locator("#log").click()
     page.keyboard.press("a")
-    _expect_text(page, "#log", "Done: the release notes")
+    _expect_text(page, '.call[data-tool="write_file"] .result', "Updated file /RELEASE_NOTES.md")
     page.shots("html-as-text")
 
 
@@ -292,6 +318,25 @@ def test_several_waiting_calls_answered_one_by_one_with_only_the_allowed_decisio
     playwright.expect(page.locator('.file.changed[data-path="/a.md"]')).to_be_visible()
     playwright.expect(page.locator('.file[data-path="/b.md"]')).to_have_count(0)
     page.shots("answered-with-a-warning")
+
+
+def test_parallel_subagents_each_under_their_own_task_call(page: Any) -> None:
+    page.click('#agents .agent[data-agent="fanout"]')
+    page.click("#new-thread")
+    page.fill("#message", "go")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log", "Both answered.")
+    tasks = page.locator('.call[data-tool="task"]')
+    playwright.expect(tasks).to_have_count(2)
+    for name, said, other in (
+        ("alpha", "alpha says one", "beta"),
+        ("beta", "beta says two", "alpha"),
+    ):
+        nested = tasks.filter(has_text=f"subagent_type={name}").locator(".nested")
+        playwright.expect(nested.locator("> .who")).to_have_text(f"subagent {name}")
+        playwright.expect(nested).to_contain_text(said)
+        playwright.expect(nested).not_to_contain_text(other)
+    page.shots("two-subagents")
 
 
 def test_an_agent_file_with_errors_is_listed_located_and_reloads_when_saved(
@@ -337,7 +382,7 @@ def test_usable_at_390_px(browser: Any, server: str) -> None:
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         shots("approval")
         page.click(".approval button.approve")
-        _expect_text(page, "#log", "Done: the release notes")
+        _expect_text(page, '.call[data-tool="write_file"] .result', "RELEASE_NOTES.md")
         page.click('#tabs button[data-show="files"]')
         playwright.expect(page.locator('.file[data-path="/RELEASE_NOTES.md"]')).to_be_visible()
         shots("files")
