@@ -5,6 +5,7 @@ the root, a host-path backend, a thread id that is not a folder name, a route th
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from runner.serve.agents import collect_agents
-from runner.web.app import WebAgent, create_app
+from runner.web.app import STATIC_DIR, WebAgent, create_app
 
 AGENT = """\
 name: keeper
@@ -57,8 +58,19 @@ def test_the_page_and_its_assets_are_served(folder: Path) -> None:
     client = _client(folder)
     page = client.get("/")
     assert page.status_code == 200 and '<script type="module"' in page.text
-    assert "innerHTML" not in client.get("/web/static/js/app.js").text
+    assert client.get("/web/static/js/app.js").status_code == 200
     assert client.get("/web/static/../app.py").status_code == 404
+
+
+def test_the_assets_need_no_network_and_never_parse_data_as_html() -> None:
+    assets = [p for p in STATIC_DIR.rglob("*") if p.is_file()]
+    assert {p.suffix for p in assets} == {".html", ".css", ".js"}
+    for asset in assets:
+        text = asset.read_text(encoding="utf-8")
+        # no CDN, no web fonts: nothing that would reach beyond the server
+        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text), asset
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in text, f"{asset.name} uses {sink}"
 
 
 def test_agents_with_their_model_and_located_problems(folder: Path) -> None:

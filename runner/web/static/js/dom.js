@@ -1,5 +1,5 @@
 // Building the page's DOM. Text is always set with text nodes: nothing the model or a tool wrote
-// is ever parsed as HTML (there is no innerHTML anywhere in the page).
+// is ever parsed as HTML: the page never assigns markup (a test checks the assets for it).
 
 /** h("div", {class: "x", onclick: f}, "text", child, [more]) -> an element. */
 export function h(tag, attrs = {}, ...children) {
