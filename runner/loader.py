@@ -34,6 +34,7 @@ from runner.spec import (
 from runner.spec.agent import AgentCore
 from runner.spec.backend import backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
+from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
 from runner.spec_errors import problems_from_validation
 from runner.templating import TemplateProblem, render
 from runner.yamlsource import (
@@ -388,6 +389,8 @@ class _Loader:
                 server.cwd = str(_host_path(server.cwd, base)) if server.cwd else str(base)
                 if server.command and ("/" in server.command) and not os.path.isabs(server.command):
                     server.command = str(_host_path(server.command, base))
+            elif isinstance(tool, OpenApiTool):
+                self._read_openapi(tool.openapi, smap, (*tool_at, "openapi"))
         for index, mw in enumerate(core.middleware):
             mw.import_ = self._import_ref(mw.import_, smap, (*where, "middleware", index, "import"))
         for key in ("memory", "skills"):
@@ -411,6 +414,42 @@ class _Loader:
         if core.prompt is not None:
             key = "system_prompt" if smap.exists((*where, "system_prompt")) else "prompt"
             core.prompt = self._render(core.prompt, (*where, key), smap, variables)
+
+    def _read_openapi(self, entry: OpenApiSpec, smap: SourceMap, at: KeyPath) -> None:
+        """Read the entry's OpenAPI document and keep the operations it lists; a missing file,
+        an invalid document and an unknown `operationId` are problems located in the spec."""
+        from runner.openapi import read_document
+        from runner.spec_errors import did_you_mean
+
+        file = _host_path(entry.spec, _base_dir(smap, (*at, "spec")))
+        entry.spec = str(file)
+        shown = display_path(file)
+        document = read_document(file, shown)
+        if document.problems:
+            for problem in document.problems:
+                if problem.line == 0:  # the file itself: located at the key naming it
+                    self.problems.append(smap.problem((*at, "spec"), f"{problem.message}: {shown}"))
+                else:
+                    self.problems.append(problem)
+            return
+        known = sorted(document.operations)
+        for index, op_id in enumerate(entry.operations):
+            operation = document.operations.get(op_id)
+            if operation is None:
+                hint = did_you_mean(op_id, known)
+                fix = f"did you mean {hint!r}?" if hint else f"its operations: {', '.join(known)}"
+                message = f"no operation {op_id!r} in {shown}; {fix}"
+                self.problems.append(smap.problem((*at, "operations", index), message))
+                continue
+            entry._operations[op_id] = operation
+        entry._servers = document.servers
+        if entry.base_url is None and not document.servers:
+            self.problems.append(
+                smap.problem(
+                    at,
+                    f"{shown} lists no `servers:`; set `base_url:` (e.g. https://api.example.com)",
+                )
+            )
 
     def _render(
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]

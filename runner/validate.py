@@ -262,9 +262,11 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
     `interrupt_on`, `execute` in `filesystem.tools` without a shell backend, a `fraction`
     threshold that a replay model cannot size, and the replay cassettes (see
     `runner.cassette_check`). The messages are the ones `run` prints."""
+    from runner.spec import ScriptTool
     from runner.static_tools import (
         execute_message,
         fraction_message,
+        script_message,
         static_agents,
         unknown_tool_message,
     )
@@ -286,6 +288,12 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
                     (*where, "filesystem", "tools", wanted.index("execute")), execute_message(kind)
                 )
             )
+        if not agent.executes and (agent.is_main or "tools" in core.model_fields_set):
+            kind = core.backend.kind if core.backend is not None else "state"
+            for index, entry in enumerate(core.tools):
+                if isinstance(entry, ScriptTool):
+                    at = (*where, "tools", index, "script")
+                    problems.append(agent.locate(at, script_message(kind)))
         settings = core.summarization
         model_id = agent.models[0][0] if agent.models else ""
         if settings.enabled and agent.context_window is None and model_id.startswith("replay:"):
