@@ -164,7 +164,7 @@ class _Reader:
             target = self.lookup(ref, (*at, "$ref"))
             if target is None:
                 return {}
-            return self.resolve(target, at, (*seen, ref))
+            return self.resolve(target, _ref_path(ref), (*seen, ref))  # problems: where written
         return {k: self.resolve(v, (*at, k), seen) for k, v in value.items()}
 
     def lookup(self, ref: str, at: tuple[str | int, ...]) -> Any:
@@ -172,8 +172,7 @@ class _Reader:
             self.problem(at, f"only local references (`#/...`) are supported, found {ref!r}")
             return None
         node: Any = self.value
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
+        for part in _ref_path(ref):
             if not isinstance(node, dict) or part not in node:
                 self.problem(at, f"{ref!r} points at nothing in this document")
                 return None
@@ -262,6 +261,11 @@ class _Reader:
                     made.params.append(Param(arg, "body", "body*"))
         made.schema = {"type": "object", "properties": properties, "required": required}
         return made
+
+
+def _ref_path(ref: str) -> tuple[str, ...]:
+    """The key path a local `$ref` (`#/components/schemas/Item`) points at."""
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/"))
 
 
 def _arg_name(name: str, taken: dict[str, Any]) -> str:

@@ -34,10 +34,14 @@ from langchain.agents.middleware import (
     ModelRequest,
     ModelResponse,
 )
+from langchain.agents.middleware import human_in_the_loop as _hitl
 from langchain_core.messages import AIMessage, ToolMessage
 
 from runner.events import DENIED_KEY
 from runner.spec import PermissionRule
+
+_EDITED_CALLS: str | None = getattr(_hitl, "_EDITED_TOOL_CALLS_KEY", None)
+"""The state key under which LangChain's approvals keep the calls a person edited."""
 
 __all__ = ["DENIED_KEY", "LabelledRule", "PermissionsMiddleware", "rule_matches"]
 
@@ -146,13 +150,27 @@ class PermissionsMiddleware(AgentMiddleware):
 
     # ----------------------------------------------------------------------- tool calls
 
+    def _denied_call(self, request: Any) -> tuple[Mapping[str, Any], LabelledRule] | None:
+        """The call about to run, as a person may have edited it at an approval (LangChain's
+        approvals middleware keeps edits in the state and applies them inside this hook), with
+        the rule that denies it."""
+        if not self.deny:
+            return None
+        call = request.tool_call
+        edits = (request.state or {}).get(_EDITED_CALLS) if _EDITED_CALLS else None
+        edited = (edits or {}).get(call.get("id")) if isinstance(edits, dict) else None
+        if isinstance(edited, Mapping):
+            call = {**call, "name": edited.get("name"), "args": edited.get("args") or {}}
+        found = self.denied_by(call)
+        return (call, found) if found is not None else None
+
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        found = self.denied_by(request.tool_call) if self.deny else None
-        return self.refusal(request.tool_call, found) if found else handler(request)
+        denied = self._denied_call(request)
+        return self.refusal(*denied) if denied else handler(request)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        found = self.denied_by(request.tool_call) if self.deny else None
-        return self.refusal(request.tool_call, found) if found else await handler(request)
+        denied = self._denied_call(request)
+        return self.refusal(*denied) if denied else await handler(request)
 
 
 def permissions_middleware(
