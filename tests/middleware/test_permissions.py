@@ -220,3 +220,22 @@ def test_a_misspelt_rule_key_is_a_located_error(folder: Path) -> None:
     (problem,) = info.value.problems
     assert (problem.line, problem.path) == (4, "permissions.deny[0].arg")
     assert "did you mean 'args'?" in problem.message
+
+
+def test_a_rule_naming_no_tool_is_a_located_validate_error(folder: Path) -> None:
+    from runner.validate import validate_file
+
+    path = spec_file(
+        folder,
+        tools=["./tools.py:shout"],
+        permissions={"deny": [{"tool": "shuot"}], "allow": [{"tool": "http_*"}]},
+    )
+    problems = [(p.line, p.path, p.message) for p in validate_file(path)]
+    assert problems == [
+        (
+            8,
+            "permissions.deny[0].tool",
+            "no tool named 'shuot' in agent 't'; did you mean 'shout'?",
+        ),
+        (10, "permissions.allow[0].tool", "'http_*' matches no tool of agent 't' or its subagents"),
+    ]
