@@ -239,3 +239,23 @@ def test_a_rule_naming_no_tool_is_a_located_validate_error(folder: Path) -> None
         ),
         (10, "permissions.allow[0].tool", "'http_*' matches no tool of agent 't' or its subagents"),
     ]
+
+
+def test_inspect_lists_the_rules_in_force(folder: Path) -> None:
+    from runner.inspection import describe
+
+    path = spec_file(
+        folder,
+        model="openai:gpt-4.1",
+        tools=["./tools.py:shout"],
+        permissions={"deny": [DENY], "allow": [{"tool": "shout"}]},
+        subagents=[{"name": "helper", "description": "Helps"}],
+    )
+    info = describe(path)
+    assert info["permissions"] == {
+        "deny": ["permissions.deny[0]: tool: shout, text: rm * | *secret*"],
+        "allow": ["permissions.allow[0]: tool: shout"],
+    }
+    done = run_cli("inspect", "agent.yaml", cwd=folder)
+    assert "deny        permissions.deny[0]: tool: shout, text: rm * | *secret*" in done.stdout
+    assert "allow       permissions.allow[0]: tool: shout" in done.stdout

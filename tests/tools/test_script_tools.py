@@ -7,6 +7,7 @@ and a NUL. Each must arrive at the program as the exact text given, or be refuse
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,16 @@ def test_placeholder_mistakes_are_spec_errors(tmp_path: Path, command: str, mess
         runner.load_spec(path)
     (problem,) = info.value.problems
     assert problem.path == "tools[0].script" and message in problem.message
+
+
+def test_inspect_shows_the_command_and_masks_env_values(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    path = write_agent(tmp_path, ECHO)
+    done = run_cli("inspect", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "echo_args" in done.stdout
+    assert 'runs ["python3", "-c", "import sys; print(repr(sys.argv[1:]))", "{text}"' in done.stdout
+    done = run_cli("inspect", str(path), "--json", cwd=tmp_path)
+    (tool,) = [t for t in json.loads(done.stdout)["tool_details"] if t["name"] == "echo_args"]
+    assert (tool["env"], tool["timeout"]) == ({"GREETING": "***"}, 120)
