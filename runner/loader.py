@@ -416,40 +416,12 @@ class _Loader:
             core.prompt = self._render(core.prompt, (*where, key), smap, variables)
 
     def _read_openapi(self, entry: OpenApiSpec, smap: SourceMap, at: KeyPath) -> None:
-        """Read the entry's OpenAPI document and keep the operations it lists; a missing file,
-        an invalid document and an unknown `operationId` are problems located in the spec."""
-        from runner.openapi import read_document
-        from runner.spec_errors import did_you_mean
+        """Read the entry's OpenAPI document (relative to the file naming it) and keep the
+        operations it lists; its problems are located (see `runner.openapi.read_operations`)."""
+        from runner.openapi import read_operations
 
-        file = _host_path(entry.spec, _base_dir(smap, (*at, "spec")))
-        entry.spec = str(file)
-        shown = display_path(file)
-        document = read_document(file, shown)
-        if document.problems:
-            for problem in document.problems:
-                if problem.line == 0:  # the file itself: located at the key naming it
-                    self.problems.append(smap.problem((*at, "spec"), f"{problem.message}: {shown}"))
-                else:
-                    self.problems.append(problem)
-            return
-        known = sorted(document.operations)
-        for index, op_id in enumerate(entry.operations):
-            operation = document.operations.get(op_id)
-            if operation is None:
-                hint = did_you_mean(op_id, known)
-                fix = f"did you mean {hint!r}?" if hint else f"its operations: {', '.join(known)}"
-                message = f"no operation {op_id!r} in {shown}; {fix}"
-                self.problems.append(smap.problem((*at, "operations", index), message))
-                continue
-            entry._operations[op_id] = operation
-        entry._servers = document.servers
-        if entry.base_url is None and not document.servers:
-            self.problems.append(
-                smap.problem(
-                    at,
-                    f"{shown} lists no `servers:`; set `base_url:` (e.g. https://api.example.com)",
-                )
-            )
+        entry.spec = str(_host_path(entry.spec, _base_dir(smap, (*at, "spec"))))
+        self.problems += read_operations(entry, lambda path, m: smap.problem((*at, *path), m))
 
     def _render(
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]

@@ -16,14 +16,18 @@ mapped back when calling.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import Problem
 from runner.yamlsource import SourceMap, read_source, read_yaml
 
-__all__ = ["ApiDocument", "Operation", "Param", "read_document"]
+if TYPE_CHECKING:
+    from runner.spec import OpenApiSpec
+
+__all__ = ["ApiDocument", "Operation", "Param", "read_document", "read_operations"]
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _ARG_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -92,6 +96,42 @@ def read_document(path: Path, shown: str) -> ApiDocument:
     smap = SourceMap(doc.pos)
     _Reader(doc.value, smap, found).read()
     return found
+
+
+def read_operations(
+    entry: OpenApiSpec, locate: Callable[[tuple[str | int, ...], str], Problem]
+) -> list[Problem]:
+    """Read the document of an `openapi:` entry (`entry.spec`, an absolute path) and keep the
+    operations it lists on the entry. The problems: a missing file (located by `locate` at the
+    entry's `spec` key), an invalid document (located in the document), an unknown
+    `operationId` (at its place in `operations`), no server and no `base_url`."""
+    from runner.loader import display_path
+    from runner.spec_errors import did_you_mean
+
+    shown = display_path(entry.spec)
+    document = read_document(Path(entry.spec), shown)
+    if document.problems:
+        return [
+            locate(("spec",), f"{p.message}: {shown}") if p.line == 0 else p
+            for p in document.problems
+        ]
+    problems: list[Problem] = []
+    known = sorted(document.operations)
+    for index, op_id in enumerate(entry.operations):
+        operation = document.operations.get(op_id)
+        if operation is None:
+            hint = did_you_mean(op_id, known)
+            fix = f"did you mean {hint!r}?" if hint else f"its operations: {', '.join(known)}"
+            problems.append(
+                locate(("operations", index), f"no operation {op_id!r} in {shown}; {fix}")
+            )
+            continue
+        entry._operations[op_id] = operation
+    entry._servers = document.servers
+    if entry.base_url is None and not document.servers:
+        message = f"{shown} lists no `servers:`; set `base_url:` (e.g. https://api.example.com)"
+        problems.append(locate((), message))
+    return problems
 
 
 class _Reader:

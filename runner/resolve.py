@@ -352,6 +352,17 @@ class Resolver:
             if isinstance(entry, HttpTool | OpenApiTool):
                 from runner.tools.http import tools_from_http
 
+                if isinstance(entry, OpenApiTool) and not entry.openapi._operations:
+                    # a spec built in Python, not loaded from a file: read its document now
+                    from runner.openapi import read_operations
+
+                    def locate_api(path: KeyPath, message: str, at: KeyPath = at) -> Problem:
+                        return locator((*at, "openapi", *path), message)
+
+                    if problems := read_operations(entry.openapi, locate_api):
+                        from runner.errors import SpecError
+
+                        raise SpecError(problems)
                 tools.extend(tools_from_http(entry))
             elif isinstance(entry, ScriptTool):
                 from runner.tools.script import script_tool

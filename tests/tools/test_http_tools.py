@@ -326,3 +326,44 @@ def test_cassette_calls_are_checked_against_the_operations_arguments(tmp_path: P
         "getItem has no argument 'id'; its arguments: X-Trace, filter_tag_, item_id, verbose",
         "getItem needs the argument 'item_id'",
     ]
+
+
+def test_a_spec_built_in_python_reads_its_document_when_resolved(
+    tmp_path: Path, server: str
+) -> None:
+    (tmp_path / "api.yaml").write_text(API)
+    entry = {"spec": str(tmp_path / "api.yaml"), "operations": ["getItem"], "base_url": server}
+    spec = runner.AgentSpec.model_validate({"name": "py", "tools": [{"openapi": entry}]})
+    model = ScriptedChatModel(script=[ai("", ("getItem", {"item_id": "7"})), ai("done")])
+    result = runner.build_agent(spec, model=model).invoke(
+        {"messages": [{"role": "user", "content": "go"}]}
+    )
+    (message,) = [m for m in result["messages"] if m.type == "tool"]
+    assert json.loads(message.content)["path"] == "/items/7"
+    entry["operations"] = ["getItems"]
+    spec = runner.AgentSpec.model_validate({"name": "py", "tools": [{"openapi": entry}]})
+    with pytest.raises(runner.SpecError, match="no operation 'getItems' .*did you mean 'getItem'"):
+        runner.build_agent(spec, model=model)
+
+
+@pytest.mark.parametrize(
+    ("http", "message"),
+    [
+        ({"url": "http://x/{id}"}, "url: {id} names no argument; declare it under `args:`"),
+        ({"url": "http://x/{id", "args": {"id": {}}}, "url: a lone '{' in 'http://x/{id'"),
+        ({"url": "http://x", "body": ["text"]}, "body: 'text' names no argument under `args:`"),
+        ({"url": "http://x", "method": "FETCH"}, "found text 'FETCH'; did you mean 'PATCH'?"),
+    ],
+)
+def test_http_tool_mistakes_are_located_spec_errors(
+    tmp_path: Path, http: dict[str, Any], message: str
+) -> None:
+    import yaml
+
+    path = tmp_path / "agent.yaml"
+    entry = {"name": "get_thing", "description": "Get a thing", **http}
+    path.write_text(yaml.safe_dump({"name": "t", "tools": [{"http": entry}]}))
+    with pytest.raises(runner.SpecError) as info:
+        runner.load_spec(path)
+    (problem,) = info.value.problems
+    assert problem.path.startswith("tools[0].http") and message in problem.message
