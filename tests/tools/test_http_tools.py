@@ -342,7 +342,7 @@ def test_a_spec_built_in_python_reads_its_document_when_resolved(
     assert json.loads(message.content)["path"] == "/items/7"
     entry["operations"] = ["getItems"]
     spec = runner.AgentSpec.model_validate({"name": "py", "tools": [{"openapi": entry}]})
-    with pytest.raises(runner.SpecError, match="no operation 'getItems' .*did you mean 'getItem'"):
+    with pytest.raises(runner.SpecError, match=r"no operation 'getItems' .*did you mean 'getItem'"):
         runner.build_agent(spec, model=model)
 
 
