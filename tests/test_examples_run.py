@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,25 +248,6 @@ def agents(tmp_path: Path) -> Path:
     if (ROOT / "skills").is_dir():  # the researcher's `skills: [../skills]`
         shutil.copytree(ROOT / "skills", tmp_path / "skills")
     return copy
-
-
-@pytest.fixture
-def tracker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The example issue tracker on a free port of 127.0.0.1, named by ISSUES_API."""
-    import importlib.util
-
-    found = importlib.util.spec_from_file_location(
-        "issues_api_server", AGENTS / "issues_api" / "server.py"
-    )
-    assert found is not None and found.loader is not None
-    server = importlib.util.module_from_spec(found)
-    found.loader.exec_module(server)
-    running = server.serve(0, token="demo-token")
-    monkeypatch.setenv("ISSUES_API", running.url)
-    monkeypatch.delenv("ISSUES_TOKEN", raising=False)
-    yield running.url
-    running.shutdown()
-    running.server_close()
 
 
 def prepare(name: str, agents: Path) -> None:
