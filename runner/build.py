@@ -116,6 +116,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("filesystem"),
         h.get("large_inputs"),
         h.get("subagents"),
+        h.get("permissions"),
         h.get("replies"),
         h.get("summarization"),
         *_limits(agent),

@@ -212,6 +212,9 @@ def _check_call(
         return [
             document.problem((*at, "name"), unknown_tool_message(name, agent.name, agent.tools))
         ]
+    schema = agent.declared_args.get(name)
+    if schema is not None:
+        return _check_declared(document, name, args, schema, at)
     model = BUILTIN_TOOL_ARGS.get(name)
     if model is None:
         return []  # the spec's own tool: its schema is known when it is imported
@@ -247,4 +250,31 @@ def _check_call(
                 f"its subagents: {', '.join(agent.subagents)}"
             )
             problems.append(document.problem((*at, "args", "subagent_type"), message))
+    return problems
+
+
+def _check_declared(
+    document: CassetteDocument,
+    name: str,
+    args: dict[str, Any],
+    schema: dict[str, Any],
+    at: tuple[str | int, ...],
+) -> list[Problem]:
+    """A call of an `http:`, `script:` or `openapi:` tool: its required arguments given, and
+    no argument the tool does not have (values are checked when the tool is called)."""
+    allowed = sorted(schema.get("properties") or {})
+    problems = [
+        document.problem((*at, "args"), f"{name} needs the argument {arg!r}")
+        for arg in schema.get("required") or ()
+        if arg not in args
+    ]
+    for arg in args:
+        if arg not in allowed:
+            hint = did_you_mean(arg, allowed)
+            fix = f"did you mean {hint!r}?" if hint else f"its arguments: {', '.join(allowed)}"
+            problems.append(
+                document.problem(
+                    (*at, "args", arg), f"{name} has no argument {arg!r}; {fix}", at_key=True
+                )
+            )
     return problems

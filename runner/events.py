@@ -16,6 +16,11 @@ SUMMARY_TAG = "agentctl:summary"
 event stream and the cassette recorder leave them out."""
 
 
+DENIED_KEY = "agentctl_denied"
+"""The `response_metadata` key of the ToolMessage that answers a denied call (`{rule, tool,
+args}`, see `runner.middleware.permissions`): the run reports a `Denied` event from it."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunEvent:
     type: ClassVar[str] = "event"
@@ -65,6 +70,19 @@ class ToolResult(RunEvent):
     id: str
     content: str
     status: str = "success"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Denied(RunEvent):
+    """A `permissions.deny` rule refused a tool call: it did not run, and the model got the
+    error that the `tool_result` event after this one carries. `rule` is where the rule is
+    written (`permissions.deny[0]`; a subagent's own rules add `of 'name'`)."""
+
+    type: ClassVar[str] = "denied"
+    name: str
+    id: str
+    args: dict[str, Any]
+    rule: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +192,7 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
     TextDelta,
     ToolCall,
     ToolResult,
+    Denied,
     TodosUpdate,
     Interrupt,
     ModelCall,
@@ -184,9 +203,11 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
 )
 
 __all__ = [
+    "DENIED_KEY",
     "EVENT_TYPES",
     "SUMMARY_TAG",
     "Action",
+    "Denied",
     "Error",
     "Final",
     "Interrupt",

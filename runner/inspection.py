@@ -31,8 +31,13 @@ def describe(
     resolved.harness["subagents"] = subagent_middleware(resolved, compile=False)
     chain = middleware_chain(resolved)
     tools = list(resolved.tools) + [t for m in chain for t in (getattr(m, "tools", None) or ())]
+    declared = declared_tool_details(resolved.spec)
     tool_details = [
-        {"name": getattr(t, "name", str(t)), "description": getattr(t, "description", "")}
+        {
+            "name": getattr(t, "name", str(t)),
+            "description": getattr(t, "description", ""),
+            **declared.get(getattr(t, "name", ""), {}),
+        }
         for t in tools
     ]
     backend = resolved.backend.describe() if resolved.backend is not None else "state"
@@ -65,5 +70,45 @@ def describe(
         ],
         "backend": backend,
         "approvals": sorted(k for k, v in resolved.interrupt_on.items() if v is not False),
+        "permissions": permission_details(resolved.harness.get("permissions")),
         "system_prompt": preview_prompt(resolved.prompt_sections),
+    }
+
+
+MASK = "***"
+
+
+def declared_tool_details(core: Any) -> dict[str, dict[str, Any]]:
+    """What `inspect` adds for the `http:`, `openapi:` and `script:` tools by name: the request
+    (method and URL) with header values masked, or the command with its timeout."""
+    from runner.spec import HttpTool, OpenApiTool, ScriptTool
+
+    found: dict[str, dict[str, Any]] = {}
+    for entry in core.tools:
+        if isinstance(entry, HttpTool | OpenApiTool):
+            from runner.tools.http import http_calls
+
+            for call in http_calls(entry):
+                found[call.name] = {
+                    "request": f"{call.method} {call.url}",
+                    "headers": {k: MASK for k in call.headers},
+                    "timeout": call.timeout,
+                }
+        elif isinstance(entry, ScriptTool):
+            script = entry.script
+            found[script.name] = {
+                "command": list(script.command),
+                "env": {k: MASK for k in script.env},
+                "timeout": script.timeout,
+            }
+    return found
+
+
+def permission_details(middleware: Any) -> dict[str, list[str]]:
+    """The deny and allow rules in force, each as `label: rule`."""
+    if middleware is None:
+        return {"deny": [], "allow": []}
+    return {
+        kind: [f"{r.label}: {r.rule.shown()}" for r in getattr(middleware, kind)]
+        for kind in ("deny", "allow")
     }

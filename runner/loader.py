@@ -34,6 +34,7 @@ from runner.spec import (
 from runner.spec.agent import AgentCore
 from runner.spec.backend import backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
+from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
 from runner.spec_errors import problems_from_validation
 from runner.templating import TemplateProblem, render
 from runner.yamlsource import (
@@ -388,6 +389,8 @@ class _Loader:
                 server.cwd = str(_host_path(server.cwd, base)) if server.cwd else str(base)
                 if server.command and ("/" in server.command) and not os.path.isabs(server.command):
                     server.command = str(_host_path(server.command, base))
+            elif isinstance(tool, OpenApiTool):
+                self._read_openapi(tool.openapi, smap, (*tool_at, "openapi"))
         for index, mw in enumerate(core.middleware):
             mw.import_ = self._import_ref(mw.import_, smap, (*where, "middleware", index, "import"))
         for key in ("memory", "skills"):
@@ -411,6 +414,14 @@ class _Loader:
         if core.prompt is not None:
             key = "system_prompt" if smap.exists((*where, "system_prompt")) else "prompt"
             core.prompt = self._render(core.prompt, (*where, key), smap, variables)
+
+    def _read_openapi(self, entry: OpenApiSpec, smap: SourceMap, at: KeyPath) -> None:
+        """Read the entry's OpenAPI document (relative to the file naming it) and keep the
+        operations it lists; its problems are located (see `runner.openapi.read_operations`)."""
+        from runner.openapi import read_operations
+
+        entry.spec = str(_host_path(entry.spec, _base_dir(smap, (*at, "spec"))))
+        self.problems += read_operations(entry, lambda path, m: smap.problem((*at, *path), m))
 
     def _render(
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]

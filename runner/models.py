@@ -382,7 +382,8 @@ def _warn_failed_tools(messages: list[BaseMessage], cassette: str) -> None:
         if (
             message.type == "tool"
             and getattr(message, "status", None) == "error"
-            and meta.get("lc_source") != "hitl_interrupt_decision"
+            and meta.get("lc_source") != "hitl_interrupt_decision"  # a person said no
+            and "agentctl_denied" not in (message.response_metadata or {})  # so did a rule
         ):
             text = message.content if isinstance(message.content, str) else str(message.content)
             failed.append((getattr(message, "name", None) or "a tool", text.strip()))

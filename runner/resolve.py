@@ -334,13 +334,46 @@ class Resolver:
 
     # ----------------------------------------------------------------------- tools
 
-    def tools_for(self, spec: AgentCore, where: KeyPath, locator: Locator) -> list[BaseTool]:
+    def tools_for(
+        self,
+        spec: AgentCore,
+        where: KeyPath,
+        locator: Locator,
+        *,
+        backend: BackendProvider | None = None,
+    ) -> list[BaseTool]:
+        """The spec's own tools (`tools:`); `script:` tools run on `backend`."""
+        from runner.spec import HttpTool, OpenApiTool, ScriptTool
         from runner.tools.imports import tools_from_import
 
         tools: list[BaseTool] = []
         for index, entry in enumerate(spec.tools):
             at = (*where, "tools", index)
-            if isinstance(entry, ImportTool):
+            if isinstance(entry, HttpTool | OpenApiTool):
+                from runner.tools.http import tools_from_http
+
+                if isinstance(entry, OpenApiTool) and not entry.openapi._operations:
+                    # a spec built in Python, not loaded from a file: read its document now
+                    from runner.openapi import read_operations
+
+                    def locate_api(path: KeyPath, message: str, at: KeyPath = at) -> Problem:
+                        return locator((*at, "openapi", *path), message)
+
+                    if problems := read_operations(entry.openapi, locate_api):
+                        from runner.errors import SpecError
+
+                        raise SpecError(problems)
+                tools.extend(tools_from_http(entry))
+            elif isinstance(entry, ScriptTool):
+                from runner.tools.script import script_tool
+
+                if backend is None or not backend.can_execute:
+                    from runner.static_tools import script_message
+
+                    kind = spec.backend.kind if spec.backend is not None else "state"
+                    raise BuildError.at(locator((*at, "script"), script_message(kind)))
+                tools.append(script_tool(entry.script, backend))
+            elif isinstance(entry, ImportTool):
 
                 def locate(message: str, at: KeyPath = at) -> Problem:
                     return locator((*at, "import"), message)
@@ -430,6 +463,7 @@ class Resolver:
         from runner.middleware.journal import ToolJournalMiddleware
         from runner.middleware.large_inputs import LargeInputsMiddleware
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
+        from runner.middleware.permissions import permissions_middleware
         from runner.middleware.replies import ReplyCheckMiddleware
         from runner.middleware.todos import TodosMiddleware
 
@@ -443,19 +477,26 @@ class Resolver:
             locator=locator,
             inherited=parent.model if parent else None,
         )
-        tools = (
-            self.tools_for(core, where, locator)
-            if parent is None or "tools" in fields
-            else list(parent.tools)
-        )
         interrupt_on = (
             dict(core.interrupt_on)
             if parent is None or "interrupt_on" in fields
             else dict(parent.interrupt_on)
         )
         todos = TodosMiddleware() if core.todos else None
+        permissions = permissions_middleware(
+            core.permissions,
+            agent=name,
+            is_main=is_main,
+            inherited=parent.harness.get("permissions") if parent else None,  # type: ignore[arg-type]
+            sets_own=is_main or "permissions" in fields,
+        )
         backend = self._backend(core, where, locator, parent)
         backend, memory, skills = self._memory_and_skills(core, backend, where, locator)
+        tools = (
+            self.tools_for(core, where, locator, backend=backend)
+            if parent is None or "tools" in fields
+            else list(parent.tools)  # script tools among them run on the parent's backend
+        )
         files = self._filesystem(core, backend, where, locator, images=model.images is True)
         sections: list[PromptSection] = []
         prompt = (
@@ -502,10 +543,13 @@ class Resolver:
                     if core.filesystem.evict_inputs_over_tokens
                     else None
                 ),
+                "permissions": permissions,
                 "replies": ReplyCheckMiddleware(),
                 "summarization": self._summarization(core, name, model, backend, where, locator),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
-                "approvals": approvals_middleware(interrupt_on),
+                "approvals": approvals_middleware(
+                    interrupt_on, allows=permissions.allows if permissions else None
+                ),
             },
             backend=backend,
             resources=self.resources,

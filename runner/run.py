@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from runner import threads_db
 from runner.errors import RunError, RunnerError
 from runner.events import (
+    DENIED_KEY,
     SUMMARY_TAG,
     Action,
+    Denied,
     Error,
     Final,
     Interrupt,
@@ -501,6 +503,16 @@ class EventTranslator:
                     if call_id in self.seen_results:
                         continue
                     self.seen_results.add(call_id)
+                    denied = (getattr(message, "response_metadata", None) or {}).get(DENIED_KEY)
+                    if isinstance(denied, dict):
+                        yield Denied(
+                            agent=agent,
+                            parent_id=parent,
+                            name=str(denied.get("tool") or message.name or ""),
+                            id=call_id,
+                            args=dict(denied.get("args") or {}),
+                            rule=str(denied.get("rule") or ""),
+                        )
                     yield ToolResult(
                         agent=agent,
                         parent_id=parent,

@@ -33,16 +33,19 @@ from runner.spec import (
     LocalShellBackendSpec,
     McpTool,
     ModelSpec,
+    OpenApiTool,
     RefSubagent,
 )
 from runner.spec.agent import AgentCore
 from runner.spec.checks import GENERAL_PURPOSE, subagent_name
+from runner.spec.declared_tools import HttpTool, ScriptTool
 
 __all__ = [
     "FILE_TOOLS",
     "StaticAgent",
     "execute_message",
     "fraction_message",
+    "script_message",
     "static_agents",
     "unknown_tool_message",
 ]
@@ -81,6 +84,8 @@ class StaticAgent:
     spec_tools: list[str] = field(default_factory=list)
     spec_tools_open: bool = False
     """The spec's own tools (`tools:`), which a subagent that sets none inherits."""
+    declared_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The JSON Schema of the arguments of each `http:`, `script:` and `openapi:` tool."""
     context_window: int | None = None
     """`model.context_window` as the spec sets it (its own, else inherited)."""
     answer_tool: str | None = None
@@ -96,6 +101,15 @@ def execute_message(kind: str) -> str:
     return (
         f"`execute` needs a backend that can run commands (kind: local_shell, or a "
         f"composite whose default is one); this agent's backend is {kind}"
+    )
+
+
+def script_message(kind: str) -> str:
+    """A `script:` tool on an agent whose backend cannot run commands (`run` says the same)."""
+    return (
+        "a script tool runs through the backend's `execute`, so it needs a backend that can run "
+        f"commands (kind: local_shell, or a composite whose default is one); this agent's "
+        f"backend is {kind}"
     )
 
 
@@ -149,6 +163,20 @@ def _answer_tool(schema: dict[str, Any] | None) -> str | None:
     return str(title) if title is not None else None
 
 
+def declared_args(core: AgentCore) -> dict[str, dict[str, Any]]:
+    """The argument schemas of the agent's own `http:`, `script:` and `openapi:` tools."""
+    found: dict[str, dict[str, Any]] = {}
+    for entry in core.tools:
+        if isinstance(entry, HttpTool):
+            found[entry.http.name] = entry.http.args_schema()
+        elif isinstance(entry, ScriptTool):
+            found[entry.script.name] = entry.script.args_schema()
+        elif isinstance(entry, OpenApiTool):
+            for op_id, operation in entry.openapi._operations.items():
+                found[op_id] = operation.schema
+    return found
+
+
 def _own_tools(core: AgentCore) -> tuple[list[str], bool]:
     names: list[str] = []
     open_ = bool(core.middleware)
@@ -168,6 +196,12 @@ def _own_tools(core: AgentCore) -> tuple[list[str], bool]:
             prefix = server.prefix
             start = f"{server.name}_" if prefix is True else (prefix or "")
             names += [f"{start}{tool}" for tool in server.include if tool not in server.exclude]
+        elif isinstance(entry, HttpTool):
+            names.append(entry.http.name)
+        elif isinstance(entry, ScriptTool):
+            names.append(entry.script.name)
+        elif isinstance(entry, OpenApiTool):
+            names += entry.openapi.operations
     return names, open_
 
 
@@ -183,8 +217,10 @@ def _walk(
     fields = core.model_fields_set
     if parent is None or "tools" in fields:
         own, own_open = _own_tools(core)
+        own_args = declared_args(core)
     else:
         own, own_open = parent.spec_tools, parent.spec_tools_open
+        own_args = parent.declared_args
     executes = _can_execute(core, parent)
     harness: list[str] = ["write_todos"] if core.todos else []
     wanted = (
@@ -217,6 +253,7 @@ def _walk(
         executes=executes,
         spec_tools=own,
         spec_tools_open=own_open,
+        declared_args=own_args,
         answer_tool=_answer_tool(core.response_format),
         context_window=(
             core.model.context_window

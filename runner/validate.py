@@ -259,12 +259,15 @@ def _replayed(spec: AgentSpec) -> set[Path]:
 
 def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]:
     """What `run` refuses before it starts, found without building: tool names in
-    `interrupt_on`, `execute` in `filesystem.tools` without a shell backend, a `fraction`
-    threshold that a replay model cannot size, and the replay cassettes (see
-    `runner.cassette_check`). The messages are the ones `run` prints."""
+    `interrupt_on`, `execute` in `filesystem.tools` or a `script:` tool without a shell
+    backend, a `fraction` threshold that a replay model cannot size, and the replay cassettes
+    (see `runner.cassette_check`). The messages are the ones `run` prints. Also a `permissions`
+    rule matching no tool, which `run` accepts (the rule never applies) and `validate` reports."""
+    from runner.spec import ScriptTool
     from runner.static_tools import (
         execute_message,
         fraction_message,
+        script_message,
         static_agents,
         unknown_tool_message,
     )
@@ -286,6 +289,14 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
                     (*where, "filesystem", "tools", wanted.index("execute")), execute_message(kind)
                 )
             )
+        if agent.is_main or "permissions" in core.model_fields_set:
+            problems += _permission_problems(agent, agents)
+        if not agent.executes and (agent.is_main or "tools" in core.model_fields_set):
+            kind = core.backend.kind if core.backend is not None else "state"
+            for index, entry in enumerate(core.tools):
+                if isinstance(entry, ScriptTool):
+                    at = (*where, "tools", index, "script")
+                    problems.append(agent.locate(at, script_message(kind)))
         settings = core.summarization
         model_id = agent.models[0][0] if agent.models else ""
         if settings.enabled and agent.context_window is None and model_id.startswith("replay:"):
@@ -307,6 +318,31 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
     from runner.cassette_check import replay_problems
 
     return problems + replay_problems(spec)
+
+
+def _permission_problems(agent: Any, agents: list[Any]) -> list[Problem]:
+    """A `permissions` rule whose tool pattern matches no tool of the agent or of any agent
+    under it (subagents inherit deny rules): a typo, reported as `interrupt_on` names are.
+    Skipped when some agent's tools are only known after a build."""
+    from fnmatch import fnmatchcase
+
+    from runner.static_tools import unknown_tool_message
+
+    if any(a.open for a in agents):
+        return []
+    tools = sorted({tool for a in agents for tool in a.tools})
+    found: list[Problem] = []
+    for kind in ("deny", "allow"):
+        for index, rule in enumerate(getattr(agent.core.permissions, kind)):
+            if any(fnmatchcase(tool, rule.tool) for tool in tools):
+                continue
+            at = (*agent.where, "permissions", kind, index, "tool")
+            if any(c in rule.tool for c in "*?["):
+                message = f"{rule.tool!r} matches no tool of agent {agent.name!r} or its subagents"
+                found.append(agent.locate(at, message))
+            else:
+                found.append(agent.locate(at, unknown_tool_message(rule.tool, agent.name, tools)))
+    return found
 
 
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:

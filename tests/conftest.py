@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,22 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture
+def tracker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The example issue tracker on a free port of 127.0.0.1, named by ISSUES_API."""
+    import importlib.util
+
+    found = importlib.util.spec_from_file_location(
+        "issues_api_server", AGENTS / "issues_api" / "server.py"
+    )
+    assert found is not None and found.loader is not None
+    server = importlib.util.module_from_spec(found)
+    found.loader.exec_module(server)
+    running = server.serve(0, token="demo-token")
+    monkeypatch.setenv("ISSUES_API", running.url)
+    monkeypatch.delenv("ISSUES_TOKEN", raising=False)
+    yield running.url
+    running.shutdown()
+    running.server_close()

@@ -80,6 +80,7 @@ class Example:
     check: Callable[[Path, Outcome], None]
     cassette: str = ""  # default: <name>.cassette.yaml
     final: int = -1  # which reply of the cassette ends the turn (the showcase keeps one more)
+    tracker: bool = False  # needs the example issue tracker (agents/issues_api/server.py)
 
 
 def last_reply(cassette: Path, agent: str, index: int = -1) -> str:
@@ -164,6 +165,28 @@ def check_showcase(agents: Path, out: Outcome) -> None:
     assert ("write_file", "Updated file /RELEASE_NOTES.md") in out.results
 
 
+def check_issues(agents: Path, out: Outcome) -> None:
+    assert out.approved == ["createIssue"]
+    names = [name for name, _ in out.results]
+    assert names == ["tracker_status", "listIssues", "getIssue", "createIssue"]
+    issue = json.loads(out.results[2][1])
+    assert issue["title"] == "Crash when the config file is empty"
+    created = json.loads(out.results[3][1])
+    assert (created["number"], created["state"]) == (3, "open")
+
+
+def check_maintainer(agents: Path, out: Outcome) -> None:
+    assert out.approved == []  # `ls` is allowed, `rm` denied: nobody is asked
+    hostile = out.results[1]
+    assert hostile[0] == "count_words"
+    assert hostile[1].startswith("wc: 'notes.txt; rm -rf / $(touch pwned) `touch pwned`': No such")
+    assert out.results[2] == ("count_words", "7 notes.txt\n[Command succeeded with exit code 0]")
+    denied = next(text for name, text in out.results if text.startswith("Error: this call"))
+    assert "denied by permissions.deny[0]" in denied
+    workspace = agents / "workspace" / "maintainer"
+    assert sorted(p.name for p in workspace.iterdir()) == ["notes.txt"]
+
+
 EXAMPLES: dict[str, list[Example]] = {
     "coder": [Example("How many words are in the sample text?", check_coder)],
     "notes": [
@@ -176,6 +199,14 @@ EXAMPLES: dict[str, list[Example]] = {
     "writer": [Example("Tighten the docs.", check_writer)],
     "showcase": [Example("Write the release notes for agentctl 0.1.0", check_showcase, final=-2)],
     "researcher": [Example("Compare SQLite and DuckDB.", check_researcher)],
+    "issues": [
+        Example(
+            "agentctl crashes on an empty agent.yaml, and validate is slow on big folders.",
+            check_issues,
+            tracker=True,
+        )
+    ],
+    "maintainer": [Example("Measure the notes and clear out old files.", check_maintainer)],
     "librarian": [
         Example("File my note on The Dispossessed by Le Guin.", check_librarian_files),
         Example(
@@ -248,9 +279,13 @@ def cli_outcome(lines: list[dict[str, Any]], main: str) -> Outcome:
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_agentctl_run_replays_the_example(name: str, agents: Path, tmp_path: Path) -> None:
+def test_agentctl_run_replays_the_example(
+    name: str, agents: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     prepare(name, agents)
     env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if any(example.tracker for example in EXAMPLES[name]):
+        env["ISSUES_API"] = request.getfixturevalue("tracker")
     for example in EXAMPLES[name]:
         cassette = cassette_of(name, example)
         done = run_cli(
@@ -294,8 +329,12 @@ def results_of(messages: list[BaseMessage]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("name", [*EXAMPLES, "docs"])
-def test_build_agent_invoke_replays_the_example(name: str, agents: Path) -> None:
+def test_build_agent_invoke_replays_the_example(
+    name: str, agents: Path, request: pytest.FixtureRequest
+) -> None:
     prepare(name, agents)
+    if any(example.tracker for example in EXAMPLES.get(name, ())):
+        request.getfixturevalue("tracker")
     store = InMemoryStore()  # shared by the librarian's two threads
     examples = EXAMPLES.get(name) or [Example("Which databases are embedded?", lambda a, o: None)]
     for index, example in enumerate(examples):

@@ -38,7 +38,7 @@ def test_it_needs_the_endpoint_and_known_examples(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no example named nobody" in unknown.stdout
     dry = live("--dry-run", "--out", str(tmp_path / "out"), env=env)
     assert dry.returncode == 0, dry.stderr
-    assert "7 examples against openai:m at http://127.0.0.1:9/v1" in dry.stdout
+    assert "9 examples against openai:m at http://127.0.0.1:9/v1" in dry.stdout
     assert "  librarian: 'What did I think of The Dispossessed?' -> librarian.lookup" in dry.stdout
     assert not (tmp_path / "out").exists()
 

@@ -140,3 +140,19 @@ def _types(prop: dict[str, Any], root: dict[str, Any]) -> Any:
         _types(items, root) if isinstance(items, dict) else None,
         sorted(prop.get("properties", {})),
     )
+
+
+@pytest.mark.parametrize("name", ["issues.yaml", "maintainer.yaml"])
+def test_declared_tool_arguments_are_the_schemas_the_model_sees(name: str) -> None:
+    """`http:`, `script:` and `openapi:` tools: what cassette calls are checked against."""
+    spec = runner.load_spec(AGENTS / name)
+    (agent, *_) = static_agents(spec)
+    resolved = Resolver(with_models=False).resolve(spec)
+    resolved.close()
+    tools = {t.name: t for t in resolved.tools}
+    assert agent.declared_args and set(agent.declared_args) <= set(tools)
+    for tool_name, ours in agent.declared_args.items():
+        schema = tools[tool_name].tool_call_schema
+        live = schema if isinstance(schema, dict) else schema.model_json_schema()
+        assert sorted(ours["properties"]) == sorted(live["properties"]), tool_name
+        assert sorted(ours["required"]) == sorted(live.get("required", [])), tool_name

@@ -18,7 +18,7 @@ outcomes, and run by a sync or an async driver, so the routing rules are written
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
@@ -42,6 +42,7 @@ from runner.backends.protocol import (
     ReadResult,
     SandboxBackend,
     WriteResult,
+    argv_runner,
     can_execute,
 )
 from runner.backends.text import check_grep_pattern
@@ -346,3 +347,19 @@ class CompositeBackend:
 
     async def aexecute(self, command: str, timeout: float | None = None) -> ExecuteResult:
         return await self._sandbox().aexecute(command, timeout)
+
+    def execute_argv(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecuteResult:
+        return argv_runner(self._sandbox()).execute_argv(argv, timeout, env)
+
+    async def aexecute_argv(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecuteResult:
+        return await argv_runner(self._sandbox()).aexecute_argv(argv, timeout, env)

@@ -222,27 +222,36 @@ class LocalShellBackend(FilesystemBackend):
 
     def command_line(self, command: str) -> list[str]:
         """The program and arguments that run `command`: the shell, inside the sandbox if any."""
-        shell = [SHELL, "-c", command]
+        return self.argv_line([SHELL, "-c", command])
+
+    def argv_line(self, argv: Sequence[str]) -> list[str]:
+        """The program and arguments that run `argv` as it is (no shell reads it), inside the
+        sandbox if any: bubblewrap gets it after `--`, so it too takes no element as an option."""
+        if not argv or not argv[0]:
+            raise BackendError("no program to run: the command is empty")
+        if any("\0" in arg for arg in argv):
+            raise BackendError("a command argument contains a NUL character")
         if self.sandbox == "none":
-            return shell
+            return list(argv)
         bwrap = find_bubblewrap()
         if bwrap is None:  # it was there when the backend was made
             raise BackendError("the sandbox program `bwrap` is gone from PATH; cannot run commands")
         return bubblewrap_command(
             bwrap,
-            shell,
+            argv,
             root=self.root,
             network=self.network,
             read_only_paths=self.read_only_paths,
             writable_paths=self.writable_paths,
         )
 
-    def _process_options(self, output: int) -> dict[str, Any]:
-        """How every command starts: in the root, clean environment, its own session (so its
-        process group can be killed), stdin closed, stdout and stderr both into `output`."""
+    def _process_options(self, output: int, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """How every command starts: in the root, clean environment (plus `env`), its own
+        session (so its process group can be killed), stdin closed, stdout and stderr both into
+        `output`."""
         return {
             "cwd": self.root,
-            "env": self.environment(),
+            "env": {**self.environment(), **(env or {})},
             "stdin": subprocess.DEVNULL,
             "stdout": output,
             "stderr": output,
@@ -257,13 +266,36 @@ class LocalShellBackend(FilesystemBackend):
         return min(float(timeout), self.max_timeout)
 
     def execute(self, command: str, timeout: float | None = None) -> ExecuteResult:
-        limit = self._limit(timeout)
-        argv = self.command_line(command)
+        return self._run(self.command_line(command), self._limit(timeout), None)
+
+    async def aexecute(self, command: str, timeout: float | None = None) -> ExecuteResult:
+        return await self._arun(self.command_line(command), self._limit(timeout), None)
+
+    def execute_argv(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecuteResult:
+        """`execute` for an argument list: `argv[0]` runs with exactly these arguments (no shell
+        splits, expands or reads them), with `env` added to the command's environment. The
+        same sandbox, timeout, output cap and clean-up as `execute`."""
+        return self._run(self.argv_line(argv), self._limit(timeout), env)
+
+    async def aexecute_argv(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecuteResult:
+        return await self._arun(self.argv_line(argv), self._limit(timeout), env)
+
+    def _run(self, argv: list[str], limit: float, env: Mapping[str, str] | None) -> ExecuteResult:
         output = _Output(self.max_output_bytes)
         read_end, write_end = os.pipe()
         try:
             try:
-                process = subprocess.Popen(argv, **self._process_options(write_end))
+                process = subprocess.Popen(argv, **self._process_options(write_end, env))
             finally:
                 os.close(write_end)
             deadline = time.monotonic() + limit
@@ -279,16 +311,16 @@ class LocalShellBackend(FilesystemBackend):
             os.close(read_end)
         return output.result(process.returncode, None if exited else limit)
 
-    async def aexecute(self, command: str, timeout: float | None = None) -> ExecuteResult:
-        limit = self._limit(timeout)
-        argv = self.command_line(command)
+    async def _arun(
+        self, argv: list[str], limit: float, env: Mapping[str, str] | None
+    ) -> ExecuteResult:
         output = _Output(self.max_output_bytes)
         loop = asyncio.get_running_loop()
         read_end, write_end = os.pipe()
         try:
             try:
                 process = await asyncio.create_subprocess_exec(
-                    *argv, **self._process_options(write_end)
+                    *argv, **self._process_options(write_end, env)
                 )
             finally:
                 os.close(write_end)

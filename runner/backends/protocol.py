@@ -17,10 +17,12 @@ the model, which reads it and tries again. Anything else raised by a backend is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NotRequired, Protocol, Self, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, Self, TypedDict, runtime_checkable
 
 __all__ = [
+    "ArgvRunner",
     "Backend",
     "BackendError",
     "EditResult",
@@ -32,6 +34,7 @@ __all__ = [
     "ReadResult",
     "SandboxBackend",
     "WriteResult",
+    "argv_runner",
     "can_execute",
     "quote_path",
     "too_large",
@@ -209,6 +212,35 @@ class SandboxBackend(Backend, Protocol):
     def execute(self, command: str, timeout: float | None = None) -> ExecuteResult: ...
 
     async def aexecute(self, command: str, timeout: float | None = None) -> ExecuteResult: ...
+
+
+@runtime_checkable
+class ArgvRunner(Protocol):
+    """A backend that runs an argument list as it is, no shell in between (what `script:` tools
+    need: a model's values stay single arguments, so nothing in them is shell syntax)."""
+
+    def execute_argv(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecuteResult: ...
+
+    async def aexecute_argv(
+        self,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecuteResult: ...
+
+
+def argv_runner(backend: Any) -> ArgvRunner:
+    """`backend` as an `ArgvRunner`, or a BackendError saying it cannot run commands so."""
+    if isinstance(backend, ArgvRunner):
+        return backend
+    raise BackendError(
+        "this backend cannot run a command as an argument list (script tools need `local_shell`)"
+    )
 
 
 def can_execute(backend: Backend) -> bool:

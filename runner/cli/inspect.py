@@ -86,11 +86,22 @@ def _text(info: dict[str, Any]) -> str:
     for tool in info["tool_details"]:
         first = (tool["description"] or "").strip().splitlines()
         lines.append(f"  {tool['name']:<{width}}  {first[0] if first else ''}")
+        if "request" in tool:
+            headers = ", ".join(f"{k}: {v}" for k, v in tool["headers"].items())
+            lines.append(
+                f"  {'':<{width}}  {tool['request']}" + (f"  ({headers})" if headers else "")
+            )
+        if "command" in tool:
+            lines.append(f"  {'':<{width}}  runs {json.dumps(tool['command'])}")
     if info["subagents"]:
         lines.append("subagents")
         for sub in info["subagents"]:
             lines.append(f"  {sub['name']}: {sub['description']}")
     if info["approvals"]:
         lines.append("approvals   " + ", ".join(info["approvals"]))
+    for kind in ("deny", "allow"):
+        rules = info.get("permissions", {}).get(kind) or []
+        for index, rule in enumerate(rules):
+            lines.append(f"{kind if index == 0 else '':<12}{rule}")
     lines.append(f"prompt      {len(info['system_prompt'])} characters (see --prompt)")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from runner.events import (
     Action,
+    Denied,
     Error,
     Final,
     Interrupt,
@@ -135,6 +136,8 @@ class PlainRenderer:
             self.at_line_start = event.text.endswith("\n")
         elif isinstance(event, ToolCall):
             self._line(f"▸ {event.name}({short_args(event.args)})", event.parent_id)
+        elif isinstance(event, Denied):
+            self._line(f"  ⊘ denied by {event.rule}", event.parent_id)
         elif isinstance(event, ToolResult):
             mark = "✗" if event.status == "error" else "✓"
             self._line(f"  {mark} {summarize_result(event.content)}", event.parent_id)

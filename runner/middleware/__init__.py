@@ -16,6 +16,9 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 | 4 | Filesystem            | file tools; evicts large results (the first tool wrapper inside the  |
 |   |                       | journal, so it sees the final result after retries)                  |
 | 5 | SubAgents             | the `task` tool                                                      |
+| - | Permissions           | `permissions:` deny rules answer a denied call as soon as the reply  |
+|   |                       | arrives (outside ReplyCheck: it sees checked calls), so approvals    |
+|   |                       | never ask about it; checked again just before a tool runs            |
 | - | ReplyCheck            | repairs the history before each model call and checks each reply     |
 |   |                       | (cut off, unreadable or id-less calls, empty): outer to everything   |
 |   |                       | that calls a model (summarizer, retries, fallbacks, the user's       |

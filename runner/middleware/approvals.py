@@ -67,10 +67,19 @@ def answered(tool_call: Any, messages: list[Any]) -> bool:
 class ApprovalsMiddleware(HumanInTheLoopMiddleware):
     """LangChain's middleware, with each action request naming the tool call it is about
     (`id`), so run events and answers can point at one call among several; a call that already
-    has its result (it will not run) is not put to a person."""
+    has its result (it will not run: a denied one, say) and a call a `permissions.allow` rule
+    lets through are not put to a person."""
+
+    def __init__(
+        self, *, interrupt_on: Any, allows: Callable[[Any], bool] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(interrupt_on=interrupt_on, **kwargs)
+        self.allows = allows
 
     def _should_interrupt(self, tool_call: Any, config: Any, state: Any, runtime: Any) -> bool:
         if answered(tool_call, state.get("messages") or []):
+            return False
+        if self.allows is not None and self.allows(tool_call):
             return False
         return bool(super()._should_interrupt(tool_call, config, state, runtime))
 
@@ -85,9 +94,12 @@ class ApprovalsMiddleware(HumanInTheLoopMiddleware):
 
 def approvals_middleware(
     interrupt_on: Mapping[str, bool | InterruptOn],
+    *,
+    allows: Callable[[Any], bool] | None = None,
 ) -> HumanInTheLoopMiddleware | None:
+    """The approvals of `interrupt_on`; `allows` says which calls skip theirs (permissions)."""
     config = hitl_config(interrupt_on)
-    return ApprovalsMiddleware(interrupt_on=config) if config else None
+    return ApprovalsMiddleware(interrupt_on=config, allows=allows) if config else None
 
 
 def approvals_section(interrupt_on: Mapping[str, bool | InterruptOn]) -> PromptSection | None:

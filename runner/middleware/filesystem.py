@@ -678,14 +678,7 @@ class FilesystemMiddleware(AgentMiddleware):
         return _tool("grep", description, grep, agrep)
 
     def _execute_tool(self, description: str) -> BaseTool:
-        def report(result: Any) -> str:
-            parts = [result.output.rstrip("\n")]
-            if result.exit_code is not None:
-                status = "succeeded" if result.exit_code == 0 else "failed"
-                parts.append(f"[Command {status} with exit code {result.exit_code}]")
-            if result.truncated:
-                parts.append("[Output was truncated due to size limits]")
-            return "\n".join(p for p in parts if p)
+        report = execution_report
 
         def execute(
             command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
@@ -769,6 +762,17 @@ class FilesystemMiddleware(AgentMiddleware):
         if request.tool_call["name"] in EXCLUDED_FROM_EVICTION:
             return result
         return await self._aevict(result, request)
+
+
+def execution_report(result: Any) -> str:
+    """What the model reads of a finished command: its output, exit code and truncation."""
+    parts = [result.output.rstrip("\n")]
+    if result.exit_code is not None:
+        status = "succeeded" if result.exit_code == 0 else "failed"
+        parts.append(f"[Command {status} with exit code {result.exit_code}]")
+    if result.truncated:
+        parts.append("[Output was truncated due to size limits]")
+    return "\n".join(p for p in parts if p)
 
 
 def _same_path(candidate: Any, path: str) -> bool:

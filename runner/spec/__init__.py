@@ -40,7 +40,17 @@ from runner.spec.backend import (
     StoreBackendSpec,
 )
 from runner.spec.base import SourcePath, import_ref_is_file
+from runner.spec.declared_tools import (
+    HttpTool,
+    HttpToolSpec,
+    OpenApiSpec,
+    OpenApiTool,
+    ScriptTool,
+    ScriptToolSpec,
+    ToolArg,
+)
 from runner.spec.model import KNOWN_PROVIDERS, FallbackModelSpec, ModelSpec
+from runner.spec.permissions import PermissionRule, PermissionsSpec
 from runner.spec.tools import ImportTool, McpServer, McpTool, MiddlewareRef
 
 SCHEMA_ID = "https://agentctl.dev/schemas/agent.schema.json"
@@ -105,6 +115,8 @@ __all__ = [
     "FilesystemBackendSpec",
     "FilesystemSpec",
     "GeneralPurposeAgentSpec",
+    "HttpTool",
+    "HttpToolSpec",
     "ImportSubagent",
     "ImportTool",
     "InlineSubagent",
@@ -115,17 +127,24 @@ __all__ = [
     "McpTool",
     "MiddlewareRef",
     "ModelSpec",
+    "OpenApiSpec",
+    "OpenApiTool",
+    "PermissionRule",
+    "PermissionsSpec",
     "PromptCachingSpec",
     "PromptFile",
     "RefSubagent",
     "RetriesSpec",
     "RetryPolicy",
+    "ScriptTool",
+    "ScriptToolSpec",
     "SourcePath",
     "StateBackendSpec",
     "StoreBackendSpec",
     "SubagentSpec",
     "SummarizationSpec",
     "Threshold",
+    "ToolArg",
     "import_ref_is_file",
     "json_schema",
     "json_schema_text",

@@ -38,6 +38,7 @@ from runner.spec.base import (
 )
 from runner.spec.json_schema import json_schema_problem
 from runner.spec.model import ModelInput
+from runner.spec.permissions import PermissionsSpec
 from runner.spec.tools import MiddlewareRef, ToolEntry
 
 FILESYSTEM_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute")
@@ -290,7 +291,8 @@ class AgentCore(SpecModel):
     model: ModelInput | None = None
     """`provider:model`, or `{id, params, fallbacks, context_window}`."""
     tools: list[ToolEntry] = Field(default_factory=list)
-    """Tools from Python (`import:`) and MCP servers (`mcp:`)."""
+    """Tools from Python (`import:`), MCP servers (`mcp:`), OpenAPI operations (`openapi:`), HTTP
+    endpoints (`http:`) and commands (`script:`)."""
     todos: bool = True
     """Give the agent `write_todos` for planning."""
     backend: BackendInput | None = None
@@ -302,6 +304,9 @@ class AgentCore(SpecModel):
     """Folders of `<skill>/SKILL.md` skills; later folders override earlier ones by name."""
     interrupt_on: InterruptOnMap = Field(default_factory=dict)
     """Tool name to `true` or `{allowed_decisions, description, when}`: pause for approval."""
+    permissions: PermissionsSpec = Field(default_factory=PermissionsSpec)
+    """`deny` and `allow` rules on tool calls (tool name and argument globs), checked before
+    approvals: a denied call never runs; an allowed one skips its approval."""
     summarization: Annotated[
         SummarizationSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | SummarizationSpec),

@@ -1,4 +1,5 @@
-"""The `tools:` and `middleware:` keys: Python code by import reference, and MCP servers.
+"""The `tools:` and `middleware:` keys: Python code by import reference, MCP servers, and the
+tools declared in YAML (`openapi:`, `http:`, `script:`, see `runner.spec.declared_tools`).
 
 A tools entry is `{import: ...}` or `{mcp: {...}}`; the string short form `- my_pkg.tools:search`
 means `- import: my_pkg.tools:search`. Importing code named in a YAML file runs that code, exactly
@@ -13,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from runner.spec.base import ENTRY_ERROR, ImportRef, Name, SpecModel, shorthand
+from runner.spec.declared_tools import HttpTool, OpenApiTool, ScriptTool
 
 
 class ImportTool(SpecModel):
@@ -104,33 +106,43 @@ class McpTool(SpecModel):
     """An MCP server whose tools the agent gets: stdio (`command`) or HTTP (`url`)."""
 
 
+_KINDS = {
+    "import": ImportTool,
+    "mcp": McpTool,
+    "openapi": OpenApiTool,
+    "http": HttpTool,
+    "script": ScriptTool,
+}
+"""A tool entry's kind by its key (the tag of the union below is `<key> tool`)."""
+
+
 def _tool_kind(value: Any) -> str | None:
     if isinstance(value, dict):
-        if "import" in value or "import_" in value:
+        if "import_" in value:
             return "import tool"
-        if "mcp" in value:
-            return "mcp tool"
-        return None
-    if isinstance(value, ImportTool):
-        return "import tool"
-    if isinstance(value, McpTool):
-        return "mcp tool"
-    return None
+        return next((f"{key} tool" for key in _KINDS if key in value), None)
+    return next((f"{key} tool" for key, cls in _KINDS.items() if isinstance(value, cls)), None)
 
 
-_tool_shorthand = shorthand(
-    "import", str, "an import reference or a mapping with `import:` or `mcp:`"
-)
+_ENTRY_KEYS = "`import:`, `mcp:`, `openapi:`, `http:` or `script:`"
+_tool_shorthand = shorthand("import", str, f"an import reference or a mapping with {_ENTRY_KEYS}")
 
 
 ToolEntry = Annotated[
-    Annotated[ImportTool, Tag("import tool")] | Annotated[McpTool, Tag("mcp tool")],
+    Annotated[ImportTool, Tag("import tool")]
+    | Annotated[McpTool, Tag("mcp tool")]
+    | Annotated[OpenApiTool, Tag("openapi tool")]
+    | Annotated[HttpTool, Tag("http tool")]
+    | Annotated[ScriptTool, Tag("script tool")],
     Discriminator(
         _tool_kind,
         custom_error_type=ENTRY_ERROR,
-        custom_error_message="a tool entry needs `import:` or `mcp:`",
+        custom_error_message=f"a tool entry needs {_ENTRY_KEYS}",
     ),
-    BeforeValidator(_tool_shorthand, json_schema_input_type=str | ImportTool | McpTool),
+    BeforeValidator(
+        _tool_shorthand,
+        json_schema_input_type=str | ImportTool | McpTool | OpenApiTool | HttpTool | ScriptTool,
+    ),
 ]
 
 

@@ -30,8 +30,13 @@ def test_every_example_agent_has_a_test_file() -> None:
 
 
 @pytest.mark.parametrize("path", TEST_FILES, ids=lambda p: p.name)
-def test_the_example_test_file_passes_offline(path: Path, tmp_path: Path) -> None:
+def test_the_example_test_file_passes_offline(
+    path: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     from runner.testing.suite import run_suite
+
+    if path.name == "issues.test.yaml":  # its tools call the example tracker
+        request.getfixturevalue("tracker")
 
     suite = run_suite([path], workdir=tmp_path)
     assert not suite.problems, suite.problems
