@@ -23,8 +23,10 @@ then name a removed one; LangGraph follows parent pointers only to replay a fork
 kept, above) and to rebuild `DeltaChannel` values, which agentctl's graphs do not use
 (`tests/test_retention.py` checks that), so nothing reads the missing parent.
 
-agentctl itself has no fork command and no `threads export`; the rules above keep what LangGraph
-forks made through the Python API need, and `threads show` reads only the latest checkpoint.
+`agentctl threads fork --at` starts a new thread from any checkpoint kept here (it copies that
+checkpoint into the new thread: nothing here needs to keep it for the fork); `threads export` and
+`threads show` read only the latest checkpoint and the ones where the thread waited. The rules
+above also keep what LangGraph forks made through the Python API need.
 
 `keep` is `DEFAULT_KEEP` (10) unless the database has its own setting (`agentctl threads
 keep-checkpoints N|all`, stored in `agentctl_settings`) or a run sets one (`agentctl run

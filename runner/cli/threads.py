@@ -1,19 +1,20 @@
-"""`agentctl threads`: the saved threads, one conversation, deleting one.
+"""`agentctl threads`: the saved threads: list, show, export, fork, search, delete, prune.
 
-Everything here reads the thread database (`runner.run.Home`): no spec is loaded and no agent is
-built, so a thread stays readable after its spec moved, and nothing (no MCP server) starts.
+Everything here reads the thread database (`runner.run.Home`, through `runner.thread_tools`): no
+spec is loaded and no agent is built, so a thread stays readable after its spec moved, and
+nothing (no MCP server) starts.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
-    from runner.run import Home, ThreadInfo, Transcript
+    from runner.run import Home, ThreadInfo
 
 db_option = click.option(
     "--db",
@@ -23,10 +24,15 @@ db_option = click.option(
 )
 
 
-@click.group(invoke_without_command=True, short_help="List, show or delete saved threads.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (fields: README, Thread tools)."
+)
+
+
+@click.group(invoke_without_command=True, short_help="List, show, export, fork or prune threads.")
 @click.pass_context
 def threads(ctx: click.Context) -> int | None:
-    """List the saved threads (the default), show one conversation, or delete a thread.
+    """List the saved threads (the default), show, export, fork or search them, or delete them.
 
     Continue a thread with `agentctl run SPEC --thread ID`.
     """
@@ -37,15 +43,22 @@ def threads(ctx: click.Context) -> int | None:
 
 @threads.command("list")
 @click.option("--agent", metavar="NAME", help="Only the threads of this agent.")
+@json_option
 @db_option
-def list_threads(agent: str | None = None, db: Path | None = None) -> int:
+def list_threads(agent: str | None = None, db: Path | None = None, as_json: bool = False) -> int:
     """The saved threads, most recently updated first: id, agent, last update (local time) and
-    the first message."""
+    the first message. --json: a JSON list of thread records."""
+    from runner.thread_tools import thread_record
+
     home = _home(db)
     try:
         found = home.threads(agent=agent)
+        records = [thread_record(home, t.thread_id, t) for t in found] if as_json else []
     finally:
         home.close()
+    if as_json:
+        _print_json([{k: v for k, v in r.items() if k != "type"} for r in records])
+        return 0
     if not found:
         which = f" of agent {agent!r}" if agent else ""
         click.echo(f"no threads{which} in {home.path}", err=True)
@@ -68,21 +81,37 @@ _HEADER = ("THREAD", "AGENT", "UPDATED", "FIRST MESSAGE")
 
 @threads.command("show")
 @click.argument("thread_id", metavar="ID")
+@click.option(
+    "--checkpoints",
+    "show_checkpoints",
+    is_flag=True,
+    help="List the checkpoints it keeps (for `threads fork --at`) instead.",
+)
+@json_option
 @db_option
-def show_thread(thread_id: str, db: Path | None) -> int:
+def show_thread(
+    thread_id: str, db: Path | None, show_checkpoints: bool = False, as_json: bool = False
+) -> int:
     """The conversation of thread ID: messages by role, tool calls and their results in short,
-    and the approvals it waits for."""
+    and the approvals it waits for. --checkpoints: the checkpoints it keeps, newest first.
+    --json: the thread record with its messages and pending approvals (or checkpoints)."""
     from runner.cli.render import result_summary, short_args
     from runner.errors import RunError
+    from runner.thread_tools import latest_transcript
 
+    if show_checkpoints:
+        return _show_checkpoints(thread_id, db, as_json=as_json)
     home = _home(db)
     try:
         info = home.thread(thread_id)
-        transcript = _transcript(home, thread_id)
+        transcript = home.transcript(thread_id) if as_json else latest_transcript(home, thread_id)
+        if transcript is None and info is None:
+            raise RunError(f"no thread {thread_id!r} in {home.path}")
+        if as_json:
+            _print_json(_show_json(home, thread_id, info, transcript))
+            return 0
     finally:
         home.close()
-    if transcript is None and info is None:
-        raise RunError(f"no thread {thread_id!r} in {home.path}")
     agent = info.agent if info else "agent"
     click.echo(click.style(f"thread {thread_id}", bold=True) + _about(info))
     click.echo()
@@ -188,17 +217,239 @@ def keep_checkpoints(value: str | None, db: Path | None) -> int:
     return 0
 
 
-def _transcript(home: Home, thread_id: str) -> Transcript | None:
-    """Read without LangChain when the checkpoint is plain msgpack (`runner.transcripts`), else
-    through LangGraph's serializer."""
-    from runner.run import Transcript
-    from runner.transcripts import Unreadable, saved_transcript
+@threads.command("export")
+@click.argument("thread_id", metavar="ID")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "markdown"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: one JSON record per line; markdown: a document to read.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Write to FILE instead of stdout.",
+)
+@db_option
+def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | None) -> int:
+    """Export thread ID: its messages, tool calls with their arguments and results, the
+    approvals it asked for with the decisions given, and the files it keeps in its state.
+
+    JSON lines: a `thread` record first, then `message`, `tool_call`, `approval` and `file`
+    records (fields: README, Thread tools)."""
+    from runner.thread_tools import export_jsonl, export_markdown
+
+    home = _home(db)
+    try:
+        text = export_jsonl(home, thread_id) if fmt == "jsonl" else export_markdown(home, thread_id)
+    finally:
+        home.close()
+    if output is None:
+        click.echo(text, nl=False)
+        return 0
+    from runner.errors import RunError
 
     try:
-        found = saved_transcript(home.conn, home._lock, thread_id)
-    except Unreadable:
-        return home.transcript(thread_id)
-    return None if found is None else Transcript(list(found[0]), found[1])
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise RunError(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"exported thread {thread_id} to {output}", err=True)
+    return 0
+
+
+@threads.command("fork")
+@click.argument("thread_id", metavar="ID")
+@click.option(
+    "--at",
+    metavar="CHECKPOINT",
+    help="The checkpoint to start from (an id or the start of one; default: the latest). "
+    "`threads show ID --checkpoints` lists them.",
+)
+@db_option
+def fork_thread(thread_id: str, at: str | None, db: Path | None) -> int:
+    """Start a new thread from a checkpoint of thread ID, to try another answer from there.
+
+    The new thread has the conversation (and state files, and any approval it waited for) as
+    they were at that checkpoint, and the agent, spec, model and vars of thread ID; continue it
+    with `agentctl run SPEC --thread NEW`. Thread ID is not changed."""
+    import shlex
+
+    from runner.thread_tools import fork_thread as fork
+
+    home = _home(db)
+    try:
+        made = fork(home, thread_id, at=at)
+    finally:
+        home.close()
+    click.echo(made.thread_id)
+    spec = shlex.quote(made.spec) if made.spec else "SPEC"
+    click.echo(
+        f"forked thread {thread_id} at checkpoint {made.checkpoint_id}; continue it with: "
+        f"agentctl run {spec} --thread {made.thread_id}",
+        err=True,
+    )
+    return 0
+
+
+@threads.command("search")
+@click.argument("text")
+@click.option("--agent", metavar="NAME", help="Only the threads of this agent.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Stop after N matching messages.",
+)
+@json_option
+@db_option
+def search_threads(
+    text: str, agent: str | None, limit: int | None, as_json: bool, db: Path | None
+) -> int:
+    """Find TEXT (case-insensitive) in the messages of every thread: what was said, tool calls
+    and their arguments, tool results. One line per matching message, newest thread first;
+    exits 1 when nothing matches."""
+    from runner.thread_tools import search_threads as search
+
+    home = _home(db)
+    try:
+        matches = list(search(home, text, agent=agent, limit=limit))
+    finally:
+        home.close()
+    if as_json:
+        _print_json([m.to_dict() for m in matches])
+        return 0 if matches else 1
+    if not matches:
+        click.echo(f"no messages contain {text!r}", err=True)
+        return 1
+    lines = []
+    for match in matches:
+        where = f"{match.thread_id}  {match.agent}  #{match.index} {match.role}:"
+        lines.append(f"{click.style(where, bold=True)} {_highlight(match.snippet, text)}")
+    click.echo("\n".join(lines))
+    return 0
+
+
+@threads.command("prune")
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    metavar="AGE",
+    help="Delete threads whose last activity is older than AGE: 30d, 12h, 2w, 90m.",
+)
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+@db_option
+def prune_threads(older_than: str, dry_run: bool, db: Path | None) -> int:
+    """Delete the threads not used for longer than AGE (their checkpoints, state files, pending
+    approvals and registry entries). A thread that a process runs now is never deleted."""
+    from runner.thread_tools import parse_age
+    from runner.thread_tools import prune_threads as prune
+
+    try:
+        age = parse_age(older_than)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    home = _home(db)
+    try:
+        outcome = prune(home, age, dry_run=dry_run)
+    finally:
+        home.close()
+    verb = "would delete" if dry_run else "deleted"
+    for info in outcome.deleted:
+        click.echo(
+            f"{verb} {info.thread_id}  {info.agent}  {local_time(info.updated_at)}  "
+            f"{one_line(info.first_message)}"
+        )
+    for info, holder in outcome.running:
+        click.echo(f"kept {info.thread_id}: it is running ({holder})", err=True)
+    click.echo(
+        f"{verb} {len(outcome.deleted)} thread{'s' if len(outcome.deleted) != 1 else ''} "
+        f"not used for {older_than}"
+        + (f", kept {len(outcome.running)} running" if outcome.running else ""),
+        err=True,
+    )
+    return 0
+
+
+def _show_json(
+    home: Home, thread_id: str, info: ThreadInfo | None, transcript: Any
+) -> dict[str, Any]:
+    from runner.thread_tools import message_records, thread_record
+
+    record = thread_record(home, thread_id, info)
+    record.pop("type")
+    record["messages"] = [
+        {k: v for k, v in m.items() if k != "type"}
+        for m in message_records(transcript.messages if transcript else [])
+    ]
+    record["pending"] = [
+        {
+            "id": a.id,
+            "name": a.name,
+            "args": a.args,
+            "description": a.description,
+            "allowed_decisions": a.allowed_decisions,
+            "agent": a.agent,
+        }
+        for a in (transcript.pending if transcript else [])
+    ]
+    return record
+
+
+def _show_checkpoints(thread_id: str, db: Path | None, *, as_json: bool) -> int:
+    from runner.thread_tools import checkpoints
+
+    home = _home(db)
+    try:
+        found = checkpoints(home, thread_id)
+    finally:
+        home.close()
+    if as_json:
+        _print_json([c.to_dict() for c in found])
+        return 0
+    rows = [
+        (
+            c.checkpoint_id,
+            "" if c.step is None else str(c.step),
+            local_time(c.created_at, seconds=True),
+            str(c.messages),
+            ("waits for " + ", ".join(c.waiting) + " · " if c.waiting else "")
+            + one_line(c.last, 70),
+        )
+        for c in found
+    ]
+    header = ("CHECKPOINT", "STEP", "CREATED", "MSGS", "LAST MESSAGE")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    lines = []
+    for row in [header, *rows]:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        line += "  " + row[4]
+        lines.append(click.style(line, bold=True) if row is header else line)
+    click.echo("\n".join(lines))
+    click.echo(f"fork from one with: agentctl threads fork {thread_id} --at CHECKPOINT", err=True)
+    return 0
+
+
+def _print_json(value: Any) -> None:
+    import json
+
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def _highlight(snippet: str, text: str) -> str:
+    import re
+
+    return re.sub(
+        re.escape(text),
+        lambda m: click.style(m.group(0), bold=True, fg="yellow"),
+        snippet,
+        flags=re.IGNORECASE,
+    )
 
 
 def _home(db: Path | None) -> Home:
@@ -224,10 +475,14 @@ def _said(who: str, text: str) -> None:
         click.echo(f"  {line}" if line else "")
 
 
-def local_time(iso: str) -> str:
-    """An ISO 8601 UTC time as local `YYYY-MM-DD HH:MM`."""
+def local_time(iso: str, *, seconds: bool = False) -> str:
+    """An ISO 8601 UTC time as local `YYYY-MM-DD HH:MM` (`:SS` with `seconds`)."""
     try:
-        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+        return (
+            datetime.fromisoformat(iso)
+            .astimezone()
+            .strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+        )
     except ValueError:
         return iso
 
