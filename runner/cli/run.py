@@ -93,6 +93,27 @@ from runner.cli.options import otel_options
     help="When another process runs the thread, wait for it (at most SECONDS; without a "
     "number, as long as it takes) instead of failing.",
 )
+@click.option(
+    "--batch",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help='Run once per line of this JSON lines file: {"message": ..., "vars": {...}, "id": ...}.',
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="With --batch: run N lines at a time.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="With --batch: append results here (default: stdout); a rerun skips lines done.",
+)
 @otel_options
 def run(
     spec: Path,
@@ -113,6 +134,9 @@ def run(
     auto_approve: bool,
     keep_checkpoints: int | Literal["all"] | None,
     wait: float | None,
+    batch: Path | None = None,
+    jobs: int = 1,
+    out: Path | None = None,
 ) -> int:
     """Run the agent in SPEC on MESSAGE (`-` reads it from stdin) and show what it does.
 
@@ -131,9 +155,16 @@ def run(
     One process runs a thread at a time: another one fails, naming the process that
     runs it, unless --wait. An approval is answered once: a second answer fails.
 
+    --batch FILE runs the agent once per line of FILE (JSON lines: message, optional vars and
+    id), each on a new thread, -j N at a time, writing one result per line (thread id, answer,
+    usage, error) to --out FILE or stdout. A failed line does not stop the batch; a rerun with
+    the same --out skips the lines already done. Approvals fail their line unless
+    --auto-approve.
+
     Exit codes: 0 done (or waiting for approval), 1 the run failed (or the thread is busy,
-    or the approval was already answered), 2 bad spec or usage, 130 interrupted, 141 the
-    reader of the output left (`| head`; the thread is kept and can be continued).
+    or the approval was already answered, or a batch line failed), 2 bad spec or usage, 130
+    interrupted, 141 the reader of the output left (`| head`; the thread is kept and can be
+    continued).
 
     With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each turn is sent as one OpenTelemetry
     trace: its model calls, tool calls and subagents as nested spans.
@@ -141,6 +172,32 @@ def run(
     from runner.cli.options import parse_vars
     from runner.cli.session import decisions_from_flags, is_terminal, run_turns
 
+    if batch is not None:
+        return _batch(
+            spec,
+            batch,
+            message=message,
+            thread_id=thread_id,
+            jobs=jobs,
+            out=out,
+            variables=parse_vars(vars_),
+            model=model,
+            db=db,
+            auto_approve=auto_approve,
+            allow_unused_var=allow_unused_var,
+            keep_checkpoints=keep_checkpoints,
+            quiet=quiet,
+            others={
+                "--record": record is not None,
+                "--approve": approve,
+                "--reject": reject,
+                "--edit": edit_json is not None,
+                "--decisions": decisions_json is not None,
+                "--output jsonl": output == "jsonl",
+            },
+        )
+    if out is not None or jobs != 1:
+        raise click.UsageError("--out and -j/--jobs go with --batch FILE")
     answers = decisions_from_flags(
         approve=approve,
         reject=reject,
@@ -233,6 +290,47 @@ def _chat(
         return chat(session, spec=spec, thread_id=thread_id, auto_approve=auto_approve)
     finally:
         session.close()
+
+
+def _batch(
+    spec: Path,
+    batch: Path,
+    *,
+    message: str | None,
+    thread_id: str | None,
+    jobs: int,
+    out: Path | None,
+    variables: dict[str, object],
+    model: str | None,
+    db: Path | None,
+    auto_approve: bool,
+    allow_unused_var: bool,
+    keep_checkpoints: int | Literal["all"] | None,
+    quiet: bool,
+    others: dict[str, bool],
+) -> int:
+    from runner.cli.batch import run_batch_file
+
+    if message is not None:
+        raise click.UsageError("--batch FILE takes its messages from FILE: give no MESSAGE")
+    if thread_id is not None:
+        raise click.UsageError("--batch runs each line on a new thread: drop --thread")
+    clashing = [flag for flag, given in others.items() if given]
+    if clashing:
+        raise click.UsageError(f"--batch does not go with {', '.join(clashing)}")
+    return run_batch_file(
+        spec,
+        batch,
+        jobs=jobs,
+        out=out,
+        variables=dict(variables),
+        model=model,
+        db=db,
+        auto_approve=auto_approve,
+        allow_unused_vars=allow_unused_var,
+        keep_checkpoints=keep_checkpoints,
+        quiet=quiet,
+    )
 
 
 def _keep(value: str | None) -> int | Literal["all"] | None:
