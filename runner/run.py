@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
 
+    from runner.attachments import Attachment
     from runner.backends import FileInfo
     from runner.resolve import LocalContext, ResolvedAgent
     from runner.spec import AgentSpec
@@ -907,6 +908,7 @@ class Session:
         *,
         thread_id: str | None = None,
         decisions: Sequence[Decision] | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> Generator[RunEvent, None, None]:
         """Run one turn and yield its events: `Start` first, and last `Final`, `Interrupt` or
         `Error`.
@@ -919,6 +921,9 @@ class Session:
         (or session) gets a `ThreadBusy` error, or waits up to the session's `wait` seconds.
         Decisions are claimed before the lease is taken: of two answers to one approval, the
         first recorded runs, the other gets `AlreadyAnswered`.
+
+        `attachments` (`runner.attachments.read_attachment`) go with `message`: images as image
+        content, text inlined, other files into the agent's backend under /attachments/.
         """
         new_thread = thread_id is None
         thread_id = thread_id or new_thread_id()
@@ -966,7 +971,7 @@ class Session:
         if kept is not None:
             kept[thread_id] = lease
         try:
-            outcome = yield from self._turn(thread_id, new_thread, message, claimed)
+            outcome = yield from self._turn(thread_id, new_thread, message, claimed, attachments)
         finally:
             if kept is None:
                 lease.release()
@@ -979,6 +984,7 @@ class Session:
         new_thread: bool,
         message: str | None,
         claimed: dict[str, Any] | None,
+        attachments: Sequence[Attachment] = (),
     ) -> Generator[RunEvent, None, RunEvent | None]:
         """The events of one turn, with the lease held; returns the last one (the outcome)."""
         from langgraph.errors import GraphRecursionError
@@ -990,6 +996,14 @@ class Session:
         self._finished = None
         try:
             graph_input = self._input(thread_id, message, claimed, state or _Finished(values={}))
+            if attachments and message is not None:
+                from runner.attachments import attach
+
+                values = dict(state.values or {}) if state is not None else {}
+                content, files = attach(self, thread_id, message, list(attachments), values)
+                graph_input["messages"][-1].content = content
+                if files:
+                    graph_input["files"] = files
         except RunnerError as exc:
             return Error(
                 agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
@@ -1193,8 +1207,11 @@ class Session:
         *,
         thread_id: str | None = None,
         decisions: Sequence[Decision] | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> RunResult:
-        events = list(self.stream(message, thread_id=thread_id, decisions=decisions))
+        events = list(
+            self.stream(message, thread_id=thread_id, decisions=decisions, attachments=attachments)
+        )
         last = events[-1] if events else None
         tid = getattr(last, "thread_id", None) or thread_id or ""
         return RunResult(thread_id=tid, events=events)

@@ -313,6 +313,18 @@ class CompositeBackend:
     def write(self, path: str, content: str) -> WriteResult:
         return self._sync(self._plan_write(path, content))
 
+    def write_bytes(self, path: str, data: bytes) -> WriteResult:
+        """A binary file the caller puts there (an attachment), on the route that owns `path`,
+        when that backend can hold one."""
+        prefix, backend, inner = self._locate(validate_path(path))
+        writer = getattr(backend, "write_bytes", None)
+        if writer is None:
+            raise BackendError("{0} is on a route that cannot hold files put there", path)
+        result: WriteResult = writer(inner, data)
+        return WriteResult(
+            join_path(prefix, result.path), _rerooted_update(prefix, result.files_update)
+        )
+
     async def awrite(self, path: str, content: str) -> WriteResult:
         return await self._async(self._plan_write(path, content))
 

@@ -208,12 +208,16 @@ class FilesystemBackend(SyncBackend):
         return data
 
     def write(self, path: str, content: str) -> WriteResult:
+        return self.write_bytes(path, self._encode(validate_path(path), content))
+
+    def write_bytes(self, path: str, data: bytes) -> WriteResult:
+        """Create a file holding `data` as it is: a file the caller puts there (an attachment of
+        `agentctl run --attach`); the agent's tools write text with `write`."""
         agent, parts = self._parts(path)
         if not parts:
             raise BackendError(
                 "{0} is a directory, not a file; choose a file path inside it", agent
             )
-        data = self._encode(agent, content)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOCTTY", 0)
         try:
             fd = self._tree.open(parts, flags, 0o666, agent=agent, create_dirs=True)

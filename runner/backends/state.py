@@ -128,6 +128,19 @@ class StateBackend(SyncBackend):
         data = FileData(content=content, created_at=now, modified_at=now)
         return WriteResult(path, files_update={path: data})
 
+    def write_bytes(self, path: str, data: bytes) -> WriteResult:
+        """`write` for a binary file the caller puts there (an attachment): kept as base64."""
+        import base64
+
+        written = self.write(path, "")
+        stored = FileData(
+            content=base64.b64encode(data).decode("ascii"),
+            created_at=now_iso(),
+            modified_at=now_iso(),
+            encoding="base64",
+        )
+        return WriteResult(written.path, files_update={written.path: stored})
+
     def edit(
         self, path: str, old_string: str, new_string: str, replace_all: bool = False
     ) -> EditResult:

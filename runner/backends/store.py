@@ -166,6 +166,17 @@ class StoreBackend:
         self.store.put(self.namespace, path, dict(data))
         return WriteResult(path)
 
+    def write_bytes(self, path: str, data: bytes) -> WriteResult:
+        """`write` for a binary file the caller puts there (an attachment): kept as base64."""
+        import base64
+
+        path = validate_path(path)
+        found = cast("list[Item | None]", self.store.batch(self._creation_ops(path)))
+        stored = dict(self._new_file(path, "", found))
+        stored.update(content=base64.b64encode(data).decode("ascii"), encoding="base64")
+        self.store.put(self.namespace, path, stored)
+        return WriteResult(path)
+
     async def awrite(self, path: str, content: str) -> WriteResult:
         path = validate_path(path)
         found = cast("list[Item | None]", await self.store.abatch(self._creation_ops(path)))

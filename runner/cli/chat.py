@@ -10,7 +10,7 @@ safe). Ctrl-D or `/exit` leaves. The input line has history (arrow keys, Ctrl-R)
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from runner.run import Decision
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from runner.attachments import Attachment
     from runner.cli.approvals import TerminalApprover
     from runner.cli.terminal import TerminalRenderer
     from runner.run import Session
@@ -41,6 +42,7 @@ COMMANDS = {
     "/todos": "the agent's todo list",
     "/files": "the files the agent sees in its backend",
     "/continue": "finish a turn that was cut off (Ctrl-C, a crash)",
+    "/attach": "/attach FILE: send FILE with your next message (image, text, any file)",
     "/new": "start a new thread",
     "/exit": "leave the session (also Ctrl-D)",
 }
@@ -70,6 +72,8 @@ class Chat:
     approver: TerminalApprover | None
     auto_approve: bool
     thread_id: str | None = None
+    attachments: list[Attachment] = field(default_factory=list)
+    """Files `/attach` queued for the next message."""
 
     def __post_init__(self) -> None:
         self.turns = TurnRunner(self.session)
@@ -112,7 +116,10 @@ class Chat:
                     decisions=decisions,
                     auto_approve=self.auto_approve,
                     approver=self.approver,
+                    attachments=self.attachments if message is not None else (),
                 )
+                if message is not None:
+                    self.attachments = []
         except KeyboardInterrupt:
             tid = self.renderer.thread_id
             waiting = tid is not None and not self.turns.busy and self.session.pending(tid)
@@ -170,6 +177,8 @@ class Chat:
             self.renderer.thread_id = None
             self.renderer.todos.clear()
             self.console.print("[dim]new thread: it starts with your next message[/]")
+        elif name == "/attach":
+            self._attach(text.split(maxsplit=1)[1] if len(text.split()) > 1 else "")
         elif name == "/continue":
             if self.thread_id is None:
                 self.console.print("[yellow]no thread yet: send a message first[/]")
@@ -182,6 +191,32 @@ class Chat:
                 highlight=False,
             )
         return None
+
+    def _attach(self, argument: str) -> None:
+        """Queue a file for the next message (checked now: a missing file, an image the model
+        cannot take)."""
+        from runner.attachments import check_images, read_attachment
+
+        if not argument.strip():
+            queued = ", ".join(a.name for a in self.attachments) or "nothing"
+            self.console.print(
+                f"[dim]usage: /attach FILE; queued for your next message: {escape(queued)}[/]"
+            )
+            return
+        try:
+            path = Path(" ".join(shlex.split(argument))).expanduser()
+        except ValueError:  # an unclosed quote
+            path = Path(argument.strip()).expanduser()
+        try:
+            attachment = read_attachment(path)
+            check_images(self.session.resolved, [attachment])
+        except RunError as exc:
+            self.console.print(f"[red]{escape(str(exc).removeprefix('--attach '))}[/]")
+            return
+        self.attachments.append(attachment)
+        self.console.print(
+            f"[dim]attached {escape(attachment.describe())}; it goes with your next message[/]"
+        )
 
     def _help(self) -> None:
         from rich.table import Table

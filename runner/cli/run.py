@@ -94,6 +94,15 @@ from runner.cli.options import otel_options
     "number, as long as it takes) instead of failing.",
 )
 @click.option(
+    "--attach",
+    "attach",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Send FILE with the message (repeatable): an image as image content, text inlined, "
+    "other files into the agent's backend under /attachments/.",
+)
+@click.option(
     "--batch",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     metavar="FILE",
@@ -134,6 +143,7 @@ def run(
     auto_approve: bool,
     keep_checkpoints: int | Literal["all"] | None,
     wait: float | None,
+    attach: tuple[Path, ...] = (),
     batch: Path | None = None,
     jobs: int = 1,
     out: Path | None = None,
@@ -155,6 +165,10 @@ def run(
     One process runs a thread at a time: another one fails, naming the process that
     runs it, unless --wait. An approval is answered once: a second answer fails.
 
+    --attach FILE sends files with MESSAGE: images (PNG, JPEG, GIF, WebP) as image content
+    to a model that takes images, UTF-8 text files (up to 100 KB) inlined with their name,
+    other files put into the agent's backend under /attachments/ (the message says where).
+
     --batch FILE runs the agent once per line of FILE (JSON lines: message, optional vars and
     id), each on a new thread, -j N at a time, writing one result per line (thread id, answer,
     usage, error) to --out FILE or stdout. A failed line does not stop the batch; a rerun with
@@ -172,6 +186,10 @@ def run(
     from runner.cli.options import parse_vars
     from runner.cli.session import decisions_from_flags, is_terminal, run_turns
 
+    if attach and (batch is not None or message is None):
+        raise click.UsageError(
+            "--attach goes with a MESSAGE (in a chat, use /attach FILE before your message)"
+        )
     if batch is not None:
         return _batch(
             spec,
@@ -242,8 +260,11 @@ def run(
             "thread; in a terminal, no MESSAGE opens an interactive session (without --quiet "
             "and --output jsonl)"
         )
+    from runner.cli.session import read_attachments
+
     return run_turns(
         spec,
+        attachments=read_attachments(attach),
         message=message,
         thread_id=thread_id,
         variables=parse_vars(vars_),

@@ -26,6 +26,7 @@ from runner.events import Action, Interrupt, RunEvent
 from runner.run import Decision
 
 if TYPE_CHECKING:
+    from runner.attachments import Attachment
     from runner.cli.approvals import TerminalApprover
     from runner.run import Session
 
@@ -241,6 +242,7 @@ class TurnRunner:
         *,
         thread_id: str | None = None,
         decisions: Sequence[Decision] | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> Iterator[RunEvent]:
         """The turn's events; KeyboardInterrupt (or closing the iterator) cancels the turn."""
         self.wait()
@@ -248,7 +250,9 @@ class TurnRunner:
         cancel = threading.Event()
 
         def work() -> None:
-            stream = self.session.stream(message, thread_id=thread_id, decisions=decisions)
+            stream = self.session.stream(
+                message, thread_id=thread_id, decisions=decisions, attachments=attachments
+            )
             try:
                 for event in stream:
                     events.put(event)
@@ -362,9 +366,11 @@ def play_turn(
     decisions: Sequence[Decision] | None = None,
     auto_approve: bool = False,
     approver: TerminalApprover | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> RunEvent | None:
     """Run one turn to its end, answering approvals on the way (all approved with
-    `auto_approve`, else asked with `approver`), and return its last event."""
+    `auto_approve`, else asked with `approver`), and return its last event. `attachments` go
+    with `message`."""
     answer: Callable[[Interrupt], list[Decision]] | None = None
     if auto_approve:
         answer = _approve_all(view)
@@ -378,13 +384,15 @@ def play_turn(
             decisions = answer(waiting)
     while True:
         last = None
-        for event in turns.stream(message, thread_id=thread_id, decisions=decisions):
+        for event in turns.stream(
+            message, thread_id=thread_id, decisions=decisions, attachments=attachments
+        ):
             last = event
             if not isinstance(event, Interrupt) or answer is None or isinstance(view, JsonLines):
                 view.handle(event)
         if answer is None or not isinstance(last, Interrupt):
             return last
-        message, thread_id = None, last.thread_id
+        message, thread_id, attachments = None, last.thread_id, ()
         decisions = answer(last)
 
 
@@ -472,6 +480,7 @@ def run_turns(
     allow_unused_vars: bool = False,
     keep_checkpoints: int | Literal["all"] | None = None,
     wait: float | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> int:
     """Run one turn (answering approvals in the terminal when a person is there to ask) and map
     the outcome to an exit code."""
@@ -488,6 +497,8 @@ def run_turns(
         keep_checkpoints=keep_checkpoints,
         wait=wait,
     )
+    if attachments:
+        check_attachments(session, attachments)
     from runner.cli.render import shown_spec
 
     view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
@@ -507,6 +518,7 @@ def run_turns(
                     decisions=answers,
                     auto_approve=auto_approve,
                     approver=terminal_approver() if ask else None,
+                    attachments=attachments,
                 )
             except KeyboardInterrupt:
                 view.pause()  # stop the spinners before saying anything
@@ -517,6 +529,34 @@ def run_turns(
         reader_left(session)
     finally:
         session.close()
+
+
+def read_attachments(paths: Sequence[Path]) -> list[Attachment]:
+    """`--attach` files read and classified; a missing or too large one is a usage error."""
+    from runner.attachments import read_attachment
+    from runner.errors import RunError
+
+    try:
+        return [read_attachment(path) for path in paths]
+    except RunError as exc:
+        raise click.BadParameter(
+            str(exc).removeprefix("--attach "), param_hint="--attach"
+        ) from None
+
+
+def check_attachments(session: Session, attachments: Sequence[Attachment]) -> None:
+    """An image for a model that takes none is a usage error, said before the run starts (the
+    session is closed)."""
+    from runner.attachments import check_images
+    from runner.errors import RunError
+
+    try:
+        check_images(session.resolved, list(attachments))
+    except RunError as exc:
+        session.close()
+        raise click.BadParameter(
+            str(exc).removeprefix("--attach "), param_hint="--attach"
+        ) from None
 
 
 READER_LEFT = 141
