@@ -143,8 +143,9 @@ class ModelSpec(SpecModel):
     """The model's input limit in tokens; sets the summarization defaults (85% / 10%)."""
     images: bool | None = None
     """Whether the model can look at images that tools return (`read_file` on a PNG, JPEG, GIF
-    or WebP). Default: what the provider's model profile says (`image_tool_message`), else
-    false; without it `read_file` answers that the file is an image it cannot show."""
+    or WebP) and images attached to a message (`agentctl run --attach`). Default: what the
+    provider's model profile says (`image_tool_message`), else false; without it `read_file`
+    answers that the file is an image it cannot show, and `--attach` refuses images."""
 
     _check_id = field_validator("id")(classmethod(lambda cls, v: _check_model_id(v)))
 
