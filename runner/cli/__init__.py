@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Print, write or check the agent (or cassette) JSON Schema.",
     ),
     "test": ("runner.cli.test", "test", "Run agent test files (*.test.yaml), offline or live."),
-    "threads": ("runner.cli.threads", "threads", "List, show or delete saved threads."),
+    "threads": ("runner.cli.threads", "threads", "List, show, export, fork or prune threads."),
     "init": ("runner.cli.init", "init", "Start a new agent folder that runs offline at once."),
     "serve": ("runner.cli.serve", "serve", "Serve agents over the LangGraph Agent Server API."),
     "mcp": ("runner.cli.mcp_serve", "mcp", "Serve agents as MCP tools (stdio or streamable HTTP)."),
