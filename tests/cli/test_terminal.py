@@ -241,3 +241,43 @@ def test_session_needs_a_terminal_and_pipes_get_plain_text(calc: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout + done.stderr
     assert done.stdout == "Adding now.\n▸ add(a=2, b=3)\n  ✓ 5\nThe sum is 5.\n"
+
+
+@pytest.mark.slow
+def test_session_attach_queues_files_for_the_next_message(calc: Path) -> None:
+    (calc / "notes.txt").write_text("two and three\n", encoding="utf-8")
+    (calc / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    term = Terminal("run", "agent.yaml", cwd=calc)
+    term.expect("\u276f")
+    term.line("/attach missing.txt")
+    term.expect("missing.txt: no such file")
+    term.line("/attach photo.png")
+    term.expect("photo.png: the model of agent calc (replay:")
+    term.line("/attach notes.txt")
+    term.expect("attached notes.txt (file, 14 bytes); it goes with your next message")
+    term.line("add please")
+    term.expect("The sum is 5.")
+    thread = THREAD.search(term.expect("\u276f"))
+    assert thread, term.screen
+    term.send(CTRL_D)
+    assert term.exit_status() == 0
+    exported = run_cli(
+        "threads", "export", thread.group(1), cwd=calc, env={"AGENTCTL_HOME": str(calc / "home")}
+    )
+    first = exported.stdout.splitlines()[1]
+    assert '"content": "add please<attachment name=\\"notes.txt\\">\\ntwo and three\\n' in first
+
+
+@pytest.mark.slow
+def test_batch_shows_a_progress_bar_on_a_terminal(calc: Path) -> None:
+    (calc / "inputs.jsonl").write_text(
+        '{"message": "add please"}\n{"message": "add again"}\n{"mesage": "typo"}\n',
+        encoding="utf-8",
+    )
+    term = Terminal("run", "agent.yaml", "--batch", "inputs.jsonl", "--out", "out.jsonl", cwd=calc)
+    term.expect("line 3: error: inputs.jsonl:3: unknown key 'mesage'")
+    term.expect("3/3")
+    term.expect("1 failed")
+    term.expect("batch: 3 lines, 2 ok, 1 failed; results in out.jsonl")
+    assert term.exit_status() == 1
+    assert len((calc / "out.jsonl").read_text(encoding="utf-8").splitlines()) == 3
