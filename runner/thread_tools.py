@@ -57,9 +57,11 @@ def latest_transcript(home: Home, thread_id: str) -> Transcript | None:
     from runner.run import Transcript
     from runner.transcripts import Unreadable, saved_transcript
 
+    import sqlite3
+
     conn = getattr(home, "conn", None)
     lock = getattr(home, "_lock", None)
-    if conn is not None and lock is not None:
+    if isinstance(conn, sqlite3.Connection) and lock is not None:
         try:
             found = saved_transcript(conn, lock, thread_id)
         except Unreadable:

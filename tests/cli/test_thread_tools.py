@@ -285,3 +285,44 @@ def test_parse_age() -> None:
     assert thread_tools.parse_age("1.5w") == timedelta(weeks=1.5)
     with pytest.raises(ValueError):
         thread_tools.parse_age("30")
+
+
+def test_fork_of_a_thread_waiting_inside_a_subagent(tmp_path: Path) -> None:
+    """The subagent's own checkpoint is copied with the main one: the fork waits for the same
+    approval inside the subagent, and each thread takes its own answer."""
+    shutil.copytree(ROOT / "tests" / "data" / "subagents", tmp_path / "subagents")
+    shutil.copytree(ROOT / "tests" / "data" / "tools", tmp_path / "tools")
+    cassette = tmp_path / "subagents" / "sub.cassette.yaml"
+    cassette.write_text(
+        "agents:\n"
+        "  lead:\n"
+        "    - content: Asking the adder.\n"
+        "      tool_calls: [{name: task, args: {description: shout hi, subagent_type: adder}}]\n"
+        "    - content: Done.\n"
+        "  adder:\n"
+        "    - content: shouting\n"
+        "      tool_calls: [{name: shout, args: {text: hi}}]\n"
+        "    - content: Shouted.\n",
+        encoding="utf-8",
+    )
+    with Session(
+        tmp_path / "subagents" / "team.yaml", db=tmp_path / "a.db", model=f"replay:{cassette}"
+    ) as session:
+        source = session.run("go")
+        assert [a.agent for a in source.interrupt.actions] == ["adder"]  # type: ignore[union-attr]
+        fork = thread_tools.fork_thread(session.home, source.thread_id)
+        assert [a.name for _, group in session.pending(fork.thread_id) for a in group] == ["shout"]
+        approved = session.run(thread_id=fork.thread_id, decisions=[Decision("approve")])
+        rejected = session.run(thread_id=source.thread_id, decisions=[Decision("reject")])
+        assert approved.content == rejected.content == "Done."
+        answers = {
+            thread: [
+                (a["status"], a["agent_namespace"].startswith("tools:"), a["decisions"])
+                for a in thread_tools.approval_records(session.home, thread)
+            ]
+            for thread in (fork.thread_id, source.thread_id)
+        }
+    assert answers == {
+        fork.thread_id: [("answered", True, [{"type": "approve"}])],
+        source.thread_id: [("answered", True, [{"type": "reject"}])],
+    }
