@@ -54,10 +54,10 @@ def latest_transcript(home: Home, thread_id: str) -> Transcript | None:
     """The latest checkpoint's messages and pending approvals. On SQLite, read without LangChain
     when the checkpoint is plain msgpack (`runner.transcripts`, fast for `show` and `search`);
     otherwise through the checkpointer."""
+    import sqlite3
+
     from runner.run import Transcript
     from runner.transcripts import Unreadable, saved_transcript
-
-    import sqlite3
 
     conn = getattr(home, "conn", None)
     lock = getattr(home, "_lock", None)

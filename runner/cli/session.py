@@ -539,9 +539,7 @@ def read_attachments(paths: Sequence[Path]) -> list[Attachment]:
     try:
         return [read_attachment(path) for path in paths]
     except RunError as exc:
-        raise click.BadParameter(
-            str(exc).removeprefix("--attach "), param_hint="--attach"
-        ) from None
+        raise _bad_attachment(exc) from None
 
 
 def check_attachments(session: Session, attachments: Sequence[Attachment]) -> None:
@@ -554,9 +552,11 @@ def check_attachments(session: Session, attachments: Sequence[Attachment]) -> No
         check_images(session.resolved, list(attachments))
     except RunError as exc:
         session.close()
-        raise click.BadParameter(
-            str(exc).removeprefix("--attach "), param_hint="--attach"
-        ) from None
+        raise _bad_attachment(exc) from None
+
+
+def _bad_attachment(exc: Exception) -> click.BadParameter:
+    return click.BadParameter(str(exc).removeprefix("--attach "), param_hint="--attach")
 
 
 READER_LEFT = 141
