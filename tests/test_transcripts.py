@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import threads as threads_cli
 from runner.events import Interrupt
 from runner.run import Session
+from runner.thread_tools import latest_transcript
 from runner.transcripts import Unreadable, _decode, saved_transcript
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import call, reply, spec_file
@@ -62,5 +62,5 @@ def test_another_format_falls_back_to_langgraph(
             raise Unreadable("test")
 
         monkeypatch.setattr("runner.transcripts.saved_transcript", unreadable)
-        transcript = threads_cli._transcript(session.home, thread)
+        transcript = latest_transcript(session.home, thread)
     assert transcript is not None and transcript.messages[-1].text == "Hello there."

@@ -252,7 +252,7 @@ def test_session_attach_queues_files_for_the_next_message(calc: Path) -> None:
     term.line("/attach missing.txt")
     term.expect("missing.txt: no such file")
     term.line("/attach photo.png")
-    term.expect("photo.png: the model of agent calc (replay:")
+    term.expect("photo.png: the model of agent calc")
     term.line("/attach notes.txt")
     term.expect("attached notes.txt (file, 14 bytes); it goes with your next message")
     term.line("add please")
