@@ -79,14 +79,6 @@ def _config(thread_id: str, checkpoint_id: str | None = None, ns: str | None = "
     return {"configurable": configurable}
 
 
-def _latest(home: Home, thread_id: str) -> Any:
-    """The thread's latest main-graph checkpoint tuple; RunError when it has none."""
-    saved = home.checkpointer.get_tuple(_config(thread_id))
-    if saved is None:
-        raise RunError(f"no thread {thread_id!r} in {home.path}")
-    return saved
-
-
 def _require(home: Home, thread_id: str) -> ThreadInfo | None:
     info = home.thread(thread_id)
     if info is None and home.checkpointer.get_tuple(_config(thread_id)) is None:
@@ -492,7 +484,10 @@ def _resolve_checkpoint(home: Home, thread_id: str, at: str | None) -> Any:
     """The checkpoint tuple `--at` names: a full id, a unique prefix of one, or (None) the
     latest."""
     if at is None:
-        return _latest(home, thread_id)
+        saved = home.checkpointer.get_tuple(_config(thread_id))
+        if saved is None:
+            raise RunError(f"thread {thread_id} has no checkpoint yet: nothing to fork from")
+        return saved
     exact = home.checkpointer.get_tuple(_config(thread_id, at))
     if exact is not None:
         return exact

@@ -326,3 +326,17 @@ def test_fork_of_a_thread_waiting_inside_a_subagent(tmp_path: Path) -> None:
         fork.thread_id: [("answered", True, [{"type": "approve"}])],
         source.thread_id: [("answered", True, [{"type": "reject"}])],
     }
+
+
+def test_fork_of_a_thread_without_checkpoints(tmp_path: Path) -> None:
+    from runner.errors import RunError
+
+    home = Home(tmp_path / "a.db")
+    try:
+        home.register("t-1", agent="calc", spec=None, first_message="hi")
+        with pytest.raises(RunError, match="thread t-1 has no checkpoint yet: nothing to fork"):
+            thread_tools.fork_thread(home, "t-1")
+        with pytest.raises(RunError, match="no thread 't-2'"):
+            thread_tools.fork_thread(home, "t-2")
+    finally:
+        home.close()
