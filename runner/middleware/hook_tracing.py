@@ -84,24 +84,24 @@ def traced_when_tracing(middleware: Sequence[Any]) -> Iterator[None]:
     """
     from langchain.agents import factory
 
-    original = getattr(factory, "traceable", None)
-    if original is None:
-        yield
-        return
     ours = {id(m) for m in middleware}
+    with _PATCH_LOCK:  # read under the lock too: another build's wrapper is never "original"
+        original = getattr(factory, "traceable", None)
+        if original is None:
+            yield
+            return
 
-    def traceable(*args: Any, **kwargs: Any) -> Any:
-        decorate = original(*args, **kwargs)
+        def traceable(*args: Any, **kwargs: Any) -> Any:
+            decorate = original(*args, **kwargs)
 
-        def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
-            traced = decorate(function)
-            if id(getattr(function, "__self__", None)) not in ours:
-                return traced
-            return _when_tracing(function, traced)
+            def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
+                traced = decorate(function)
+                if id(getattr(function, "__self__", None)) not in ours:
+                    return traced
+                return _when_tracing(function, traced)
 
-        return decorator
+            return decorator
 
-    with _PATCH_LOCK:
         factory.traceable = traceable
         try:
             yield

@@ -136,7 +136,7 @@ def test_concurrent_builds_keep_langchains_traceable(tmp_path: Path) -> None:
         return runner.build_agent(path, model=ScriptedChatModel(script=[ai("done")]))
 
     async def build_many() -> None:
-        await asyncio.gather(*(asyncio.to_thread(build) for _ in range(4)))
+        await asyncio.gather(*(asyncio.to_thread(build) for _ in range(8)))
 
     asyncio.run(build_many())
     assert factory.traceable is original
