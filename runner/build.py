@@ -7,7 +7,7 @@ explains each position.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,16 +130,19 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
     return [m for m in chain if m is not None]
 
 
+def _is_harness(agent: ResolvedAgent) -> Callable[[Middleware], bool]:
+    """Whether a middleware of the chain is agentctl's own (not the spec's, not LangChain's)."""
+    users = {id(m) for m in agent.user_middleware}
+    return lambda m: id(m) not in users and type(m).__module__.startswith("runner.")
+
+
 def fused_chain(agent: ResolvedAgent, chain: list[Middleware]) -> list[Middleware]:
     """`chain` with adjacent harness wrap hooks fused into one per kind (see
     `runner.middleware.fused`). Only agentctl's own middleware is fused: the spec's middleware
     and LangChain's keep their hooks (and their trace spans)."""
     from runner.middleware.fused import fuse_wrap_hooks
 
-    users = {id(m) for m in agent.user_middleware}
-    return fuse_wrap_hooks(
-        chain, lambda m: id(m) not in users and type(m).__module__.startswith("runner.")
-    )
+    return fuse_wrap_hooks(chain, _is_harness(agent))
 
 
 def subagent_middleware(
@@ -209,17 +212,27 @@ def build_graph(
             f"two tools are named {', '.join(repr(c) for c in clashes)}; rename one with `name:` "
             "on its `import:` entry, or `prefix:` on an MCP server"
         )
+    from runner.middleware.hook_tracing import traced_when_tracing
+
+    chain = fused_chain(agent, middleware)
+    harness = _is_harness(agent)
     try:
-        return create_agent(
-            agent.model.require(),
-            tools=agent.tools,
-            system_prompt=static_prompt(prompt_parts(agent)[0]),
-            middleware=fused_chain(agent, middleware),
-            response_format=agent.response_format,
-            checkpointer=checkpointer,
-            store=store,
-            name=agent.name,
-        ).with_config(recursion_limit=agent.recursion_limit, max_concurrency=MAX_CONCURRENCY)
+        # The harness's wrap hooks skip LangSmith's per-call bookkeeping unless a trace is
+        # being recorded (runner.middleware.hook_tracing).
+        with traced_when_tracing([m for m in chain if harness(m)]):
+            graph = create_agent(
+                agent.model.require(),
+                tools=agent.tools,
+                system_prompt=static_prompt(prompt_parts(agent)[0]),
+                middleware=chain,
+                response_format=agent.response_format,
+                checkpointer=checkpointer,
+                store=store,
+                name=agent.name,
+            )
+        return graph.with_config(
+            recursion_limit=agent.recursion_limit, max_concurrency=MAX_CONCURRENCY
+        )
     except (ValueError, TypeError) as exc:
         raise BuildError(f"cannot assemble agent {agent.name!r}: {exc}") from None
 

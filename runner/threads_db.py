@@ -489,20 +489,36 @@ class AsyncSqliteToolJournal:
 
     async def alookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
         await self._setup()
-        async with self.saver.lock:
-            cursor = await self.saver.conn.execute(
+        async with self.saver.lock:  # one trip to aiosqlite's thread: query and rows
+            rows = await self.saver.conn.execute_fetchall(
                 "SELECT type, result FROM agentctl_tool_journal "
                 "WHERE thread_id = ? AND scope = ? AND call_id = ?",
                 (thread_id, scope, call_id),
             )
-            row = await cursor.fetchone()
+        row = next(iter(rows), None)
         return None if row is None else self.serde.loads_typed((row[0], row[1]))
 
     async def arecord(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
         kind, data = self.serde.dumps_typed(result)
+        row = (thread_id, scope, call_id, kind, data, _now())
+        conn = self.saver.conn
         async with self.saver.lock:
-            await self.saver.conn.execute(
-                "INSERT OR IGNORE INTO agentctl_tool_journal VALUES (?, ?, ?, ?, ?, ?)",
-                (thread_id, scope, call_id, kind, data, _now()),
-            )
-            await self.saver.conn.commit()
+            run_in_thread = getattr(conn, "_execute", None)
+            if run_in_thread is not None and hasattr(conn, "_conn"):
+                # The insert and its commit in one trip to aiosqlite's thread, not two
+                # (`_execute` runs a function there; aiosqlite's own helpers are built on it).
+                await run_in_thread(_insert_and_commit, conn, row)
+                return
+            await conn.execute(_INSERT_JOURNAL, row)
+            await conn.commit()
+
+
+_INSERT_JOURNAL = "INSERT OR IGNORE INTO agentctl_tool_journal VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _insert_and_commit(conn: Any, row: tuple[Any, ...]) -> None:
+    """On aiosqlite's thread: record one journal row and commit (`conn._conn` is the sqlite3
+    connection it wraps)."""
+    sqlite_conn = conn._conn
+    sqlite_conn.execute(_INSERT_JOURNAL, row)
+    sqlite_conn.commit()

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from runner.errors import RunError
     from runner.run import Home, ThreadInfo
+    from runner.threads_db import Holder
 
 db_option = click.option(
     "--db",
@@ -152,14 +154,22 @@ def show_thread(
 @db_option
 def remove_thread(thread_id: str, yes: bool, db: Path | None) -> int:
     """Delete thread ID: its checkpoints (conversation, files in state, pending approvals) and
-    its entry in the list. Asks first unless --yes."""
+    its entry in the list. Asks first unless --yes.
+
+    A thread that a process is running now (`agentctl run`, a chat) is not deleted: the error
+    names that process (pid, host, since when); delete it when the run is over.
+    """
     from runner.errors import RunError
+    from runner.threads_db import ThreadBusy
 
     home = _home(db)
     try:
         info = home.thread(thread_id)
         if info is None and not home.retention.has_checkpoints(thread_id):
             raise RunError(f"no thread {thread_id!r} in {home.path}")
+        holder = home.lease.holder(thread_id)
+        if holder is not None:  # said before asking; the lease taken below settles it
+            raise _running(thread_id, holder)
         if not yes:
             about = f" ({info.agent}: {one_line(info.first_message, 50)})" if info else ""
             try:
@@ -169,11 +179,29 @@ def remove_thread(thread_id: str, yes: bool, db: Path | None) -> int:
             if not confirmed:
                 click.echo("not deleted", err=True)
                 return 1
-        home.delete(thread_id)
+        # The thread's lease, held while deleting: no run deletes under a runner's feet, and
+        # none starts on a half-deleted thread.
+        try:
+            lease = home.lease.acquire(thread_id)
+        except ThreadBusy as busy:
+            raise _running(thread_id, busy.holder) from None
+        try:
+            home.delete(thread_id)
+        finally:
+            lease.release()
     finally:
         home.close()
     click.echo(f"deleted thread {thread_id}")
     return 0
+
+
+def _running(thread_id: str, holder: Holder) -> RunError:
+    from runner.errors import RunError
+
+    return RunError(
+        f"thread {thread_id} is being run by another process ({holder.describe()}); not "
+        "deleted: stop that run, or delete the thread when it is done"
+    )
 
 
 @threads.command("keep-checkpoints")

@@ -48,5 +48,6 @@ For the same reason `build_graph` hands LangChain the wrap hooks of adjacent har
 (`runner.middleware.fused`): in the default chain Filesystem's and LargeInputs' tool hooks are one,
 and LargeInputs', ReplyCheck's, Summarization's and PatchToolCalls' model hooks are one. The
 spec's middleware and LangChain's own are never fused, and `middleware_chain` still lists the
-chain as above.
+chain as above. The harness's hooks also skip LangSmith's per-call bookkeeping (thread hops under
+`ainvoke`) unless a trace is being recorded (`runner.middleware.hook_tracing`).
 """

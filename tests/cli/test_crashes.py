@@ -250,6 +250,40 @@ def test_a_thread_runs_in_one_process_at_a_time(tmp_path: Path) -> None:
     assert humans == ["go", "one more"]
 
 
+def test_a_thread_being_run_is_not_deleted(tmp_path: Path) -> None:
+    """`agentctl threads rm` on a thread another process runs: refused, naming the holder (exit
+    1, asked or not), and the run goes on to its end; once it is over, the thread is deleted."""
+    runs = Runs(tmp_path)
+    holder = runs.start("go", "--auto-approve", gate="a")
+    assert holder.stdout is not None
+    thread = json.loads(holder.stdout.readline())["thread_id"]
+    runs.until(lambda: "a" in runs.effects())  # the holder is mid-run, its lease held
+
+    def remove(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "runner", "threads", "rm", thread, *args]
+        return subprocess.run(
+            command, cwd=runs.cwd, env=runs.env, capture_output=True, text=True, input=""
+        )
+
+    for args in (("--yes",), ()):
+        refused = remove(*args)
+        assert refused.returncode == 1, refused
+        assert refused.stdout == ""
+        assert f"thread {thread} is being run by another process (pid {holder.pid} on " in (
+            refused.stderr
+        )
+        assert ", since 20" in refused.stderr and "not deleted" in refused.stderr
+        assert "Delete thread" not in refused.stderr  # refused before asking
+    runs.gate.touch()
+    out, err = holder.communicate(timeout=PATIENCE)
+    assert holder.returncode == 0, err
+    assert events(out)[-1]["content"] == "All recorded."
+    assert Counter(runs.effects()) == EVERY_EFFECT
+    removed = remove("--yes")
+    assert removed.returncode == 0, removed
+    assert removed.stdout == f"deleted thread {thread}\n"
+
+
 @pytest.mark.parametrize("lines", [1, 6, 14])
 def test_a_reader_leaving_early_ends_the_run_quietly_with_141(tmp_path: Path, lines: int) -> None:
     """`agentctl run ... --output jsonl --auto-approve | head -N`: exit 141 (128 + SIGPIPE)

@@ -145,3 +145,55 @@ def test_a_session_saves_the_cancelled_answers_and_adds_no_step_when_nothing_dan
         ("ai", "Again?"),
     ]
     assert again.content == "Still here." and after - before == 3
+
+
+def test_the_remembering_check_agrees_with_a_full_read_on_every_history() -> None:
+    """DanglingCheck reads only what was added since the conversation's last call; whatever
+    the history does between calls (grows, is cut, has a message replaced or removed, starts
+    over), its answer is has_dangling's."""
+    import random
+
+    from langchain_core.messages import ToolMessage
+
+    from runner.middleware.patch_tool_calls import DanglingCheck, has_dangling
+
+    rng = random.Random(17)
+    check = DanglingCheck()
+    ids = iter(range(1_000_000))
+
+    def asked() -> AIMessage:
+        return AIMessage("", tool_calls=[call("ls", f"c{next(ids)}", path="/")])
+
+    def answer(message: BaseMessage) -> ToolMessage:
+        return ToolMessage("ok", tool_call_id=message.tool_calls[0]["id"])  # type: ignore[attr-defined]
+
+    conversations: list[list[BaseMessage]] = [[HumanMessage("hi")] for _ in range(3)]
+    seen = {True: 0, False: 0}
+    for _ in range(1_500):
+        messages = rng.choice(conversations)
+        move = rng.random()
+        if move < 0.5:  # a step: a call and (mostly) its answer
+            messages.append(asked())
+            if rng.random() < 0.9:
+                messages.append(answer(messages[-1]))
+        elif move < 0.6 and len(messages) > 2:  # a message replaced in place, as add_messages does
+            index = rng.randrange(1, len(messages))
+            old = messages[index]
+            messages[index] = asked() if old.type == "ai" else HumanMessage(str(rng.random()))
+        elif move < 0.7 and len(messages) > 2:  # one removed, or the history cut (summaries)
+            del messages[rng.randrange(1, len(messages)) :][: rng.choice((1, len(messages)))]
+        elif move < 0.75:  # a copy of the history: equal messages, other objects
+            messages[:] = [m.model_copy() for m in messages]
+        elif move < 0.9:  # the dangling calls answered late
+            answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+            messages += [
+                answer(m)
+                for m in messages
+                if m.type == "ai" and m.tool_calls[0]["id"] not in answered  # type: ignore[attr-defined]
+            ]
+        else:  # a new conversation
+            messages[:] = [HumanMessage("hi")]
+        expected = has_dangling(messages)
+        assert check(list(messages)) is expected
+        seen[expected] += 1
+    assert seen[True] > 100 and seen[False] > 100, seen

@@ -1,0 +1,109 @@
+"""Harness wrap hooks pay for LangSmith tracing only when a trace is being recorded.
+
+`create_agent` wraps every `wrap_model_call` / `wrap_tool_call` hook in LangSmith's `traceable`
+so each hook shows up as a span. The wrapper does its bookkeeping whether or not anything is
+traced: under `ainvoke` it moves to a worker thread and back twice per call (its set-up and its
+tear-down go through `run_in_executor`) and runs the hook in a task of its own; under `invoke` it
+builds a run container per call. With tracing off that bookkeeping produces nothing, yet it was
+most of what the harness added to a step under `ainvoke` (see `bench/RESULTS.md`).
+
+`traced_when_tracing` hands `create_agent` the harness's hooks behind a check, made on every
+call, of the three things that make `traceable` record a span: tracing enabled (environment or
+`tracing_context`), a LangSmith run in progress, or a LangChain tracer among the run's
+callbacks. When any of them holds, the hook runs through the very wrapper `create_agent` made,
+so a recorded trace is the same as before; when none holds, the hook is called directly.
+
+Only agentctl's own middleware is treated so: the spec's middleware and LangChain's keep the
+wrapper as `create_agent` makes it (their hooks run in a task of their own, which a hook that
+sets context variables may rely on; agentctl's hooks reset what they set).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["might_trace", "traced_when_tracing"]
+
+_PATCH_LOCK = threading.RLock()
+
+
+def might_trace() -> bool:
+    """Whether LangSmith's `traceable` would record a span here (conservatively: True when in
+    doubt). Mirrors its decision: enabled by context or environment, or a parent run to attach
+    to, either LangSmith's own or a LangChain tracer's."""
+    from langchain_core.runnables.config import var_child_runnable_config
+    from langchain_core.tracers.langchain import LangChainTracer
+    from langsmith.run_helpers import get_current_run_tree
+    from langsmith.utils import tracing_is_enabled
+
+    if get_current_run_tree() is not None or tracing_is_enabled():
+        return True
+    config = var_child_runnable_config.get()
+    callbacks = config.get("callbacks") if config else None
+    handlers = getattr(callbacks, "handlers", None) or (
+        callbacks if isinstance(callbacks, list) else ()
+    )
+    return any(isinstance(handler, LangChainTracer) for handler in handlers)
+
+
+def _when_tracing(hook: Callable[..., Any], traced: Callable[..., Any]) -> Callable[..., Any]:
+    """`hook` itself, or `traced` (its `traceable` wrapper) while a trace may be recorded."""
+    if inspect.iscoroutinefunction(hook):
+
+        @functools.wraps(hook)
+        async def ahook(*args: Any, **kwargs: Any) -> Any:
+            if might_trace():
+                return await traced(*args, **kwargs)
+            return await hook(*args, **kwargs)
+
+        return ahook
+
+    @functools.wraps(hook)
+    def sync_hook(*args: Any, **kwargs: Any) -> Any:
+        if might_trace():
+            return traced(*args, **kwargs)
+        return hook(*args, **kwargs)
+
+    return sync_hook
+
+
+@contextmanager
+def traced_when_tracing(middleware: Sequence[Any]) -> Iterator[None]:
+    """While `create_agent` runs in this block, the wrap hooks of `middleware` (bound methods of
+    those objects) get `_when_tracing` around LangChain's `traceable` wrapper; every other hook
+    gets the wrapper alone, as without this block.
+
+    It replaces `langchain.agents.factory.traceable` for the block's duration (under a lock,
+    so builds in other threads see either the original or a wrapper that leaves their hooks
+    alone). Where that name is gone (another LangChain version), hooks are wrapped as before.
+    """
+    from langchain.agents import factory
+
+    ours = {id(m) for m in middleware}
+    with _PATCH_LOCK:  # read under the lock too: another build's wrapper is never "original"
+        original = getattr(factory, "traceable", None)
+        if original is None:
+            yield
+            return
+
+        def traceable(*args: Any, **kwargs: Any) -> Any:
+            decorate = original(*args, **kwargs)
+
+            def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
+                traced = decorate(function)
+                if id(getattr(function, "__self__", None)) not in ours:
+                    return traced
+                return _when_tracing(function, traced)
+
+            return decorator
+
+        factory.traceable = traceable
+        try:
+            yield
+        finally:
+            factory.traceable = original
