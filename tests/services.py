@@ -15,7 +15,8 @@ If none of these is possible the tests that need a server are skipped, saying wh
 Fixtures (use them by importing into a conftest or test module):
 
 - `postgres_server`: the admin URL of the server (session scope);
-- `postgres_url`: the URL of a fresh, empty database of its own for one test, dropped after it;
+- `postgres_url`: the URL of a fresh, empty database of its own for one test, dropped after it
+  (`fresh_database(server)` makes one for a fixture of a wider scope);
 - `redis_server`: the server's URL (session scope);
 - `redis_url`: a URL of a logical database of its own for one test (one per xdist worker, 1-15),
   emptied before the test.
@@ -162,17 +163,27 @@ def postgres_server() -> Iterator[str]:
             yield url
 
 
+@contextlib.contextmanager
+def fresh_database(server: str) -> Iterator[str]:
+    """The URL of a new, empty database on `server`, dropped at the end (for fixtures of a
+    wider scope than `postgres_url`)."""
+    psycopg = pytest.importorskip("psycopg")
+    name = f"agentctl_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(server)
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def postgres_url(postgres_server: str) -> Iterator[str]:
     """A fresh database for this test alone (dropped after it)."""
-    psycopg = pytest.importorskip("psycopg")
-    name = f"agentctl_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(postgres_server)
-    yield urlunsplit(parts._replace(path=f"/{name}"))
-    with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

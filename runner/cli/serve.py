@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
+
 import click
 
 from runner.cli.options import otel_options
@@ -21,15 +24,17 @@ from runner.cli.options import otel_options
     "--db",
     metavar="URL",
     envvar="DATABASE_URL",
-    help="postgresql:// URL of the engine's database (default $DATABASE_URL). Not available "
-    "yet: without --db the in-memory engine serves.",
+    help="postgresql:// URL of the database the production engine (Aegra) keeps threads, runs, "
+    "checkpoints and the store in (default $DATABASE_URL; needs Python 3.12+). Without it the "
+    "in-memory engine serves.",
 )
 @click.option(
     "--redis",
     metavar="URL",
     envvar="REDIS_URL",
-    help="redis:// URL of the run queue shared by several servers (default $REDIS_URL); "
-    "with --db only.",
+    help="redis:// URL of the run queue shared by every server on the same --db (default "
+    "$REDIS_URL): runs are spread over the servers, and a run whose server dies is finished "
+    "by another. With --db only.",
 )
 @click.option(
     "--dev",
@@ -42,7 +47,8 @@ from runner.cli.options import otel_options
     type=click.IntRange(1),
     default=10,
     show_default=True,
-    help="Runs executed at once by this process.",
+    help="Runs executed at once by this process (with --db but no --redis, runs are not "
+    "queued: each starts when it is made).",
 )
 @click.option(
     "--shared-workspace",
@@ -72,7 +78,10 @@ def serve(
 
     Each agent is a graph (and a default assistant) named after its `name`. An assistant's
     config may set `configurable.vars` and `configurable.model`. An edited agent file takes
-    effect for new runs without a restart. Stop with Ctrl-C.
+    effect for new runs without a restart. Stop with Ctrl-C (or SIGTERM).
+
+    Engines: in memory (no --db, or --dev), or Aegra on Postgres (--db), which with --redis
+    shares runs between every server on the same database and Redis.
 
     With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each run is sent as one OpenTelemetry
     trace.
@@ -82,26 +91,25 @@ def serve(
     (and served once it is fixed and saved) instead of stopping the start.
     """
     from runner.cli.options import parse_vars
-    from runner.errors import RunError
+    from runner.loader import display_path
 
     variables = parse_vars(vars_)
-    if not dev and db:
-        raise RunError(
-            "serving on a database (--db / $DATABASE_URL) is not available yet; run the "
-            "in-memory engine with --dev, or unset DATABASE_URL"
-        )
-    if not dev and redis:
+    if not dev and redis and not db:
         raise click.BadParameter(
             "needs --db: the run queue is shared through the database", param_hint="--redis"
         )
+    from runner.serve.engines import Engine
+
+    engine = Engine.choose(database=db, redis=redis, dev=dev)
     from runner.serve.agents import collect_agents
 
     agents = collect_agents(
         paths or ("agents",), vars=variables, shared_workspace=shared_workspace, keep_broken=dev
     )
+    engine.check()
     from runner.serve.factory import GraphFactory
     from runner.serve.graphs import register
-    from runner.serve.inmem import check_port, free_port, run_inmem
+    from runner.serve.ports import check_port, free_port
 
     factory = GraphFactory(base_vars=variables)
     graphs = register(agents, factory)
@@ -110,10 +118,10 @@ def serve(
     else:
         port = free_port(host)
     shown_host = f"[{host}]" if ":" in host else host
-    click.echo(f"serving at http://{shown_host}:{port} (in memory; Ctrl-C stops)", err=True)
+    click.echo(
+        f"serving at http://{shown_host}:{port} ({engine.describe()}; Ctrl-C stops)", err=True
+    )
     for agent in agents:
-        from runner.loader import display_path
-
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
         for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
             click.echo(f"    {problem}", err=True)
@@ -125,14 +133,15 @@ def serve(
         dev=dev,
         vars=variables,
     )
+    # SIGTERM (how service managers and containers stop a process) stops cleanly like Ctrl-C.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        run_inmem(
+        engine.run(
             graphs,
             {a.name: a.description for a in agents},
             host=host,
             port=port,
             jobs=jobs,
-            detect_blocking=dev,
             web_app=web,
         )
     except KeyboardInterrupt:
@@ -141,3 +150,7 @@ def serve(
         factory.close()
     click.echo("stopped", err=True)
     return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

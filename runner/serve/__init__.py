@@ -2,11 +2,13 @@
 
 ```
 agents/*.yaml --validate--> ServedAgent per file --> GraphFactory (cached by file, mtime, vars,
-model) --> engine (the in-memory LangGraph server, in this process) --> assistants, threads,
-runs, SSE, interrupts, store
+model) --> engine, in this process --> assistants, threads, runs, SSE, interrupts, store, crons
+             in memory (inmem.py) | Aegra on Postgres, + a Redis run queue (aegra.py)
 ```
 
 `agents.py` finds and checks the files (every problem located, nothing starts on a problem),
-`factory.py` builds and caches graphs, `graphs.py` is the module the engine imports them from,
-`inmem.py` runs the in-memory engine. Nothing here is imported by `agentctl --help` or `validate`.
+`factory.py` builds and caches graphs, `graphs.py` is the module the engines import them from
+(`graph_file.py` the file Aegra loads them by), `engines.py` chooses the engine from the flags,
+`inmem.py` and `aegra.py` run one each, `ports.py` checks the port. Nothing here is imported by
+`agentctl --help` or `validate`.
 """

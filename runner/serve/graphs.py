@@ -2,20 +2,21 @@
 
 The in-memory engine loads each graph by an import path, `MODULE:NAME`. `register` creates that
 module in `sys.modules` (in this process, before the engine starts) with nothing in it but the
-factories, so any agent name is a free attribute.
+factories, so any agent name is a free attribute. Aegra loads a graph from a file instead
+(`file.py:NAME`): `graph_files` names `graph_file.py`, which hands out the same factories.
 """
 
 from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from runner.serve.agents import ServedAgent
 from runner.serve.factory import GraphFactory
 
-__all__ = ["MODULE", "register"]
+__all__ = ["MODULE", "graph_files", "register"]
 
 MODULE = "agentctl_served_graphs"
 
@@ -35,3 +36,10 @@ def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any], A
 
     make_graph.__name__ = make_graph.__qualname__ = f"make_graph_{agent.name}"
     return make_graph
+
+
+def graph_files(graphs: Mapping[str, str]) -> dict[str, str]:
+    """The registered graphs as Aegra names them: {graph id: `/path/graph_file.py:NAME`}."""
+    from runner.serve import graph_file
+
+    return {name: f"{graph_file.__file__}:{name}" for name in graphs}

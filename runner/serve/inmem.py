@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 import types
 from collections.abc import Mapping
@@ -19,34 +18,10 @@ from typing import Any
 
 from runner.errors import RunError
 
-__all__ = ["check_port", "free_port", "run_inmem"]
+__all__ = ["run_inmem"]
 
 WEB_MODULE = "agentctl_served_web"
 """The module the engine imports the web page's app from (`http.app` is an import path)."""
-
-
-def free_port(host: str) -> int:
-    """A port on `host` that nothing listens on now."""
-    with socket.socket(_family(host), socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
-def check_port(host: str, port: int) -> None:
-    """Refuse a port already taken (the engine would quietly pick another)."""
-    with socket.socket(_family(host), socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            raise RunError(
-                f"cannot serve on {host}:{port}: {exc.strerror or exc}; choose another --port "
-                "(0 picks a free one)"
-            ) from None
 
 
 def run_inmem(
@@ -60,8 +35,8 @@ def run_inmem(
     web_app: Any | None = None,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
-    free (`check_port`): the engine would quietly serve on another one. `web_app` (a Starlette
-    app, the page of `runner.web`) is served in front of the API, on the same port."""
+    free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
+    Starlette app, such as a web page) is served in front of the API, on the same port."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.

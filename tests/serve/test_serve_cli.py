@@ -3,10 +3,27 @@ traceback, before any server starts."""
 
 from __future__ import annotations
 
+import importlib.util
 import socket
+import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
+
+needs_aegra = pytest.mark.skipif(
+    sys.version_info < (3, 12) or importlib.util.find_spec("aegra_api") is None,
+    reason="Aegra (serve --db) needs Python 3.12 or newer and the serve extra",
+)
+
+
+def _closed_port() -> int:
+    """A port nothing listens on (taken free, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
 
 GOOD = "name: {name}\ndescription: d\nmodel: replay:c.cassette.yaml\nprompt: p\n"
 
@@ -25,14 +42,62 @@ def test_problems_in_agent_files_are_located_and_nothing_starts(tmp_path: Path) 
     assert not (tmp_path / ".langgraph_api").exists()
 
 
-def test_a_database_is_refused_until_it_is_supported(tmp_path: Path) -> None:
+def test_a_database_url_that_is_not_postgres_is_refused(tmp_path: Path) -> None:
     _folder(tmp_path)
-    done = run_cli(
-        "serve", ".", cwd=tmp_path, env={"DATABASE_URL": "postgresql://localhost/agents"}
-    )
+    done = run_cli("serve", ".", "--db", "sqlite:///threads.db", cwd=tmp_path)
     assert done.returncode == 1
-    assert "serving on a database (--db / $DATABASE_URL) is not available yet" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert done.stderr == (
+        "error: --db: expected a postgresql:// URL (Aegra runs on PostgreSQL), found "
+        "'sqlite:///threads.db'\n"
+    )
+
+
+@needs_aegra
+def test_a_database_that_does_not_answer_is_refused_without_its_password(tmp_path: Path) -> None:
+    _folder(tmp_path)
+    port = _closed_port()
+    url = f"postgresql://agent:s3cret@127.0.0.1:{port}/agents"
+    done = run_cli("serve", ".", cwd=tmp_path, env={"DATABASE_URL": url})
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        f"error: cannot connect to the database postgresql://agent:***@127.0.0.1:{port}/agents: "
+    )
+    assert "Connection refused" in done.stderr
+    assert "s3cret" not in done.stderr
+    assert "Traceback" not in done.stderr and "serving at" not in done.stderr
+
+
+@needs_aegra
+def test_agent_files_are_checked_before_the_database(tmp_path: Path) -> None:
+    _folder(tmp_path, "tols: []\n")
+    url = f"postgresql://agent@127.0.0.1:{_closed_port()}/agents"
+    done = run_cli("serve", ".", "--db", url, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "a.yaml:5:1: tols: unknown key; did you mean 'tools'?\n"
+
+
+@needs_aegra
+def test_a_redis_that_does_not_answer_is_refused(tmp_path: Path, postgres_url: str) -> None:
+    _folder(tmp_path)
+    redis = f"redis://127.0.0.1:{_closed_port()}/0"
+    done = run_cli("serve", ".", "--db", postgres_url, "--redis", redis, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: cannot connect to Redis at {redis}: ")
+    assert "Traceback" not in done.stderr and "serving at" not in done.stderr
+
+
+def test_python_older_than_3_12_is_told_aegra_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.errors import RunError
+    from runner.serve import aegra
+
+    monkeypatch.setattr(sys, "version_info", (3, 11, 9, "final", 0))
+    with pytest.raises(RunError) as caught:
+        aegra.require_aegra()
+    assert str(caught.value) == (
+        "serving on a database (--db) uses Aegra, which needs Python 3.12 or newer; this "
+        "agentctl runs on Python 3.11.9. Reinstall it on Python 3.12+ (scripts/setup picks the "
+        "newest Python on the machine), or serve in memory with --dev"
+    )
 
 
 def test_redis_needs_a_database(tmp_path: Path) -> None:
@@ -55,3 +120,17 @@ def test_a_port_in_use_is_refused_not_replaced(tmp_path: Path) -> None:
     assert f"error: cannot serve on 127.0.0.1:{port}:" in done.stderr
     assert "choose another --port (0 picks a free one)" in done.stderr
     assert "serving at" not in done.stderr
+
+
+def test_database_urls_are_written_as_libpq_reads_them_and_shown_without_passwords() -> None:
+    from runner.serve.aegra import database_url, redact
+
+    assert database_url("postgres://agent@db/agents") == "postgresql://agent@db/agents"
+    assert database_url("postgresql+asyncpg://a:b@db:5433/x?sslmode=require") == (
+        "postgresql://a:b@db:5433/x?sslmode=require"
+    )
+    assert redact("postgresql://agent:s3cret@db:5432/agents") == (
+        "postgresql://agent:***@db:5432/agents"
+    )
+    assert redact("redis://:s3cret@cache:6379/0") == "redis://:***@cache:6379/0"
+    assert redact("redis://cache:6379/0") == "redis://cache:6379/0"

@@ -1,26 +1,26 @@
-"""`agentctl serve` (the in-memory engine) against the official client, `langgraph-sdk`: one
-server process on 127.0.0.1 and an ephemeral port for the module, stopped with SIGINT."""
+"""`agentctl serve` against the official client, `langgraph-sdk`, on both engines: the in-memory
+one (`--dev`) and Aegra on a real Postgres with a Redis run queue (`--db --redis`). One server
+process per engine for the module, on 127.0.0.1 and an ephemeral port, stopped with SIGINT."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
-import subprocess
 import sys
-import time
-import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.serve import servers
+from tests.services import fresh_database
+
 pytest.importorskip("langgraph_api")
 sdk = pytest.importorskip("langgraph_sdk")
 
 pytestmark = pytest.mark.slow
-
-AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
 
 SCRIBE = """\
 name: scribe
@@ -55,52 +55,32 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _port() -> int:
-    from runner.serve.inmem import free_port
+@contextlib.contextmanager
+def aegra_args(request: pytest.FixtureRequest) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """`--db URL --redis URL` of a database of its own and Redis keys of its own."""
+    if sys.version_info < (3, 12):
+        pytest.skip("Aegra needs Python 3.12 or newer")
+    pytest.importorskip("aegra_api")
+    postgres = request.getfixturevalue("postgres_server")
+    redis = request.getfixturevalue("redis_server")
+    prefix = f"agentctl-test:{uuid.uuid4().hex[:8]}:"
+    env = {"WORKER_QUEUE_KEY": f"{prefix}jobs", "REDIS_CHANNEL_PREFIX": f"{prefix}run:"}
+    with fresh_database(postgres) as database:
+        yield ["--db", database, "--redis", redis], env
 
-    return free_port("127.0.0.1")
 
-
-@pytest.fixture(scope="module")
-def server(agents: Path) -> Iterator[str]:
-    port = _port()
-    env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
-    proc = subprocess.Popen(
-        [AGENTCTL, "serve", str(agents), "--port", str(port), "--dev"],
-        cwd=agents,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120  # a wait limit for a loaded machine, not a measurement
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
-                if reply.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            pytest.fail(f"agentctl serve did not start:\n{out}")
-        time.sleep(0.2)
-    try:
-        yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            code = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            pytest.fail("agentctl serve did not stop on SIGINT")
-        out = proc.stdout.read().decode() if proc.stdout else ""
-        assert code == 0, out
-        assert "stopped" in out
-        with pytest.raises(ProcessLookupError):  # nothing it started outlives it
-            os.killpg(proc.pid, 0)
+@pytest.fixture(scope="module", params=["memory", "aegra"])
+def server(request: pytest.FixtureRequest, agents: Path) -> Iterator[str]:
+    log = agents / f"serve-{request.param}.log"
+    if request.param == "memory":
+        with servers.serving([agents], cwd=agents, args=["--dev"], log=log) as served:
+            yield served.url
+        return
+    with (
+        aegra_args(request) as (args, env),
+        servers.serving([agents], cwd=agents, args=args, env=env, log=log) as served,
+    ):
+        yield served.url
 
 
 @pytest.fixture
@@ -215,3 +195,14 @@ def test_an_edited_agent_file_takes_effect_for_new_runs(client: Any, agents: Pat
         path.write_text(original, encoding="utf-8")
         stat = path.stat()
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2 * 10**9))
+
+
+def test_crons_are_made_listed_and_deleted(client: Any) -> None:
+    thread = client.threads.create()["thread_id"]
+    # The reply is a cron under one engine, the cron's first run under the other (the API's
+    # own ambiguity): the cron is found by its thread.
+    client.crons.create_for_thread(thread, "greeter", schedule="0 0 * * *", input=_ask("hi"))
+    crons = client.crons.search(thread_id=thread)
+    assert [c["schedule"] for c in crons] == ["0 0 * * *"]
+    client.crons.delete(crons[0]["cron_id"])
+    assert client.crons.search(thread_id=thread) == []

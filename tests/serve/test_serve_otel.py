@@ -22,7 +22,7 @@ AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
 
 
 def test_serve_otel_traces_each_run(tmp_path: Path, receiver: Receiver) -> None:  # noqa: F811
-    from runner.serve.inmem import free_port
+    from runner.serve.ports import free_port
 
     (tmp_path / "greeter.yaml").write_text(
         "name: greeter\ndescription: Says hello\nmodel: replay:greeter.cassette.yaml\n"

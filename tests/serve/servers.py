@@ -1,0 +1,166 @@
+"""`agentctl serve` processes for the tests: started on a free port of 127.0.0.1, waited for,
+stopped with SIGINT (checking it stops cleanly and leaves no process behind), or killed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
+
+START_LIMIT = 180
+"""Seconds a server may take to answer (a wait limit for a loaded machine, not a measurement)."""
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def free_port() -> int:
+    from runner.serve.ports import free_port
+
+    return free_port("127.0.0.1")
+
+
+def launch(
+    paths: Sequence[str | Path],
+    *,
+    cwd: Path,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    log: Path,
+) -> Server:
+    """`agentctl serve PATHS --port P ARGS` in its own session, its output in `log`; returns at
+    once (see `wait_ready`)."""
+    return launch_command(
+        lambda port: [AGENTCTL, "serve", *map(str, paths), "--port", str(port), *args],
+        cwd=cwd,
+        env=env,
+        log=log,
+    )
+
+
+def launch_command(
+    command: Callable[[int], Sequence[str]],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    log: Path,
+) -> Server:
+    """The server `command(port)` starts, in its own session (see `launch`)."""
+    port = free_port()
+    full_env = {
+        **os.environ,
+        "LANGSMITH_TRACING": "false",
+        "DATABASE_URL": "",
+        "REDIS_URL": "",
+        **(env or {}),
+    }
+    full_env.pop("LOG_LEVEL", None)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            list(command(port)),
+            cwd=cwd,
+            env=full_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Server(f"http://127.0.0.1:{port}", proc, log)
+
+
+def wait_ready(server: Server) -> Server:
+    """Wait until `server` answers; it is killed, and the test fails, if it exits first."""
+    deadline = time.monotonic() + START_LIMIT
+    while True:
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{server.url}/info", timeout=2) as reply,
+        ):
+            if reply.status == 200:
+                return server
+        if server.proc.poll() is not None or time.monotonic() > deadline:
+            kill(server)
+            raise AssertionError(f"agentctl serve did not start:\n{server.output()}")
+        time.sleep(0.2)
+
+
+def start(
+    paths: Sequence[str | Path],
+    *,
+    cwd: Path,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    log: Path,
+) -> Server:
+    """`launch`, then `wait_ready`."""
+    return wait_ready(launch(paths, cwd=cwd, args=args, env=env, log=log))
+
+
+def stop(server: Server, how: signal.Signals = signal.SIGINT) -> str:
+    """Ctrl-C (or another signal): the server must exit 0, say "stopped" and leave no process
+    of its group behind. Returns its output."""
+    server.proc.send_signal(how)
+    try:
+        code = server.proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        kill(server)
+        raise AssertionError(
+            f"agentctl serve did not stop on {how.name}:\n{server.output()}"
+        ) from None
+    out = server.output()
+    assert code == 0, out
+    assert "stopped" in out, out
+    assert not group_alive(server.proc.pid), "a process serve started outlived it"
+    return out
+
+
+def kill(server: Server, *, group: bool = True) -> None:
+    """SIGKILL, as a crash: the server gets no chance to clean up. `group=False` kills the
+    server's process alone (anything it started would be left behind: see `group_alive`)."""
+    with contextlib.suppress(ProcessLookupError):
+        if group:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+        else:
+            server.proc.kill()
+    server.proc.wait(timeout=30)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def serving(
+    paths: Sequence[str | Path],
+    *,
+    cwd: Path,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    log: Path,
+) -> Iterator[Server]:
+    """A server for the block, stopped with SIGINT after it (see `stop`)."""
+    server = start(paths, cwd=cwd, args=args, env=env, log=log)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            stop(server)
