@@ -112,7 +112,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(served: Path) -> Iterator[str]:
-    from runner.serve.inmem import free_port
+    from runner.serve.ports import free_port
 
     port = free_port("127.0.0.1")
     env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
