@@ -9,7 +9,7 @@ started here continues from any process on any host that reaches the database, a
 
 One connection (autocommit, as LangGraph's Postgres classes want it) and one lock serve the
 checkpointer, the store and the tables, as in SQLite. Tables are created at open, idempotently,
-under an advisory lock (`runner.threads_pg.LOCK_SPACE`): processes opening a new database at
+under an advisory lock (`runner.threads_pg.setup_lock`): processes opening a new database at
 once wait for each other.
 
 Durability: a checkpoint, a journaled tool result, an answer is committed when the call that
@@ -36,13 +36,13 @@ from runner.retention import (
 from runner.retention import SETTING as KEEP_SETTING
 from runner.run import _SETTINGS_TABLE, Home
 from runner.threads_pg import (
-    LOCK_SPACE,
     SCHEMA,
     PostgresAnswerLog,
     PostgresDatabase,
     PostgresThreadLease,
     PostgresToolJournal,
     setup,
+    setup_lock,
 )
 
 __all__ = ["PostgresHome", "PostgresRetention", "redact"]
@@ -108,8 +108,8 @@ class PostgresHome(Home):
             ) from None
 
     def _setup(self) -> tuple[Any, Any]:
-        """Create every table (LangGraph's migrations included) while holding the setup lock,
-        a session-level one: LangGraph's migrations run statements that cannot run inside a
+        """Create every table (LangGraph's migrations included) while holding the setup lock
+        at session level: LangGraph's migrations run statements that cannot run inside a
         transaction (`CREATE INDEX CONCURRENTLY`)."""
         from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.store.postgres import PostgresStore
@@ -119,13 +119,10 @@ class PostgresHome(Home):
         saver.agentctl_journal = self._journal  # type: ignore[attr-defined]
         store = PostgresStore(self.conn)
         store.lock = self._lock
-        self.conn.execute("SELECT pg_advisory_lock(%s, 0)", (LOCK_SPACE,))
-        try:
+        with setup_lock(self.conn):
             saver.setup()
             store.setup()
-        finally:
-            self.conn.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_SPACE,))
-        setup(self.conn, TABLES)  # takes the same lock, as a transaction-level one
+            setup(self.conn, TABLES)  # the same lock again: a session has its own locks
         return saver, store
 
     @property

@@ -24,6 +24,8 @@ psycopg is imported only here (the `postgres` extra).
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -48,6 +50,7 @@ __all__ = [
     "PostgresToolJournal",
     "asetup",
     "setup",
+    "setup_lock",
 ]
 
 SCHEMA = (
@@ -68,7 +71,13 @@ LOCK_SPACE = 0x61676374
 """First key of agentctl's advisory locks ("agct"): (LOCK_SPACE, 0) while creating tables,
 (LOCK_SPACE, hashtext(thread id)) while a compare-and-set on a thread runs."""
 
-_SETUP_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, 0)"
+SETUP_LOCK = (LOCK_SPACE, 0)
+"""The advisory lock held while tables are created."""
+
+POLL = 0.05
+"""Seconds between tries for the setup lock."""
+
+_TRY_SETUP = "SELECT pg_try_advisory_xact_lock(%s, %s)"
 
 
 def sql(text: str) -> str:
@@ -78,19 +87,56 @@ def sql(text: str) -> str:
 
 def setup(conn: Any, statements: Iterable[str] = SCHEMA) -> None:
     """Create tables (the guards' by default) idempotently, in one transaction holding the setup
-    lock: two processes creating them at once wait for each other instead of failing."""
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(_SETUP_LOCK)
-        for statement in statements:
-            cur.execute(statement)
+    lock: two processes creating them at once wait for each other instead of failing.
+
+    The lock is tried, not waited for, between short transactions: LangGraph's migrations
+    (`CREATE INDEX CONCURRENTLY`, in another process holding the lock) wait for every open
+    transaction to end, and one waiting for the lock would never end."""
+    from psycopg.rows import tuple_row
+
+    while True:
+        with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(_TRY_SETUP, SETUP_LOCK)
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                for statement in statements:
+                    cur.execute(statement)
+                return
+        time.sleep(POLL)
 
 
 async def asetup(conn: Any, statements: Iterable[str] = SCHEMA) -> None:
     """`setup` on a psycopg `AsyncConnection`."""
-    async with conn.transaction(), conn.cursor() as cur:
-        await cur.execute(_SETUP_LOCK)
-        for statement in statements:
-            await cur.execute(statement)
+    from psycopg.rows import tuple_row
+
+    while True:
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(_TRY_SETUP, SETUP_LOCK)
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                for statement in statements:
+                    await cur.execute(statement)
+                return
+        await asyncio.sleep(POLL)
+
+
+@contextmanager
+def setup_lock(conn: Any) -> Iterator[None]:
+    """Hold the setup lock at session level on `conn` (autocommit) for the block, tried between
+    short statements as in `setup`: LangGraph's own migrations run in it."""
+    from psycopg.rows import tuple_row
+
+    with conn.cursor(row_factory=tuple_row) as cur:
+        while True:
+            cur.execute("SELECT pg_try_advisory_lock(%s, %s)", SETUP_LOCK)
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                break
+            time.sleep(POLL)
+        try:
+            yield
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(%s, %s)", SETUP_LOCK)
 
 
 class PostgresDatabase:

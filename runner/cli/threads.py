@@ -27,14 +27,17 @@ json_option = click.option(
 
 
 @click.group(invoke_without_command=True, short_help="List, show, export, fork or prune threads.")
+@db_option
 @click.pass_context
-def threads(ctx: click.Context) -> int | None:
+def threads(ctx: click.Context, db: Path | str | None = None) -> int | None:
     """List the saved threads (the default), show, export, fork or search them, or delete them.
 
-    Continue a thread with `agentctl run SPEC --thread ID`.
+    Continue a thread with `agentctl run SPEC --thread ID`. `--db` here is the database of
+    every subcommand (`agentctl threads --db URL show ID`), unless the subcommand names one.
     """
+    ctx.obj = db
     if ctx.invoked_subcommand is None:
-        return ctx.invoke(list_threads)
+        return ctx.invoke(list_threads, db=db)
     return None
 
 
@@ -480,6 +483,8 @@ def _highlight(snippet: str, text: str) -> str:
 def _home(db: Path | str | None) -> Home:
     from runner.run import Home
 
+    if db is None:  # the group's --db, if given
+        db = click.get_current_context().find_object(str) or None
     return Home(db)
 
 
