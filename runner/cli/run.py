@@ -318,7 +318,7 @@ def _batch(
     out: Path | None,
     variables: dict[str, object],
     model: str | None,
-    db: Path | None,
+    db: Path | str | None,
     auto_approve: bool,
     allow_unused_var: bool,
     keep_checkpoints: int | Literal["all"] | None,
