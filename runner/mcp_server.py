@@ -269,7 +269,8 @@ class AgentTools:
         command = ["agentctl", "run", str(tool.path)]
         if self.db or os.environ.get("AGENTCTL_HOME"):
             # the person who answers may not share this server's environment
-            command += ["--db", str(Path(self.home.path).resolve())]
+            where = self.home.path  # a Postgres URL (a str) as it is, a file made absolute
+            command += ["--db", where if isinstance(where, str) else str(Path(where).resolve())]
         command += ["--thread", interrupt.thread_id]
         shown = shlex.join(command)
         count = len(interrupt.actions)

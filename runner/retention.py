@@ -42,16 +42,11 @@ turn; when more than a quarter of the file (and at least `RECLAIM_MIN_BYTES`) is
 (`PRAGMA incremental_vacuum`). A database made before incremental auto-vacuum is switched over by
 one full `VACUUM` in `agentctl threads keep-checkpoints` (it says so).
 
-Other checkpointers: `CheckpointRetention` is what the run loop calls. A Postgres one
-(`langgraph-checkpoint-postgres`, for `agentctl serve`) implements `prune` with the same
-`kept_checkpoints` choice over `SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id,
-metadata->>'source', metadata->'parents'->>'' FROM checkpoints WHERE thread_id = %s` and the
-`__interrupt__` rows of `checkpoint_writes`; it deletes the other `checkpoints` and
-`checkpoint_writes` rows, then the `checkpoint_blobs` rows of the thread whose
-`(checkpoint_ns, channel, version)` no kept checkpoint names in its `checkpoint ->
-'channel_versions'` (Postgres stores each channel value once per version, not inside the
-checkpoint), all in one transaction; `reclaim` is Postgres's autovacuum (or `VACUUM`), so it can
-return 0.
+Other checkpointers: `CheckpointRetention` is what the run loop and `agentctl threads` call.
+The Postgres one (`runner.home_pg.PostgresRetention`, for `--db postgresql://`) makes the same
+`kept_checkpoints` choice and also removes the channel values (`checkpoint_blobs`, stored once
+per version outside the checkpoints) that only removed checkpoints named; Postgres's autovacuum
+reuses the space.
 """
 
 from __future__ import annotations
@@ -162,7 +157,8 @@ def kept_checkpoints(
 
 
 class CheckpointRetention(Protocol):
-    """Prunes one checkpointer's storage; `runner.run.Session` calls `prune` after each turn."""
+    """Prunes one checkpointer's storage; `runner.run.Session` calls `prune` after each turn,
+    `agentctl threads` the rest. `SqliteRetention` here, `runner.home_pg.PostgresRetention`."""
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest main-graph checkpoint, without reading its values
@@ -174,10 +170,45 @@ class CheckpointRetention(Protocol):
         does not keep; `keep=None` removes nothing."""
         ...
 
+    def prune_all(self, keep: int | None) -> Pruned:
+        """`prune` every thread in the database (after lowering `keep`)."""
+        ...
+
     def reclaim(self, *, force: bool = False) -> int:
         """Give free space back to the file system when much of the storage is free (always
         with `force`); the bytes given back."""
         ...
+
+    def incremental(self) -> bool:
+        """Whether `reclaim` can give space back without rewriting the whole database once."""
+        ...
+
+    def has_checkpoints(self, thread_id: str) -> bool: ...
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Every checkpoint and write of a thread."""
+        ...
+
+    def stored_keep(self) -> tuple[bool, int | None]:
+        """(whether the database has its own `keep` setting, that setting)."""
+        ...
+
+    def store_keep(self, keep: int | None) -> None: ...
+
+    def effective_keep(self) -> int | None:
+        """The database's setting, else `DEFAULT_KEEP`."""
+        ...
+
+
+def keep_setting(value: object) -> tuple[bool, int | None]:
+    """`stored_keep` from the `agentctl_settings` value read (None when there is none): an
+    unreadable value counts as no setting."""
+    if value is None:
+        return False, None
+    try:
+        return True, parse_keep(str(value))
+    except ValueError:
+        return False, None
 
 
 class SqliteRetention:
@@ -214,12 +245,7 @@ class SqliteRetention:
             row = self.conn.execute(
                 "SELECT value FROM agentctl_settings WHERE key = ?", (SETTING,)
             ).fetchone()
-        if row is None:
-            return False, None
-        try:
-            return True, parse_keep(str(row[0]))
-        except ValueError:
-            return False, None
+        return keep_setting(None if row is None else row[0])
 
     def store_keep(self, keep: int | None) -> None:
         with self.lock:

@@ -44,7 +44,7 @@ from runner.events import (
     ToolResult,
     Usage,
 )
-from runner.retention import SqliteRetention
+from runner.retention import CheckpointRetention, SqliteRetention
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -61,6 +61,7 @@ __all__ = [
     "Home",
     "RunResult",
     "Session",
+    "SqliteHome",
     "ThreadInfo",
     "ThreadSettings",
     "Transcript",
@@ -147,8 +148,156 @@ class Transcript:
     """The tool calls waiting for approval."""
 
 
+def is_postgres_url(db: object) -> bool:
+    """Whether `--db` names a Postgres thread database rather than a SQLite file."""
+    return isinstance(db, str) and db.startswith(("postgresql://", "postgres://"))
+
+
 class Home:
-    """The SQLite database holding checkpoints, the store and the thread registry."""
+    """The thread database: LangGraph checkpoints, the LangGraph store, the thread registry,
+    the settings threads started with, and the guards of `runner.threads_db` (lease, answer log,
+    tool journal), with checkpoint retention (`runner.retention`).
+
+    `Home(db)` opens the one `db` names: a `postgresql://` URL opens `runner.home_pg.PostgresHome`
+    (LangGraph's `PostgresSaver` and `PostgresStore` in that database), anything else a SQLite
+    file, `SqliteHome` (default `$AGENTCTL_HOME/agentctl.db`). The registry and the guards are
+    written once here, over `db` (`runner.threads_db.Database`)."""
+
+    path: Path | str
+    """The SQLite file, or the Postgres URL without its password (for messages)."""
+    db: threads_db.Database
+    retention: CheckpointRetention
+    lease: threads_db.ThreadLease
+    answers: threads_db.AnswerLog
+    _lock: threading.Lock
+    """The one lock of the one connection the checkpointer, the store and the tables share."""
+
+    def __new__(cls, db: str | os.PathLike[str] | None = None) -> Home:
+        if cls is Home:
+            if is_postgres_url(db):
+                from runner.home_pg import PostgresHome
+
+                cls = PostgresHome
+            else:
+                cls = SqliteHome
+        return super().__new__(cls)
+
+    # One connection, one lock. The checkpointer and the store each serialise their use of the
+    # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
+    # store write from another thread opened overlapping transactions ("cannot start a
+    # transaction within a transaction"), and separate connections met "database is locked".
+    # So both (and the thread registry) share `self._lock`; neither calls into the other while
+    # holding it.
+
+    # What each database implements (`Home(db)` makes one of them, never a bare `Home`):
+
+    @property
+    def checkpointer(self) -> Any:
+        """LangGraph's checkpointer on this database, carrying the tool journal
+        (`agentctl_journal`, where `runner.middleware.journal` finds it)."""
+        raise NotImplementedError
+
+    @property
+    def journal(self) -> threads_db.ToolJournal:
+        raise NotImplementedError
+
+    @property
+    def store(self) -> Any:
+        """LangGraph's store on this database (`store` backends)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def register(self, thread_id: str, *, agent: str, spec: str | None, first_message: str) -> None:
+        now = _now()
+        self.db.write(
+            "INSERT INTO agentctl_threads (thread_id, agent, spec, created_at, updated_at, "
+            "first_message) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) "
+            "DO UPDATE SET updated_at = excluded.updated_at",
+            [(thread_id, agent, spec, now, now, first_message[:500])],
+        )
+
+    # The model and vars a thread was started with: a table of its own (created in databases
+    # made before it existed), so resuming the thread without --model/--var keeps them.
+
+    def remember_settings(self, thread_id: str, settings: ThreadSettings) -> None:
+        """Record what a thread was started with; a thread keeps its first settings."""
+        self.db.write(
+            "INSERT INTO agentctl_thread_settings (thread_id, model, vars) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(thread_id, settings.model, json.dumps(settings.vars, sort_keys=True, default=str))],
+        )
+
+    def settings(self, thread_id: str) -> ThreadSettings | None:
+        """What the thread was started with; None for a thread started before they were kept."""
+        rows = self.db.fetch(
+            "SELECT model, vars FROM agentctl_thread_settings WHERE thread_id = ?", (thread_id,)
+        )
+        if not rows:
+            return None
+        return ThreadSettings(model=rows[0][0], vars=json.loads(rows[0][1] or "{}"))
+
+    def touch(self, thread_id: str) -> None:
+        self.db.write(
+            "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?",
+            [(_now(), thread_id)],
+        )
+
+    _THREAD = "SELECT thread_id, agent, spec, created_at, updated_at, first_message FROM "
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        rows = self.db.fetch(self._THREAD + "agentctl_threads WHERE thread_id = ?", (thread_id,))
+        return ThreadInfo(*rows[0]) if rows else None
+
+    def threads(self, *, agent: str | None = None) -> list[ThreadInfo]:
+        query = self._THREAD + "agentctl_threads"
+        args: tuple[Any, ...] = ()
+        if agent:
+            query += " WHERE agent = ?"
+            args = (agent,)
+        # newest first; within one second (the timestamps' precision), the later registered
+        rows = self.db.fetch(query + f" ORDER BY updated_at DESC, {self.db.order} DESC", args)
+        return [ThreadInfo(*row) for row in rows]
+
+    def transcript(self, thread_id: str) -> Transcript | None:
+        """The thread's messages and pending approvals; None when it has no checkpoint."""
+        from types import SimpleNamespace
+
+        saved = self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
+        if saved is None:
+            return None
+        messages = list(saved.checkpoint.get("channel_values", {}).get("messages") or [])
+        interrupts = [
+            interrupt
+            for _task, channel, value in saved.pending_writes or ()
+            if channel == "__interrupt__"
+            for interrupt in value
+        ]
+        pending = pending_actions(SimpleNamespace(interrupts=interrupts))
+        return Transcript(messages, [action for _, actions in pending for action in actions])
+
+    def read_transcript(self, thread_id: str) -> Transcript | None:
+        """`transcript`, read the quickest way this database allows (`agentctl threads show`)."""
+        return self.transcript(thread_id)
+
+    def delete(self, thread_id: str) -> bool:
+        found = self.thread(thread_id) is not None
+        self.retention.delete_thread(thread_id)
+        with self.db.transaction(thread_id) as execute:
+            for table in ("agentctl_threads", "agentctl_thread_settings", *threads_db.TABLES):
+                execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+        self.retention.reclaim()
+        return found
+
+    def freeze(self) -> None:
+        """Take the database lock for good, for a process about to `os._exit`: the writes under
+        way on this connection have committed, and no other starts."""
+        self._lock.acquire()
+
+
+class SqliteHome(Home):
+    """The thread database in a SQLite file."""
 
     def __init__(self, db: str | os.PathLike[str] | None = None) -> None:
         path = Path(db) if db is not None else default_home() / "agentctl.db"
@@ -173,20 +322,14 @@ class Home:
         except (OSError, sqlite3.Error) as exc:
             raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
         self._lock = threading.Lock()
+        self.db = threads_db.SqliteDatabase(self.conn, self._lock)
         self._checkpointer: Any = None
         self._store: Any = None
-        self.retention = SqliteRetention(self.conn, self._lock)
+        self.retention: SqliteRetention = SqliteRetention(self.conn, self._lock)
         """Prunes old checkpoints (`runner.retention`); shares the connection and its lock."""
-        self.lease: threads_db.ThreadLease = threads_db.SqliteThreadLease(self.conn, self._lock)
-        self.answers: threads_db.AnswerLog = threads_db.SqliteAnswerLog(self.conn, self._lock)
+        self.lease = threads_db.SqliteThreadLease(self.conn, self._lock)
+        self.answers = threads_db.SqliteAnswerLog(self.conn, self._lock)
         self._journal: threads_db.ToolJournal | None = None
-
-    # One connection, one lock. The checkpointer and the store each serialise their use of the
-    # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
-    # store write from another thread opened overlapping transactions ("cannot start a
-    # transaction within a transaction"), and separate connections met "database is locked".
-    # So both (and the thread registry) share `self._lock`; neither calls into the other while
-    # holding it.
 
     @property
     def checkpointer(self) -> Any:
@@ -218,98 +361,16 @@ class Home:
             self._store = store
         return self._store
 
-    def register(self, thread_id: str, *, agent: str, spec: str | None, first_message: str) -> None:
-        now = _now()
-        with self._lock:
-            self.conn.execute(
-                "INSERT INTO agentctl_threads VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) "
-                "DO UPDATE SET updated_at = excluded.updated_at",
-                (thread_id, agent, spec, now, now, first_message[:500]),
-            )
-            self.conn.commit()
+    def read_transcript(self, thread_id: str) -> Transcript | None:
+        """Read without LangChain when the checkpoint is plain msgpack (`runner.transcripts`),
+        else through LangGraph's serializer."""
+        from runner.transcripts import Unreadable, saved_transcript
 
-    # The model and vars a thread was started with: a table of its own (created in databases
-    # made before it existed), so resuming the thread without --model/--var keeps them.
-
-    def remember_settings(self, thread_id: str, settings: ThreadSettings) -> None:
-        """Record what a thread was started with; a thread keeps its first settings."""
-        with self._lock:
-            self.conn.execute(
-                "INSERT OR IGNORE INTO agentctl_thread_settings VALUES (?, ?, ?)",
-                (thread_id, settings.model, json.dumps(settings.vars, sort_keys=True, default=str)),
-            )
-            self.conn.commit()
-
-    def settings(self, thread_id: str) -> ThreadSettings | None:
-        """What the thread was started with; None for a thread started before they were kept."""
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT model, vars FROM agentctl_thread_settings WHERE thread_id = ?",
-                (thread_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        return ThreadSettings(model=row[0], vars=json.loads(row[1] or "{}"))
-
-    def touch(self, thread_id: str) -> None:
-        with self._lock:
-            self.conn.execute(
-                "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?",
-                (_now(), thread_id),
-            )
-            self.conn.commit()
-
-    def thread(self, thread_id: str) -> ThreadInfo | None:
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT * FROM agentctl_threads WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-        return ThreadInfo(*row) if row else None
-
-    def threads(self, *, agent: str | None = None) -> list[ThreadInfo]:
-        query = "SELECT * FROM agentctl_threads"
-        args: tuple[Any, ...] = ()
-        if agent:
-            query += " WHERE agent = ?"
-            args = (agent,)
-        # newest first; within one second (the timestamps' precision), the later registered
-        with self._lock:
-            rows = self.conn.execute(
-                query + " ORDER BY updated_at DESC, rowid DESC", args
-            ).fetchall()
-        return [ThreadInfo(*row) for row in rows]
-
-    def transcript(self, thread_id: str) -> Transcript | None:
-        """The thread's messages and pending approvals; None when it has no checkpoint."""
-        from types import SimpleNamespace
-
-        saved = self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
-        if saved is None:
-            return None
-        messages = list(saved.checkpoint.get("channel_values", {}).get("messages") or [])
-        interrupts = [
-            interrupt
-            for _task, channel, value in saved.pending_writes or ()
-            if channel == "__interrupt__"
-            for interrupt in value
-        ]
-        pending = pending_actions(SimpleNamespace(interrupts=interrupts))
-        return Transcript(messages, [action for _, actions in pending for action in actions])
-
-    def delete(self, thread_id: str) -> bool:
-        found = self.thread(thread_id) is not None
-        self.retention.delete_thread(thread_id)
-        with self._lock:
-            self.conn.execute("DELETE FROM agentctl_threads WHERE thread_id = ?", (thread_id,))
-            threads_db.forget_thread(self.conn, thread_id)
-            self.conn.commit()
-        self.retention.reclaim()
-        return found
-
-    def freeze(self) -> None:
-        """Take the database lock for good, for a process about to `os._exit`: the writes under
-        way on this connection have committed, and no other starts."""
-        self._lock.acquire()
+        try:
+            found = saved_transcript(self.conn, self._lock, thread_id)
+        except Unreadable:
+            return self.transcript(thread_id)
+        return None if found is None else Transcript(list(found[0]), found[1])
 
     def close(self) -> None:
         with self._lock:  # not while another thread is in the middle of a write
@@ -1159,7 +1220,7 @@ class Session:
         try:
             retention.prune(thread_id, keep)
             retention.reclaim()
-        except sqlite3.Error as exc:
+        except self.home.db.errors as exc:
             return RunWarning(
                 agent=self.name,
                 code="retention",

@@ -16,43 +16,58 @@ same connection under the same lock (see `runner.run.Home`):
   call returns. `runner.middleware.journal` reads it before running a call, so a call that
   finished before a crash is never run again; only a call in flight at the crash may repeat.
 
-Each is written behind a small protocol (`ThreadLease`, `AnswerLog`, `ToolJournal`) with one
-SQLite implementation; a Postgres checkpointer (`agentctl serve --db postgresql://`) holds the
-same three as tables in its database. The SQLite ones take SQLite's write lock
-(`BEGIN IMMEDIATE`) for every compare-and-set, which is what makes them safe between processes.
+Each is written behind a small protocol (`ThreadLease`, `AnswerLog`, `ToolJournal`,
+`AsyncToolJournal`) with one implementation over a `Database`: the few operations they make, in
+SQLite's `?` parameter style and SQL both SQLite and Postgres run. `SqliteDatabase` is the SQLite
+thread database; `runner.threads_pg` holds the Postgres one (the same three tables in a
+`postgresql://` thread database, and the async journal of an `AsyncPostgresSaver`). Every
+compare-and-set runs in `Database.transaction`, which makes the read and the write that depends
+on it one step for every process: SQLite's write lock (`BEGIN IMMEDIATE`), a Postgres advisory
+lock on the thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from runner.errors import RunError
 
 __all__ = [
+    "TABLES",
     "AlreadyAnswered",
     "Answer",
     "AnswerLog",
     "AsyncSqliteToolJournal",
+    "AsyncToolJournal",
+    "Database",
     "Holder",
     "Lease",
     "SqliteAnswerLog",
+    "SqliteDatabase",
     "SqliteThreadLease",
     "SqliteToolJournal",
+    "TableAnswerLog",
+    "TableThreadLease",
+    "TableToolJournal",
     "ThreadBusy",
     "ThreadLease",
     "ToolJournal",
     "setup",
 ]
+
+TABLES = ("agentctl_leases", "agentctl_answers", "agentctl_tool_journal")
+"""The guards' tables; each has a `thread_id` column (`Home.delete` deletes by it)."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS agentctl_leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, "
@@ -66,19 +81,14 @@ SCHEMA = (
     "scope TEXT NOT NULL, call_id TEXT NOT NULL, type TEXT NOT NULL, result BLOB NOT NULL, "
     "recorded_at TEXT NOT NULL, PRIMARY KEY (thread_id, scope, call_id))",
 )
+"""The SQLite tables (`runner.threads_pg.SCHEMA` is the Postgres twin)."""
 
 
 def setup(conn: sqlite3.Connection) -> None:
-    """Create the three tables (idempotent)."""
+    """Create the three tables in a SQLite database (idempotent)."""
     for statement in SCHEMA:
         conn.execute(statement)
     conn.commit()
-
-
-def forget_thread(conn: sqlite3.Connection, thread_id: str) -> None:
-    """Drop what the three tables hold about a deleted thread (the caller commits)."""
-    for table in ("agentctl_leases", "agentctl_answers", "agentctl_tool_journal"):
-        conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
 
 
 def _now() -> str:
@@ -131,6 +141,57 @@ def _immediate(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlit
         conn.commit()
 
 
+Execute = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+"""Runs one statement inside a `Database.transaction`; the rows it returns (none for a write)."""
+
+
+class Database(Protocol):
+    """The operations the guards make on a thread database. SQL is written with `?` parameters
+    in the dialect SQLite and Postgres share (`INSERT ... ON CONFLICT`)."""
+
+    errors: tuple[type[Exception], ...]
+    """What the database raises when it is closed or failing."""
+    order: str
+    """A column of `agentctl_answers` that orders its rows by insertion."""
+
+    def transaction(self, key: str) -> AbstractContextManager[Execute]:
+        """One write transaction, committed at the end (rolled back on an exception), in which
+        no other process writes the guards' rows of `key` (a thread id): a read and the write
+        that depends on it are one step."""
+        ...
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run `sql` for each of `rows`, committed when it returns."""
+        ...
+
+
+class SqliteDatabase:
+    """`Database` on a SQLite connection and the lock every user of it shares."""
+
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    order = "rowid"
+
+    def __init__(self, conn: sqlite3.Connection, lock: Any) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    @contextmanager
+    def transaction(self, key: str) -> Iterator[Execute]:
+        with _immediate(self.conn, self.lock) as conn:
+            yield lambda sql, args: conn.execute(sql, args).fetchall()
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.lock:
+            self.conn.executemany(sql, rows)
+            self.conn.commit()
+
+
 # --------------------------------------------------------------------------- the lease
 
 
@@ -181,12 +242,10 @@ class ThreadLease(Protocol):
     limit) it retries until the lease is free. The holder keeps it alive (a heartbeat) until it
     releases it; a lease whose holder died is free again.
 
-    The SQLite implementation is `SqliteThreadLease`. A Postgres one is a table of the same
-    shape: take the lease with `INSERT ... ON CONFLICT (thread_id) DO UPDATE ... WHERE
-    leases.heartbeat < now() - ttl` (the row comes back only when it was taken), heartbeat with
-    `UPDATE ... WHERE token = $1`, release with `DELETE ... WHERE token = $1`. (A session-level
-    `pg_try_advisory_lock(hashtext(thread_id))` also works, and the server frees it when the
-    holder's connection drops; but it ties the lease to one connection of a pool.)
+    Implemented once, as a table (`TableThreadLease`), for SQLite (`SqliteThreadLease`) and
+    Postgres (`runner.threads_pg.PostgresThreadLease`). (A session-level Postgres advisory lock
+    would also free itself when the holder's connection drops, but it ties the lease to one
+    connection of a pool and says nothing about who holds it.)
     """
 
     def acquire(self, thread_id: str, *, wait: float | None = None) -> Lease: ...
@@ -194,8 +253,8 @@ class ThreadLease(Protocol):
     def holder(self, thread_id: str) -> Holder | None: ...
 
 
-class _SqliteLease:
-    def __init__(self, owner: SqliteThreadLease, thread_id: str, token: str) -> None:
+class _TableLease:
+    def __init__(self, owner: TableThreadLease, thread_id: str, token: str) -> None:
         self.owner = owner
         self.thread_id = thread_id
         self.token = token
@@ -207,27 +266,32 @@ class _SqliteLease:
             self.owner._release(self)
 
 
-class SqliteThreadLease:
-    """`ThreadLease` on the thread database: a row per thread being run.
+class TableThreadLease:
+    """`ThreadLease` as a row per thread being run, in the thread database's `agentctl_leases`.
 
     A row is free to take when its holder is gone: on this host, when its process no longer
     exists (checked at once, so a crash frees the thread for the next command); on another host
-    sharing the database file, when its heartbeat is older than `ttl` seconds. The holder's
-    heartbeat thread refreshes its rows every `ttl / 3` seconds.
+    sharing the database, when its heartbeat is older than `ttl` seconds. The holder's
+    heartbeat thread refreshes its rows every `ttl / 3` seconds. Taking a row is a read and a
+    write in one `Database.transaction`, so of two processes one takes it and the other is told.
     """
 
     POLL = 0.1
     """Seconds between tries while waiting."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, ttl: float = 30.0):
-        self.conn = conn
-        self.lock = lock
+    def __init__(self, db: Database, *, ttl: float = 30.0) -> None:
+        self.db = db
         self.ttl = ttl
-        self._held: dict[str, _SqliteLease] = {}
+        self._held: dict[str, _TableLease] = {}
         self._held_lock = threading.Lock()
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
         self._started = process_started(os.getpid())
+
+    _SELECT = (
+        "SELECT token, pid, host, started, since, heartbeat FROM agentctl_leases "
+        "WHERE thread_id = ?"
+    )
 
     def _free(self, row: Any) -> bool:
         _token, pid, host, started, _since, heartbeat = row
@@ -237,21 +301,22 @@ class SqliteThreadLease:
 
     def _try(self, thread_id: str, token: str) -> Holder | None:
         """Take the lease (None) or say who holds it."""
-        with _immediate(self.conn, self.lock) as conn:
-            row = conn.execute(
-                "SELECT token, pid, host, started, since, heartbeat FROM agentctl_leases "
-                "WHERE thread_id = ?",
-                (thread_id,),
-            ).fetchone()
-            if row is not None and not self._free(row):
+        with self.db.transaction(thread_id) as execute:
+            rows = execute(self._SELECT, (thread_id,))
+            if rows and not self._free(rows[0]):
+                row = rows[0]
                 return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
-            conn.execute(
-                "INSERT OR REPLACE INTO agentctl_leases VALUES (?, ?, ?, ?, ?, ?, ?)",
+            execute(
+                "INSERT INTO agentctl_leases (thread_id, token, pid, host, started, since, "
+                "heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+                "token = excluded.token, pid = excluded.pid, host = excluded.host, "
+                "started = excluded.started, since = excluded.since, "
+                "heartbeat = excluded.heartbeat",
                 (thread_id, token, os.getpid(), HOST, self._started, _now(), time.time()),
             )
         return None
 
-    def acquire(self, thread_id: str, *, wait: float | None = None) -> _SqliteLease:
+    def acquire(self, thread_id: str, *, wait: float | None = None) -> _TableLease:
         import uuid
 
         token = uuid.uuid4().hex
@@ -264,7 +329,7 @@ class SqliteThreadLease:
             if wait is None or waited >= wait:
                 raise ThreadBusy(thread_id, holder, waited=round(waited, 1) if wait else None)
             time.sleep(min(self.POLL, max(wait - waited, 0.0)))
-        lease = _SqliteLease(self, thread_id, token)
+        lease = _TableLease(self, thread_id, token)
         with self._held_lock:
             self._held[token] = lease
             if self._beat is None or not self._beat.is_alive():
@@ -276,44 +341,42 @@ class SqliteThreadLease:
         return lease
 
     def holder(self, thread_id: str) -> Holder | None:
-        with self.lock:
-            row = self.conn.execute(
-                "SELECT token, pid, host, started, since, heartbeat FROM agentctl_leases "
-                "WHERE thread_id = ?",
-                (thread_id,),
-            ).fetchone()
-        if row is None or self._free(row):
+        rows = self.db.fetch(self._SELECT, (thread_id,))
+        if not rows or self._free(rows[0]):
             return None
+        row = rows[0]
         return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
 
-    def _release(self, lease: _SqliteLease) -> None:
+    def _release(self, lease: _TableLease) -> None:
         with self._held_lock:
             self._held.pop(lease.token, None)
             if not self._held:
                 self._stop.set()
-        try:
-            with self.lock:
-                self.conn.execute(
-                    "DELETE FROM agentctl_leases WHERE thread_id = ? AND token = ?",
-                    (lease.thread_id, lease.token),
-                )
-                self.conn.commit()
-        except sqlite3.ProgrammingError:
-            pass  # the database is closed already: the row is freed by the process check
+        # a database closed already: the row is freed by the process check
+        with contextlib.suppress(*self.db.errors):
+            self.db.write(
+                "DELETE FROM agentctl_leases WHERE thread_id = ? AND token = ?",
+                [(lease.thread_id, lease.token)],
+            )
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             with self._held_lock:
                 tokens = list(self._held)
             try:
-                with self.lock:
-                    self.conn.executemany(
-                        "UPDATE agentctl_leases SET heartbeat = ? WHERE token = ?",
-                        [(time.time(), token) for token in tokens],
-                    )
-                    self.conn.commit()
-            except sqlite3.Error:
+                self.db.write(
+                    "UPDATE agentctl_leases SET heartbeat = ? WHERE token = ?",
+                    [(time.time(), token) for token in tokens],
+                )
+            except self.db.errors:
                 return  # closed or failing: the holder's process check still guards the row
+
+
+class SqliteThreadLease(TableThreadLease):
+    """`TableThreadLease` in a SQLite thread database."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, ttl: float = 30.0):
+        super().__init__(SqliteDatabase(conn, lock), ttl=ttl)
 
 
 # --------------------------------------------------------------------------- approvals
@@ -344,8 +407,7 @@ class Answer:
 
 class AnswerLog(Protocol):
     """Approvals answered once: `claim` records the answers to pending interrupts, all or none,
-    unless one of them was answered already (it then returns that answer). A Postgres log is the
-    same table, claimed with `INSERT ... ON CONFLICT DO NOTHING` in one transaction."""
+    unless one of them was answered already (it then returns that answer)."""
 
     def claim(self, thread_id: str, answers: Mapping[str, tuple[str, Any]]) -> Answer | None: ...
 
@@ -362,64 +424,67 @@ def _answer(row: Any) -> Answer:
     return Answer(interrupt_id, summary, json.loads(resume), int(pid), host, answered_at)
 
 
-class SqliteAnswerLog:
+class TableAnswerLog:
+    """`AnswerLog` as the thread database's `agentctl_answers` table."""
+
     _COLUMNS = "interrupt_id, summary, resume, pid, host, answered_at"
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
-        self.conn = conn
-        self.lock = lock
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def claim(self, thread_id: str, answers: Mapping[str, tuple[str, Any]]) -> Answer | None:
         """Record `answers` (interrupt id -> (summary, resume value)); None when they were
         recorded, else the answer given before to one of those interrupts."""
-        with _immediate(self.conn, self.lock) as conn:
+        with self.db.transaction(thread_id) as execute:
             for interrupt_id in answers:
-                row = conn.execute(
+                rows = execute(
                     f"SELECT {self._COLUMNS} FROM agentctl_answers "
                     "WHERE thread_id = ? AND interrupt_id = ?",
                     (thread_id, interrupt_id),
-                ).fetchone()
-                if row is not None:
-                    return _answer(row)
+                )
+                if rows:
+                    return _answer(rows[0])
             now = _now()
-            conn.executemany(
-                "INSERT INTO agentctl_answers VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (thread_id, iid, summary, json.dumps(resume), os.getpid(), HOST, now)
-                    for iid, (summary, resume) in answers.items()
-                ],
-            )
+            for iid, (summary, resume) in answers.items():
+                execute(
+                    f"INSERT INTO agentctl_answers (thread_id, {self._COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (thread_id, iid, summary, json.dumps(resume), os.getpid(), HOST, now),
+                )
         return None
 
     def recorded(self, thread_id: str, interrupt_ids: list[str]) -> dict[str, Answer]:
         if not interrupt_ids:
             return {}
         marks = ", ".join("?" * len(interrupt_ids))
-        with self.lock:
-            rows = self.conn.execute(
-                f"SELECT {self._COLUMNS} FROM agentctl_answers WHERE thread_id = ? "
-                f"AND interrupt_id IN ({marks})",
-                (thread_id, *interrupt_ids),
-            ).fetchall()
+        rows = self.db.fetch(
+            f"SELECT {self._COLUMNS} FROM agentctl_answers WHERE thread_id = ? "
+            f"AND interrupt_id IN ({marks})",
+            (thread_id, *interrupt_ids),
+        )
         return {row[0]: _answer(row) for row in rows}
 
     def withdraw(self, thread_id: str, interrupt_ids: list[str]) -> None:
-        with self.lock:
-            self.conn.executemany(
-                "DELETE FROM agentctl_answers WHERE thread_id = ? AND interrupt_id = ? AND pid = ? "
-                "AND host = ?",
-                [(thread_id, iid, os.getpid(), HOST) for iid in interrupt_ids],
-            )
-            self.conn.commit()
+        self.db.write(
+            "DELETE FROM agentctl_answers WHERE thread_id = ? AND interrupt_id = ? AND pid = ? "
+            "AND host = ?",
+            [(thread_id, iid, os.getpid(), HOST) for iid in interrupt_ids],
+        )
 
     def last(self, thread_id: str) -> Answer | None:
-        with self.lock:
-            row = self.conn.execute(
-                f"SELECT {self._COLUMNS} FROM agentctl_answers WHERE thread_id = ? "
-                "ORDER BY rowid DESC LIMIT 1",
-                (thread_id,),
-            ).fetchone()
-        return _answer(row) if row else None
+        rows = self.db.fetch(
+            f"SELECT {self._COLUMNS} FROM agentctl_answers WHERE thread_id = ? "
+            f"ORDER BY {self.db.order} DESC LIMIT 1",
+            (thread_id,),
+        )
+        return _answer(rows[0]) if rows else None
+
+
+class SqliteAnswerLog(TableAnswerLog):
+    """`TableAnswerLog` in a SQLite thread database."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        super().__init__(SqliteDatabase(conn, lock))
 
 
 # --------------------------------------------------------------------------- the tool journal
@@ -429,49 +494,75 @@ class ToolJournal(Protocol):
     """Finished tool calls and their results, keyed by (thread, scope, call id).
 
     `record` must be durable when it returns (the result is what a re-run of the call after a
-    crash gets instead of running the tool). A Postgres journal is the same table, written with
-    `INSERT ... ON CONFLICT DO NOTHING` and committed at once."""
+    crash gets instead of running the tool); of two records of one call the first stays."""
 
     def lookup(self, thread_id: str, scope: str, call_id: str) -> Any | None: ...
 
     def record(self, thread_id: str, scope: str, call_id: str, result: Any) -> None: ...
 
 
-class SqliteToolJournal:
-    """`ToolJournal` in a SQLite database, sharing the checkpointer's connection and lock.
-    Results are stored with LangGraph's checkpoint serializer (messages, `Command`s)."""
+@runtime_checkable
+class AsyncToolJournal(Protocol):
+    """`ToolJournal`'s async twin, for a graph run with `ainvoke` / `astream` on an async
+    checkpointer (`AsyncSqliteSaver`, `AsyncPostgresSaver`), on the checkpointer's own
+    connection: `runner.middleware.journal` tells the two apart by this protocol."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: Any, *, serde: Any = None) -> None:
+    async def alookup(self, thread_id: str, scope: str, call_id: str) -> Any | None: ...
+
+    async def arecord(self, thread_id: str, scope: str, call_id: str, result: Any) -> None: ...
+
+
+JOURNAL_LOOKUP = (
+    "SELECT type, result FROM agentctl_tool_journal "
+    "WHERE thread_id = ? AND scope = ? AND call_id = ?"
+)
+JOURNAL_RECORD = (
+    "INSERT INTO agentctl_tool_journal (thread_id, scope, call_id, type, result, recorded_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+
+
+def journal_row(thread_id: str, scope: str, call_id: str, serde: Any, result: Any) -> tuple:
+    """The `agentctl_tool_journal` row of a result: stored with LangGraph's checkpoint
+    serializer (messages, `Command`s), as the checkpointer stores values."""
+    kind, data = serde.dumps_typed(result)
+    return (thread_id, scope, call_id, kind, bytes(data), _now())
+
+
+def journal_result(serde: Any, row: Sequence[Any] | None) -> Any | None:
+    return None if row is None else serde.loads_typed((row[0], bytes(row[1])))
+
+
+class TableToolJournal:
+    """`ToolJournal` as the thread database's `agentctl_tool_journal` table."""
+
+    def __init__(self, db: Database, *, serde: Any = None) -> None:
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-        self.conn = conn
-        self.lock = lock
+        self.db = db
         self.serde = serde or JsonPlusSerializer()
+
+    def lookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
+        rows = self.db.fetch(JOURNAL_LOOKUP, (thread_id, scope, call_id))
+        return journal_result(self.serde, rows[0] if rows else None)
+
+    def record(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
+        self.db.write(JOURNAL_RECORD, [journal_row(thread_id, scope, call_id, self.serde, result)])
+
+
+class SqliteToolJournal(TableToolJournal):
+    """`TableToolJournal` in a SQLite database, sharing the checkpointer's connection and lock
+    (creates the tables)."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: Any, *, serde: Any = None) -> None:
+        super().__init__(SqliteDatabase(conn, lock), serde=serde)
         with lock:
             setup(conn)
 
-    def lookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
-        with self.lock:
-            row = self.conn.execute(
-                "SELECT type, result FROM agentctl_tool_journal "
-                "WHERE thread_id = ? AND scope = ? AND call_id = ?",
-                (thread_id, scope, call_id),
-            ).fetchone()
-        return None if row is None else self.serde.loads_typed((row[0], row[1]))
-
-    def record(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
-        kind, data = self.serde.dumps_typed(result)
-        with self.lock:
-            self.conn.execute(
-                "INSERT OR IGNORE INTO agentctl_tool_journal VALUES (?, ?, ?, ?, ?, ?)",
-                (thread_id, scope, call_id, kind, data, _now()),
-            )
-            self.conn.commit()
-
 
 class AsyncSqliteToolJournal:
-    """`ToolJournal`'s async twin for LangGraph's `AsyncSqliteSaver` (aiosqlite), on its
-    connection and lock: `alookup` / `arecord`, for graphs run with `ainvoke` / `astream`."""
+    """`AsyncToolJournal` for LangGraph's `AsyncSqliteSaver` (aiosqlite), on its connection and
+    lock."""
 
     def __init__(self, saver: Any) -> None:
         self.saver = saver

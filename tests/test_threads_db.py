@@ -20,18 +20,31 @@ import pytest
 
 from runner import threads_db
 from runner.run import Home
-from runner.threads_db import SqliteThreadLease, ThreadBusy
+from runner.threads_db import TableThreadLease, ThreadBusy
 from tests.conftest import ROOT
 from tests.fakes import ScriptedChatModel, ai
 
 CRASH = ROOT / "tests" / "data" / "crash"
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Any:
-    opened = Home(tmp_path / "threads.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def home(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The thread database in SQLite and in Postgres (a fresh database of the test's own)."""
+    if request.param == "postgres":
+        opened = Home(request.getfixturevalue("postgres_url"))
+    else:
+        opened = Home(tmp_path / "threads.db")
     yield opened
     opened.close()
+
+
+def _lease_row(home: Home, row: tuple[Any, ...]) -> None:
+    """A lease row as another process writes it."""
+    home.db.write(
+        "INSERT INTO agentctl_leases (thread_id, token, pid, host, started, since, heartbeat) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [row],
+    )
 
 
 # --------------------------------------------------------------------------- the lease
@@ -49,38 +62,31 @@ def test_a_second_runner_is_told_who_holds_the_thread(home: Home) -> None:
     home.lease.acquire("t1").release()
 
 
-def test_a_holder_that_died_loses_its_lease_at_once(home: Home, tmp_path: Path) -> None:
+def test_a_holder_that_died_loses_its_lease_at_once(home: Home) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()  # a pid that ran on this host and is gone
-    other = sqlite3.connect(tmp_path / "threads.db")
-    other.execute(
-        "INSERT INTO agentctl_leases VALUES ('t1', 'x', ?, ?, NULL, '2026-01-01T00:00:00+00:00', ?)",
-        (child.pid, threads_db.HOST, time.time()),
-    )
-    other.commit()
+    since = "2026-01-01T00:00:00+00:00"
+    _lease_row(home, ("t1", "x", child.pid, threads_db.HOST, None, since, time.time()))
     assert home.lease.holder("t1") is None
     home.lease.acquire("t1").release()
 
 
 def test_a_holder_on_another_host_keeps_its_lease_while_its_heartbeat_is_fresh(
-    home: Home, tmp_path: Path
+    home: Home,
 ) -> None:
-    other = sqlite3.connect(tmp_path / "threads.db")
     row = ("t1", "x", 1, "elsewhere", None, "2026-01-01T00:00:00+00:00")
-    other.execute("INSERT INTO agentctl_leases VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, time.time()))
-    other.commit()
+    _lease_row(home, (*row, time.time()))
     with pytest.raises(ThreadBusy, match=r"pid 1 on elsewhere, since 2026-01-01"):
         home.lease.acquire("t1")
     stale = time.time() - 10 * 60
-    other.execute("UPDATE agentctl_leases SET heartbeat = ? WHERE thread_id = 't1'", (stale,))
-    other.commit()
+    home.db.write("UPDATE agentctl_leases SET heartbeat = ? WHERE thread_id = 't1'", [(stale,)])
     home.lease.acquire("t1").release()
 
 
 def test_wait_takes_the_lease_when_the_holder_lets_go(home: Home) -> None:
     held = home.lease.acquire("t1")
     lease = home.lease
-    assert isinstance(lease, SqliteThreadLease)
+    assert isinstance(lease, TableThreadLease)
     tried = threading.Event()
     original = lease._try
 
@@ -146,48 +152,87 @@ def _agent(tmp_path: Path) -> Path:
     return folder / "agent.yaml"
 
 
-def _savers(tmp_path: Path) -> dict[str, Any]:
-    """Checkpointers that lose every task write while `dropping` is set: the state a SIGKILL
-    leaves when it lands after a tool returned and before LangGraph saved its result."""
-    import aiosqlite
+def _dropping(cls: type) -> type:
+    """`cls`, losing every task write while `dropping` is set: the state a SIGKILL leaves when
+    it lands after a tool returned and before LangGraph saved its result."""
+
+    class Dropping(cls):  # type: ignore[misc, valid-type]
+        dropping = False
+
+        def put_writes(self, *args: Any, **kwargs: Any) -> None:
+            if not self.dropping:
+                super().put_writes(*args, **kwargs)
+
+        async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+            if not self.dropping:
+                await super().aput_writes(*args, **kwargs)
+
+    Dropping.__name__ = cls.__name__
+    return Dropping
+
+
+def _saver(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+    """A sync checkpointer of `kind` that drops writes on demand."""
+    if kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(tmp_path / "saver.db", check_same_thread=False)
+        return _dropping(SqliteSaver)(conn)
+    if kind == "postgres":
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        url = request.getfixturevalue("postgres_url")
+        conn = psycopg.connect(url, autocommit=True, row_factory=dict_row)
+        request.addfinalizer(conn.close)
+        saver = _dropping(PostgresSaver)(conn)
+        saver.setup()
+        return saver
     from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    def dropping(cls: type) -> type:
-        class Dropping(cls):  # type: ignore[misc, valid-type]
-            dropping = False
-
-            def put_writes(self, *args: Any, **kwargs: Any) -> None:
-                if not self.dropping:
-                    super().put_writes(*args, **kwargs)
-
-            async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
-                if not self.dropping:
-                    await super().aput_writes(*args, **kwargs)
-
-        Dropping.__name__ = cls.__name__
-        return Dropping
-
-    conn = sqlite3.connect(tmp_path / "saver.db", check_same_thread=False)
-    return {
-        "sqlite": lambda: dropping(SqliteSaver)(conn),
-        "memory": lambda: dropping(InMemorySaver)(),
-        # made inside the event loop that runs the graph
-        "async-sqlite": lambda: dropping(AsyncSqliteSaver)(
-            aiosqlite.connect(str(tmp_path / "async.db"))
-        ),
-    }
+    return _dropping(InMemorySaver)()
 
 
-@pytest.mark.parametrize("saver_kind", ["sqlite", "async-sqlite", "memory"])
+async def _async_saver(kind: str, tmp_path: Path, url: str | None) -> Any:
+    """An async checkpointer of `kind`, made inside the event loop that runs the graph."""
+    if kind == "async-sqlite":
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        return _dropping(AsyncSqliteSaver)(aiosqlite.connect(str(tmp_path / "async.db")))
+    # the serve engine's way: a pool of autocommit connections
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = AsyncConnectionPool(
+        url,
+        kwargs={"autocommit": True, "row_factory": dict_row},
+        min_size=1,
+        max_size=2,
+        open=False,
+    )
+    await pool.open()
+    saver = _dropping(AsyncPostgresSaver)(pool)
+    await saver.setup()
+    return saver
+
+
+@pytest.mark.parametrize(
+    "saver_kind", ["sqlite", "async-sqlite", "postgres", "async-postgres", "memory"]
+)
 def test_a_finished_call_is_not_run_again_when_langgraph_reruns_its_step(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saver_kind: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    saver_kind: str,
 ) -> None:
     """`b` finishes, then `c` crashes in flight before the step's writes are saved; resuming
-    runs the step again. With a SQLite checkpointer (a `build_agent` user's `SqliteSaver`), `b`
-    is answered from the journal (under `invoke`, and under `ainvoke` with an
-    `AsyncSqliteSaver`); with a checkpointer that has no journal it runs twice."""
+    runs the step again. With a SQLite or Postgres checkpointer (a `build_agent` user's, or the
+    serve engine's `AsyncPostgresSaver`), `b` is answered from the journal (under `invoke`, and
+    under `ainvoke` with an async saver); with a checkpointer that has no journal it runs
+    twice."""
     import asyncio
 
     import runner
@@ -211,20 +256,25 @@ def test_a_finished_call_is_not_run_again_when_langgraph_reruns_its_step(
         monkeypatch.delenv("EFFECT_CRASH")
         return agent.invoke(None, config)
 
-    async def acrash_and_resume() -> Any:
-        saver = _savers(tmp_path)[saver_kind]()  # made in the loop that runs the graph
-        agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
-        saver.dropping = True
-        with pytest.raises(BaseException, match="crash in flight in c"):
-            await agent.ainvoke(message, config)
-        saver.dropping = False
-        monkeypatch.delenv("EFFECT_CRASH")
-        return await agent.ainvoke(None, config)
+    async def acrash_and_resume(url: str | None) -> Any:
+        saver = await _async_saver(saver_kind, tmp_path, url)
+        try:
+            agent = runner.build_agent(_agent(tmp_path), model=model, checkpointer=saver)
+            saver.dropping = True
+            with pytest.raises(BaseException, match="crash in flight in c"):
+                await agent.ainvoke(message, config)
+            saver.dropping = False
+            monkeypatch.delenv("EFFECT_CRASH")
+            return await agent.ainvoke(None, config)
+        finally:
+            if saver_kind == "async-postgres":
+                await saver.conn.close()
 
-    if saver_kind == "async-sqlite":
-        result = asyncio.run(acrash_and_resume())
+    if saver_kind.startswith("async-"):
+        url = request.getfixturevalue("postgres_url") if saver_kind == "async-postgres" else None
+        result = asyncio.run(acrash_and_resume(url))
     else:
-        result = crash_and_resume(_savers(tmp_path)[saver_kind]())
+        result = crash_and_resume(_saver(saver_kind, tmp_path, request))
     assert result["messages"][-1].content == "done"
     counts = Counter(log.read_text().split())
     assert counts["c"] == 2  # in flight at the crash: it may run again, and did
@@ -259,3 +309,66 @@ def test_a_subagents_calls_are_journaled_under_the_task_call(
     rows = conn.execute("SELECT scope, call_id FROM agentctl_tool_journal").fetchall()
     task = next(call for scope, call in rows if scope == "")
     assert any(scope == task and call != task for scope, call in rows)  # the subagent's call
+
+
+# --------------------------------------------------------------------------- Postgres
+
+
+def test_processes_opening_a_new_postgres_database_at_once_do_not_collide(
+    postgres_url: str,
+) -> None:
+    """Creating the tables (LangGraph's migrations and agentctl's) is serialised by an advisory
+    lock: four openers of one empty database at once all succeed, as separate processes would
+    (each has its own connection)."""
+    barrier = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def open_home() -> None:
+        barrier.wait()
+        try:
+            Home(postgres_url).close()
+        except BaseException as exc:
+            failures.append(exc)
+
+    openers = [threading.Thread(target=open_home) for _ in range(4)]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(120)
+    assert failures == []
+
+
+def test_the_async_postgres_journal_keeps_the_first_result(postgres_url: str) -> None:
+    """`AsyncPostgresToolJournal` on an `AsyncPostgresSaver` over one `AsyncConnection`: the
+    table is made on first use, a result is committed when `arecord` returns (another
+    connection sees it), and a second record of one call keeps the first."""
+    import asyncio
+
+    import psycopg
+    from langchain_core.messages import ToolMessage
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+
+    from runner.middleware.journal import journal_for
+    from runner.threads_pg import AsyncPostgresToolJournal
+
+    async def roundtrip() -> tuple[Any, Any]:
+        conn = await psycopg.AsyncConnection.connect(
+            postgres_url, autocommit=True, row_factory=dict_row
+        )
+        try:
+            journal = journal_for(AsyncPostgresSaver(conn))
+            assert isinstance(journal, AsyncPostgresToolJournal)
+            assert await journal.alookup("t1", "", "call_1") is None
+            first = ToolMessage("first", tool_call_id="call_1", name="record")
+            await journal.arecord("t1", "", "call_1", first)
+            await journal.arecord("t1", "", "call_1", ToolMessage("second", tool_call_id="call_1"))
+            return await journal.alookup("t1", "", "call_1"), first
+        finally:
+            await conn.close()
+
+    found, first = asyncio.run(roundtrip())
+    assert found == first
+    with psycopg.connect(postgres_url) as other:
+        rows = other.execute("SELECT thread_id, call_id FROM agentctl_tool_journal").fetchall()
+    assert rows == [("t1", "call_1")]

@@ -25,7 +25,7 @@ def run_batch_file(
     out: Path | None,
     variables: dict[str, Any],
     model: str | None,
-    db: Path | None,
+    db: Path | str | None,
     auto_approve: bool,
     allow_unused_vars: bool,
     keep_checkpoints: int | Literal["all"] | None,

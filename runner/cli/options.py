@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -117,3 +118,33 @@ def _one_export_warning() -> None:
     handler.addFilter(first_only)
     logger.addHandler(handler)
     logger.propagate = False
+
+
+class DatabaseParam(click.ParamType):
+    """`--db`: a SQLite file (a `Path`) or a Postgres URL (`postgresql://...`, kept a string)."""
+
+    name = "database"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, Path):
+            return value
+        text = str(value)
+        if text.startswith(("postgresql://", "postgres://")):
+            return text
+        if "://" in text:
+            self.fail(
+                f"{text!r} is neither a file nor a postgresql:// URL (the thread database is a "
+                "SQLite file or a Postgres database)",
+                param,
+                ctx,
+            )
+        return Path(text)
+
+
+db_option = click.option(
+    "--db",
+    type=DatabaseParam(),
+    metavar="PATH|URL",
+    help="Thread database: a SQLite file (default $AGENTCTL_HOME/agentctl.db) or a Postgres "
+    "database, postgresql://USER@HOST/DB.",
+)

@@ -8,7 +8,7 @@ from typing import Literal
 
 import click
 
-from runner.cli.options import otel_options
+from runner.cli.options import db_option, otel_options
 
 
 @click.command(short_help="Run an agent: one message, or a chat in a terminal.")
@@ -50,12 +50,7 @@ from runner.cli.options import otel_options
     metavar="FILE",
     help="Record the model's replies to a cassette.",
 )
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="PATH",
-    help="Thread database (default $AGENTCTL_HOME/agentctl.db).",
-)
+@db_option
 @click.option("--approve", is_flag=True, help="Approve the tool calls the thread waits on.")
 @click.option("--reject", is_flag=True, help="Reject the tool calls the thread waits on.")
 @click.option("--reason", metavar="TEXT", help="With --reject: tell the agent why.")
@@ -134,7 +129,7 @@ def run(
     output: str,
     quiet: bool,
     record: Path | None,
-    db: Path | None,
+    db: Path | str | None,
     approve: bool,
     reject: bool,
     reason: str | None,
@@ -287,7 +282,7 @@ def _chat(
     variables: dict[str, object],
     model: str | None,
     record: Path | None,
-    db: Path | None,
+    db: Path | str | None,
     auto_approve: bool,
     allow_unused_vars: bool,
     keep_checkpoints: int | Literal["all"] | None,
@@ -323,7 +318,7 @@ def _batch(
     out: Path | None,
     variables: dict[str, object],
     model: str | None,
-    db: Path | None,
+    db: Path | str | None,
     auto_approve: bool,
     allow_unused_var: bool,
     keep_checkpoints: int | Literal["all"] | None,

@@ -13,17 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from runner.cli.options import db_option
+
 if TYPE_CHECKING:
     from runner.errors import RunError
     from runner.run import Home, ThreadInfo
     from runner.threads_db import Holder
-
-db_option = click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="PATH",
-    help="Thread database (default $AGENTCTL_HOME/agentctl.db).",
-)
 
 
 json_option = click.option(
@@ -32,14 +27,17 @@ json_option = click.option(
 
 
 @click.group(invoke_without_command=True, short_help="List, show, export, fork or prune threads.")
+@db_option
 @click.pass_context
-def threads(ctx: click.Context) -> int | None:
+def threads(ctx: click.Context, db: Path | str | None = None) -> int | None:
     """List the saved threads (the default), show, export, fork or search them, or delete them.
 
-    Continue a thread with `agentctl run SPEC --thread ID`.
+    Continue a thread with `agentctl run SPEC --thread ID`. `--db` here is the database of
+    every subcommand (`agentctl threads --db URL show ID`), unless the subcommand names one.
     """
+    ctx.obj = db
     if ctx.invoked_subcommand is None:
-        return ctx.invoke(list_threads)
+        return ctx.invoke(list_threads, db=db)
     return None
 
 
@@ -47,7 +45,9 @@ def threads(ctx: click.Context) -> int | None:
 @click.option("--agent", metavar="NAME", help="Only the threads of this agent.")
 @json_option
 @db_option
-def list_threads(agent: str | None = None, db: Path | None = None, as_json: bool = False) -> int:
+def list_threads(
+    agent: str | None = None, db: Path | str | None = None, as_json: bool = False
+) -> int:
     """The saved threads, most recently updated first: id, agent, last update (local time) and
     the first message. --json: a JSON list of thread records."""
     from runner.thread_tools import thread_record
@@ -92,7 +92,7 @@ _HEADER = ("THREAD", "AGENT", "UPDATED", "FIRST MESSAGE")
 @json_option
 @db_option
 def show_thread(
-    thread_id: str, db: Path | None, show_checkpoints: bool = False, as_json: bool = False
+    thread_id: str, db: Path | str | None, show_checkpoints: bool = False, as_json: bool = False
 ) -> int:
     """The conversation of thread ID: messages by role, tool calls and their results in short,
     and the approvals it waits for. --checkpoints: the checkpoints it keeps, newest first.
@@ -152,7 +152,7 @@ def show_thread(
 @click.argument("thread_id", metavar="ID")
 @click.option("--yes", "-y", is_flag=True, help="Delete without asking.")
 @db_option
-def remove_thread(thread_id: str, yes: bool, db: Path | None) -> int:
+def remove_thread(thread_id: str, yes: bool, db: Path | str | None) -> int:
     """Delete thread ID: its checkpoints (conversation, files in state, pending approvals) and
     its entry in the list. Asks first unless --yes.
 
@@ -207,7 +207,7 @@ def _running(thread_id: str, holder: Holder) -> RunError:
 @threads.command("keep-checkpoints")
 @click.argument("value", metavar="[N|all]", required=False)
 @db_option
-def keep_checkpoints(value: str | None, db: Path | None) -> int:
+def keep_checkpoints(value: str | None, db: Path | str | None) -> int:
     """Show or set how many of its latest checkpoints each thread keeps in this database.
 
     The default is 10. `all` keeps every checkpoint (full time travel through the Python API),
@@ -263,7 +263,7 @@ def keep_checkpoints(value: str | None, db: Path | None) -> int:
     help="Write to FILE instead of stdout.",
 )
 @db_option
-def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | None) -> int:
+def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | str | None) -> int:
     """Export thread ID: its messages, tool calls with their arguments and results, the
     approvals it asked for with the decisions given, and the files it keeps in its state.
 
@@ -298,7 +298,7 @@ def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | None
     "`threads show ID --checkpoints` lists them.",
 )
 @db_option
-def fork_thread(thread_id: str, at: str | None, db: Path | None) -> int:
+def fork_thread(thread_id: str, at: str | None, db: Path | str | None) -> int:
     """Start a new thread from a checkpoint of thread ID, to try another answer from there.
 
     The new thread has the conversation (and state files, and any approval it waited for) as
@@ -336,7 +336,7 @@ def fork_thread(thread_id: str, at: str | None, db: Path | None) -> int:
 @json_option
 @db_option
 def search_threads(
-    text: str, agent: str | None, limit: int | None, as_json: bool, db: Path | None
+    text: str, agent: str | None, limit: int | None, as_json: bool, db: Path | str | None
 ) -> int:
     """Find TEXT (case-insensitive) in the messages of every thread: what was said, tool calls
     and their arguments, tool results. One line per matching message, newest thread first;
@@ -372,7 +372,7 @@ def search_threads(
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @db_option
-def prune_threads(older_than: str, dry_run: bool, db: Path | None) -> int:
+def prune_threads(older_than: str, dry_run: bool, db: Path | str | None) -> int:
     """Delete the threads not used for longer than AGE (their checkpoints, state files, pending
     approvals and registry entries). A thread that a process runs now is never deleted."""
     from runner.thread_tools import parse_age
@@ -429,7 +429,7 @@ def _show_json(
     return record
 
 
-def _show_checkpoints(thread_id: str, db: Path | None, *, as_json: bool) -> int:
+def _show_checkpoints(thread_id: str, db: Path | str | None, *, as_json: bool) -> int:
     from runner.thread_tools import checkpoints
 
     home = _home(db)
@@ -480,9 +480,11 @@ def _highlight(snippet: str, text: str) -> str:
     )
 
 
-def _home(db: Path | None) -> Home:
+def _home(db: Path | str | None) -> Home:
     from runner.run import Home
 
+    if db is None:  # the group's --db, if given
+        db = click.get_current_context().find_object(str) or None
     return Home(db)
 
 

@@ -9,11 +9,13 @@ finished before; when the call returns, its result (the `ToolMessage` or `Comman
 gets) is recorded and committed before anything else happens. So a call that finished is never
 run again; only a call in flight at the moment of a crash may run a second time.
 
-The journal is found from the run's checkpointer (`runner.threads_db.ToolJournal`): agentctl's
-thread database attaches one (`runner.run.Home`), and a LangGraph `SqliteSaver` (sync) or
-`AsyncSqliteSaver` (async) passed to `build_agent(checkpointer=...)` gets one in its own
-database. With any other checkpointer, or none, calls pass through unjournaled (LangGraph's own
-at-least-once holds). Entries are keyed by
+The journal is found from the run's checkpointer (`runner.threads_db.ToolJournal`, or its async
+twin `AsyncToolJournal`): agentctl's thread database attaches one (`runner.run.Home`), and a
+LangGraph checkpointer of a known type gets one in its own database, on its own connection and
+lock (`DERIVED`, matched on the checkpointer's class and its bases): `SqliteSaver` and
+`PostgresSaver` (sync), `AsyncSqliteSaver` and `AsyncPostgresSaver` (async; the serve engine's
+saver among them). With any other checkpointer, or none, calls pass through unjournaled
+(LangGraph's own at-least-once holds). Entries are keyed by
 thread, scope and call id; the scope is the chain of `task` calls a subagent's call runs under,
 so subagents' calls are journaled too (a contextvar carries the chain into the subagent).
 
@@ -32,9 +34,9 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
-from runner.threads_db import AsyncSqliteToolJournal, SqliteToolJournal, ToolJournal
+from runner.threads_db import AsyncToolJournal, ToolJournal
 
-__all__ = ["ToolJournalMiddleware", "journal_for"]
+__all__ = ["DERIVED", "ToolJournalMiddleware", "journal_for"]
 
 CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph puts the run's checkpointer in a task's `configurable` (subgraphs included)."""
@@ -42,15 +44,49 @@ CHECKPOINTER_KEY = "__pregel_checkpointer"
 _SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("agentctl_tool_scope", default="")
 """The `task` calls the current tool call runs under, joined by "/"; "" for the main agent."""
 
-Journal = ToolJournal | AsyncSqliteToolJournal
+Journal = ToolJournal | AsyncToolJournal
 
 _JOURNALS: weakref.WeakKeyDictionary[Any, Journal | None] = weakref.WeakKeyDictionary()
 
 
+def _sqlite(saver: Any) -> Journal:
+    from runner.threads_db import SqliteToolJournal
+
+    return SqliteToolJournal(saver.conn, saver.lock, serde=saver.serde)
+
+
+def _async_sqlite(saver: Any) -> Journal:
+    from runner.threads_db import AsyncSqliteToolJournal
+
+    return AsyncSqliteToolJournal(saver)
+
+
+def _postgres(saver: Any) -> Journal:
+    from runner.threads_pg import PostgresToolJournal
+
+    return PostgresToolJournal.of_saver(saver)
+
+
+def _async_postgres(saver: Any) -> Journal:
+    from runner.threads_pg import AsyncPostgresToolJournal
+
+    return AsyncPostgresToolJournal(saver)
+
+
+DERIVED: dict[str, Callable[[Any], Journal]] = {
+    "langgraph.checkpoint.sqlite.SqliteSaver": _sqlite,
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver": _async_sqlite,
+    "langgraph.checkpoint.postgres.PostgresSaver": _postgres,
+    "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver": _async_postgres,
+}
+"""The journal made for a checkpointer of each type (by module and class name, so no database
+driver is imported for a checkpointer that does not use it)."""
+
+
 def journal_for(checkpointer: Any) -> Journal | None:
     """The tool journal that goes with `checkpointer`, made once per checkpointer: the one it
-    carries (`agentctl_journal`, set by `Home`), or one in the database of a `SqliteSaver`
-    (used by `invoke`) or an `AsyncSqliteSaver` (used by `ainvoke`)."""
+    carries (`agentctl_journal`, set by `Home`), or one in its own database when its class (or
+    a base class) is in `DERIVED`."""
     if checkpointer is None:
         return None
     attached = getattr(checkpointer, "agentctl_journal", None)
@@ -61,12 +97,11 @@ def journal_for(checkpointer: Any) -> Journal | None:
     except (KeyError, TypeError):
         pass
     journal: Journal | None = None
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    if isinstance(checkpointer, SqliteSaver):
-        journal = SqliteToolJournal(checkpointer.conn, checkpointer.lock, serde=checkpointer.serde)
-    elif type(checkpointer).__name__ == "AsyncSqliteSaver":  # no aiosqlite import otherwise
-        journal = AsyncSqliteToolJournal(checkpointer)
+    for cls in type(checkpointer).__mro__:
+        make = DERIVED.get(f"{cls.__module__}.{cls.__qualname__}")
+        if make is not None:
+            journal = make(checkpointer)
+            break
     with contextlib.suppress(TypeError):  # a checkpointer that takes no weak reference
         _JOURNALS[checkpointer] = journal
     return journal
@@ -98,8 +133,8 @@ class ToolJournalMiddleware(AgentMiddleware):
         if entry is None:
             return handler(request)
         journal, thread_id, scope, call_id = entry
-        if isinstance(journal, AsyncSqliteToolJournal):  # an async saver under invoke: its
-            return handler(request)  # own sync calls fail first; nothing to journal with
+        if isinstance(journal, AsyncToolJournal):  # an async saver under invoke: its own
+            return handler(request)  # sync calls fail first; nothing to journal with
         found = journal.lookup(thread_id, scope, call_id)
         if found is not None:
             return found
@@ -116,7 +151,7 @@ class ToolJournalMiddleware(AgentMiddleware):
         if entry is None:
             return await handler(request)
         journal, thread_id, scope, call_id = entry
-        if isinstance(journal, AsyncSqliteToolJournal):
+        if isinstance(journal, AsyncToolJournal):
             found = await journal.alookup(thread_id, scope, call_id)
         else:  # a blocking journal: its database calls go off the event loop
             found = await asyncio.to_thread(journal.lookup, thread_id, scope, call_id)
@@ -127,7 +162,7 @@ class ToolJournalMiddleware(AgentMiddleware):
             result = await handler(request)
         finally:
             _SCOPE.reset(token)
-        if isinstance(journal, AsyncSqliteToolJournal):
+        if isinstance(journal, AsyncToolJournal):
             await journal.arecord(thread_id, scope, call_id, result)
         else:
             await asyncio.to_thread(journal.record, thread_id, scope, call_id, result)

@@ -48,7 +48,9 @@ def _no_child_left() -> Any:
 class Runs:
     """`agentctl run` children on the crash agent, in one home, with one effect log."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, db: str | None = None) -> None:
+        self.db = db
+        """A Postgres thread database (`--db`), else the SQLite one in the home."""
         shutil.copytree(ROOT / "tests" / "data" / "crash", tmp_path / "crash")
         self.spec = tmp_path / "crash" / "agent.yaml"
         self.log = tmp_path / "effects.log"
@@ -63,7 +65,8 @@ class Runs:
         if gate is not None:
             env["EFFECT_GATE"] = f"{gate}={self.gate}"
         child = subprocess.Popen(
-            [sys.executable, "-m", "runner", "run", str(self.spec), *args, "--output", "jsonl"],
+            [sys.executable, "-m", "runner", "run", str(self.spec), *args, "--output", "jsonl"]
+            + (["--db", self.db] if self.db else []),
             cwd=self.cwd,
             env=env,
             stdout=subprocess.PIPE,
@@ -77,6 +80,11 @@ class Runs:
         process = self.start(*args)
         out, err = process.communicate(timeout=PATIENCE)
         return process.returncode, events(out), err
+
+    def home(self) -> Any:
+        from runner.run import Home
+
+        return Home(self.db or self.cwd / "agentctl.db")
 
     def effects(self) -> list[str]:
         return self.log.read_text().split()
@@ -92,9 +100,7 @@ class Runs:
         code, lines, err = self.run("--thread", thread, "--auto-approve")
         if code == 1 and "has nothing to continue" in lines[-1].get("message", ""):
             # the killed process had saved the final answer before it could print it
-            from runner.run import Home
-
-            home = Home(self.cwd / "agentctl.db")
+            home = self.home()
             try:
                 transcript = home.transcript(thread)
             finally:
@@ -112,14 +118,32 @@ def events(output: str) -> list[dict[str, Any]]:
 
 EVERY_EFFECT = Counter({"a": 1, "b": 1, "c": 1, "x": 1, "y": 1, "approved": 1})
 
+SQLITE = pytest.param("sqlite", id="sqlite")
+POSTGRES = pytest.param("postgres", id="postgres")
 
-@pytest.mark.parametrize("in_flight", ["a", "x", "approved"])
+
+def _runs(tmp_path: Path, request: pytest.FixtureRequest, db: str) -> Runs:
+    """`Runs` on the SQLite thread database, or on a fresh Postgres one (`--db postgresql://`)."""
+    url = request.getfixturevalue("postgres_url") if db == "postgres" else None
+    return Runs(tmp_path, url)
+
+
+@pytest.mark.parametrize(
+    ("in_flight", "db"),
+    [
+        ("a", "sqlite"),
+        ("x", "sqlite"),
+        ("approved", "sqlite"),
+        ("a", "postgres"),
+        ("approved", "postgres"),
+    ],
+)
 def test_killed_right_after_a_side_effect_only_the_call_in_flight_runs_again(
-    tmp_path: Path, in_flight: str
+    tmp_path: Path, request: pytest.FixtureRequest, in_flight: str, db: str
 ) -> None:
     """Killed while a call (of the main agent, of a subagent, an approved one) is in flight,
     just after its side effect: resuming runs that call again and no finished one."""
-    runs = Runs(tmp_path)
+    runs = _runs(tmp_path, request, db)
     process = runs.start("go", "--auto-approve", gate=in_flight)
     assert process.stdout is not None
     thread = json.loads(process.stdout.readline())["thread_id"]
@@ -187,8 +211,11 @@ def _waiting_for_approval(runs: Runs) -> str:
     return str(lines[-1]["thread_id"])
 
 
-def test_two_processes_answering_one_approval_run_it_once(tmp_path: Path) -> None:
-    runs = Runs(tmp_path)
+@pytest.mark.parametrize("db", [SQLITE, POSTGRES])
+def test_two_processes_answering_one_approval_run_it_once(
+    tmp_path: Path, request: pytest.FixtureRequest, db: str
+) -> None:
+    runs = _runs(tmp_path, request, db)
     thread = _waiting_for_approval(runs)
     # both start before either can finish: the winner's approved call waits at the gate
     first = runs.start("--thread", thread, "--approve", gate="approved")
@@ -213,11 +240,14 @@ def test_two_processes_answering_one_approval_run_it_once(tmp_path: Path) -> Non
     )
 
 
-def test_a_thread_runs_in_one_process_at_a_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("db", [SQLITE, POSTGRES])
+def test_a_thread_runs_in_one_process_at_a_time(
+    tmp_path: Path, request: pytest.FixtureRequest, db: str
+) -> None:
     """While one process runs a thread, a second one continuing it or sending a message is told
     who runs it (exit 1), and one with --wait runs after it: nothing runs twice, no message is
     lost."""
-    runs = Runs(tmp_path)
+    runs = _runs(tmp_path, request, db)
     holder = runs.start("go", "--auto-approve", gate="a")
     assert holder.stdout is not None
     thread = json.loads(holder.stdout.readline())["thread_id"]
@@ -240,9 +270,7 @@ def test_a_thread_runs_in_one_process_at_a_time(tmp_path: Path) -> None:
     assert waiter.returncode == 0, err
     assert events(out)[-1]["content"] == "Noted."
     assert Counter(runs.effects()) == EVERY_EFFECT
-    from runner.run import Home
-
-    home = Home(tmp_path / "agentctl.db")
+    home = runs.home()
     transcript = home.transcript(thread)
     home.close()
     assert transcript is not None

@@ -1,0 +1,156 @@
+"""The thread database on Postgres (`--db postgresql://...`), as users meet it: `agentctl run`
+and `agentctl threads` in separate processes on one real Postgres database (tests/services.py
+gives each test a fresh one). Crashes and races on Postgres are in tests/cli/test_crashes.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.run import Home, Session
+from tests.conftest import ROOT, run_cli
+
+
+@pytest.fixture
+def spine(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "tests" / "data" / "spine", tmp_path / "spine")
+    shutil.copytree(ROOT / "tests" / "data" / "tools", tmp_path / "tools")
+    return tmp_path / "spine" / "agent.yaml"
+
+
+def events(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+def test_a_thread_runs_waits_and_resumes_across_processes_on_postgres(
+    spine: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """One-shot run, a message to the thread that stops for approval, the approval from a third
+    process: each a new process on the Postgres database, nothing in the SQLite home."""
+    db = ("--db", postgres_url)
+    first = run_cli("run", str(spine), "add", "--output", "jsonl", *db, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    thread = events(first.stdout)[0]["thread_id"]
+    assert events(first.stdout)[-1]["content"] == "The sum is 5."
+    asked = run_cli(
+        "run", str(spine), "shout now", "--thread", thread, "--output", "jsonl", *db, cwd=tmp_path
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert events(asked.stdout)[-1]["type"] == "interrupt"
+    answered = run_cli(
+        "run", str(spine), "--thread", thread, "--approve", "--output", "jsonl", *db, cwd=tmp_path
+    )
+    assert answered.returncode == 0, answered.stderr
+    lines = events(answered.stdout)
+    assert [e["content"] for e in lines if e["type"] == "tool_result"] == ["HELLO"]
+    assert lines[-1]["content"] == "I shouted."
+    again = run_cli("run", str(spine), "--thread", thread, "--reject", *db, cwd=tmp_path)
+    assert again.returncode == 1
+    assert "already answered (approve, by pid" in again.stderr
+    assert not (tmp_path / "agentctl.db").exists()  # the home's SQLite file was not used
+
+
+def test_threads_list_show_rm_on_postgres(spine: Path, tmp_path: Path, postgres_url: str) -> None:
+    with Session(spine, db=postgres_url) as session:
+        done = session.run("add two and three").thread_id
+        waiting = session.run("add again").thread_id
+        assert session.run("now shout", thread_id=waiting).interrupt is not None
+    for args in (
+        ("threads", "--db", postgres_url),
+        ("threads", "list", "--db", postgres_url),
+        ("threads", "--db", postgres_url, "list", "--agent", "calc"),
+    ):
+        listed = run_cli(*args, cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        rows = listed.stdout.splitlines()[1:]
+        assert [row.split()[0] for row in rows] == [waiting, done]
+    shown = run_cli("threads", "show", waiting, "--db", postgres_url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "  shout(text='hello')  [approve/edit/reject]" in shown.stdout
+    assert "user: now shout" in shown.stdout
+    removed = run_cli("threads", "--db", postgres_url, "rm", done, "--yes", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    home = Home(postgres_url)
+    try:
+        assert [t.thread_id for t in home.threads()] == [waiting]
+        assert not home.retention.has_checkpoints(done)
+        assert home.transcript(done) is None
+    finally:
+        home.close()
+    gone = run_cli("threads", "show", done, "--db", postgres_url, cwd=tmp_path)
+    assert gone.returncode == 1
+    assert gone.stderr == f"error: no thread {done!r} in {postgres_url}\n"
+
+
+def test_retention_on_postgres_removes_old_checkpoints_and_their_values(
+    spine: Path, postgres_url: str
+) -> None:
+    """`keep-checkpoints` on Postgres: old checkpoints, their writes and the channel values only
+    they named go; the thread's latest state is whole."""
+    from runner.run import Decision
+
+    with Session(spine, db=postgres_url, keep_checkpoints="all") as session:
+        thread = session.run("add").thread_id
+        assert session.run("shout", thread_id=thread).interrupt is not None
+        approved = session.run(thread_id=thread, decisions=[Decision("approve")])
+        assert approved.content == "I shouted."
+    home = Home(postgres_url)
+    try:
+
+        def count(table: str) -> int:
+            rows = home.db.fetch(f"SELECT count(*) FROM {table} WHERE thread_id = ?", (thread,))
+            return int(rows[0][0])
+
+        before = {t: count(t) for t in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")}
+        home.retention.store_keep(2)
+        pruned = home.retention.prune_all(2)
+        after = {t: count(t) for t in before}
+        assert home.retention.stored_keep() == (True, 2)
+    finally:
+        home.close()
+    # the latest two, and the one where the thread waited for approval
+    assert after["checkpoints"] == 3 and pruned.checkpoints == before["checkpoints"] - 3
+    assert after["checkpoint_writes"] < before["checkpoint_writes"]
+    assert after["checkpoint_blobs"] < before["checkpoint_blobs"]
+    home = Home(postgres_url)
+    try:
+        transcript = home.transcript(thread)  # decodes every channel value it names
+    finally:
+        home.close()
+    assert transcript is not None
+    assert [m.content for m in transcript.messages if m.type == "human"] == ["add", "shout"]
+    assert transcript.messages[-1].content == "I shouted."
+
+
+def test_postgres_errors_are_clear(spine: Path, tmp_path: Path, postgres_url: str) -> None:
+    refused = run_cli(
+        "threads", "--db", "postgresql://nobody:secret@127.0.0.1:1/none", cwd=tmp_path
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        "error: cannot open the thread database postgresql://nobody:***@127.0.0.1:1/none: "
+    )
+    assert "Traceback" not in refused.stderr and "secret" not in refused.stderr
+    missing = run_cli("run", str(spine), "add", "--db", postgres_url + "_nope", cwd=tmp_path)
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    other = run_cli("threads", "--db", "mysql://x/y", cwd=tmp_path)
+    assert other.returncode == 2
+    assert "is neither a file nor a postgresql:// URL" in other.stderr
+    # without the postgres extra: a psycopg that cannot be imported
+    fake = tmp_path / "no_psycopg" / "psycopg"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "raise ImportError(\"No module named 'psycopg'\", name='psycopg')\n"
+    )
+    without = run_cli(
+        "threads", "--db", postgres_url, cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)}
+    )
+    assert without.returncode == 1
+    assert "needs the postgres extra (psycopg is missing): pip install 'agentctl[postgres]'" in (
+        without.stderr
+    )
