@@ -20,7 +20,7 @@ def describe(
     allow_unused_vars: bool = False,
 ) -> dict[str, Any]:
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
-    spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
+    spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars, require_inputs=False)
     from runner.errors import SpecError
     from runner.validate import static_problems
 
@@ -69,6 +69,13 @@ def describe(
             for sub in resolved.subagents
         ],
         "backend": backend,
+        "inputs": {
+            name: {
+                "type": declared.kind,
+                **declared.model_dump(exclude_none=True, exclude={"type"}),
+            }
+            for name, declared in spec.inputs.items()
+        },
         "approvals": sorted(k for k, v in resolved.interrupt_on.items() if v is not False),
         "permissions": permission_details(resolved.harness.get("permissions")),
         "system_prompt": preview_prompt(resolved.prompt_sections),

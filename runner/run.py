@@ -130,10 +130,14 @@ def resume_settings(
 ) -> tuple[str | None, dict[str, Any]]:
     """The model and vars to resume a thread with: those given, else those it started with
     (resuming without --model keeps its model, not the spec's)."""
+    from runner.spec.inputs import CliText
+
     started = home.settings(thread_id) if thread_id else None
     if started is None:
         return model, dict(vars)
-    return (model if model is not None else started.model), dict(vars or started.vars)
+    # `--var` values are kept as typed (text): read back, they are command-line text again
+    kept = {k: CliText(v) if isinstance(v, str) else v for k, v in started.vars.items()}
+    return (model if model is not None else started.model), dict(vars or kept)
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,9 @@ def _load(
     """`load_spec`, remembered in `cache` (one `agentctl validate`): validating a folder would
     load an agent file once for itself and again for each of its cassettes."""
     if env is not None or cache is None:
-        return load_spec(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars)
+        return load_spec(
+            path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, require_inputs=False
+        )
     try:
         stamp = path.stat().st_mtime_ns
     except OSError:
@@ -181,7 +183,9 @@ def _load(
     found = cache.get(key)
     if found is None:
         try:
-            found = load_spec(path, vars=vars, allow_unused_vars=allow_unused_vars)
+            found = load_spec(
+                path, vars=vars, allow_unused_vars=allow_unused_vars, require_inputs=False
+            )
         except SpecError as exc:
             found = exc
         cache[key] = found

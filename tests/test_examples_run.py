@@ -81,6 +81,7 @@ class Example:
     cassette: str = ""  # default: <name>.cassette.yaml
     final: int = -1  # which reply of the cassette ends the turn (the showcase keeps one more)
     tracker: bool = False  # needs the example issue tracker (agents/issues_api/server.py)
+    vars: dict[str, str] = field(default_factory=dict)  # --var NAME=VALUE (typed inputs)
 
 
 def last_reply(cassette: Path, agent: str, index: int = -1) -> str:
@@ -187,7 +188,19 @@ def check_maintainer(agents: Path, out: Outcome) -> None:
     assert sorted(p.name for p in workspace.iterdir()) == ["notes.txt"]
 
 
+def check_briefing(agents: Path, out: Outcome) -> None:
+    # topic, depth and tone came from --var, converted to their types before the prompt rendered
+    assert out.results == [("write_file", "Updated file /briefing.md")]
+
+
 EXAMPLES: dict[str, list[Example]] = {
+    "briefing": [
+        Example(
+            "Go",
+            check_briefing,
+            vars={"topic": "SQLite", "depth": "3", "tone": "casual"},
+        )
+    ],
     "coder": [Example("How many words are in the sample text?", check_coder)],
     "notes": [
         Example(
@@ -297,6 +310,7 @@ def test_agentctl_run_replays_the_example(
             "--output",
             "jsonl",
             "--auto-approve",
+            *[f"--var={name}={value}" for name, value in example.vars.items()],
             cwd=tmp_path,
             env=env,
         )
@@ -342,6 +356,7 @@ def test_build_agent_invoke_replays_the_example(
         agent = runner.build_agent(
             agents / f"{name}.yaml",
             model=f"replay:{cassette}",
+            vars=example.vars,
             checkpointer=InMemorySaver(),
             store=store,
         )

@@ -97,6 +97,11 @@ def _text(info: dict[str, Any]) -> str:
         lines.append("subagents")
         for sub in info["subagents"]:
             lines.append(f"  {sub['name']}: {sub['description']}")
+    if info.get("inputs"):
+        lines.append("inputs")
+        width = max(len(name) for name in info["inputs"])
+        for name, declared in info["inputs"].items():
+            lines.append(f"  {name:<{width}}  {_input_text(declared)}")
     if info["approvals"]:
         lines.append("approvals   " + ", ".join(info["approvals"]))
     for kind in ("deny", "allow"):
@@ -105,3 +110,20 @@ def _text(info: dict[str, Any]) -> str:
             lines.append(f"{kind if index == 0 else '':<12}{rule}")
     lines.append(f"prompt      {len(info['system_prompt'])} characters (see --prompt)")
     return "\n".join(lines)
+
+
+def _input_text(declared: dict[str, Any]) -> str:
+    """One typed input in a line: `integer >= 1, default 2  How deep to go`."""
+    kind = declared["type"]
+    if kind == "enum":
+        kind = "one of " + "|".join(str(c) for c in declared.get("enum", ()))
+    if "minimum" in declared:
+        kind += f" >= {declared['minimum']:g}"
+    if "maximum" in declared:
+        kind += f" <= {declared['maximum']:g}"
+    if declared.get("required"):
+        kind += ", required"
+    elif "default" in declared:
+        kind += f", default {json.dumps(declared['default'])}"
+    description = declared.get("description")
+    return f"{kind}  {description}" if description else kind

@@ -36,6 +36,7 @@ from runner.spec.base import (
     seed_names,
     shorthand,
 )
+from runner.spec.inputs import InputSpec
 from runner.spec.json_schema import json_schema_problem
 from runner.spec.model import ModelInput
 from runner.spec.permissions import PermissionsSpec
@@ -491,6 +492,10 @@ class AgentSpec(AgentCore):
     vars: dict[VarName, Any] = Field(default_factory=dict)
     """Template variables for prompts (`{{ vars.topic }}`); `agentctl run --var topic=x`
     overrides them."""
+    inputs: dict[VarName, InputSpec] = Field(default_factory=dict)
+    """Typed inputs: name to `{type, description, required, default, enum, minimum, maximum}`.
+    `agentctl run --var NAME=VALUE` sets one, checked and converted to its type; prompts read it
+    as `{{ vars.NAME }}`. A name is in `vars:` or in `inputs:`, not both."""
     include: list[str] = Field(default_factory=list)
     """Files merged under this one before validation (relative paths); later files and this one
     win, `tools` and `subagents` lists are joined."""
