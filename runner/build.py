@@ -117,6 +117,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("large_inputs"),
         h.get("subagents"),
         h.get("permissions"),
+        h.get("ask_user"),
         h.get("replies"),
         h.get("summarization"),
         *_limits(agent),

@@ -137,6 +137,15 @@ KeyPath = tuple[str | int, ...]
 Locator = Callable[[KeyPath, str], Problem]
 
 
+def _ask_user(core: AgentCore) -> Middleware | None:
+    """The `ask_user` tool when the agent's own spec turns it on (never inherited)."""
+    if core.ask_user is None or not core.ask_user.enabled:
+        return None
+    from runner.middleware.ask_user import AskUserMiddleware
+
+    return AskUserMiddleware(core.ask_user)
+
+
 def close_all(resources: list[Resource]) -> None:
     """Close resources in reverse order of opening; every one is closed even when one fails."""
     errors = []
@@ -550,6 +559,7 @@ class Resolver:
                 "approvals": approvals_middleware(
                     interrupt_on, allows=permissions.allows if permissions else None
                 ),
+                "ask_user": _ask_user(core),
             },
             backend=backend,
             resources=self.resources,

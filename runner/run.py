@@ -45,6 +45,7 @@ from runner.events import (
     Usage,
 )
 from runner.retention import SqliteRetention
+from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -322,11 +323,17 @@ class Home:
 
 @dataclass(frozen=True)
 class Decision:
-    """A human's answer to one pending action: approve it, edit its arguments, or reject it."""
+    """A human's answer to one pending action: approve it, edit its arguments, or reject it;
+    for an `ask_user` question, `Decision("answer", message=TEXT)` (see `Decision.answer`)."""
 
-    type: Literal["approve", "edit", "reject"]
+    type: Literal["approve", "edit", "reject", "answer"]
     args: dict[str, Any] | None = None
     message: str | None = None
+
+    @staticmethod
+    def answer(text: str) -> Decision:
+        """The answer to an `ask_user` question."""
+        return Decision("answer", message=text)
 
     def as_langchain(self, action: Action) -> dict[str, Any]:
         if self.type == "approve":
@@ -565,7 +572,11 @@ def pending_actions(
         value = interrupt.value
         agent = (agents or {}).get(interrupt.id)
         actions: list[Action] = []
-        if isinstance(value, dict) and "action_requests" in value:
+        if isinstance(value, dict) and value.get("type") == "ask_user":
+            from runner.middleware.ask_user import question_action
+
+            actions.append(question_action(value, agent))
+        elif isinstance(value, dict) and "action_requests" in value:
             configs = {c.get("action_name"): c for c in value.get("review_configs", [])}
             for request in value["action_requests"]:
                 config = configs.get(request.get("name"), {})
@@ -782,8 +793,16 @@ class Session:
     ) -> dict[str, tuple[str, Any]]:
         """Interrupt id -> (the decisions in words, the resume value) for `decisions`."""
         total = sum(len(actions) for _, actions in pending)
-        if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
+        if len(decisions) == 1 and total > 1 and decisions[0].type not in ("edit", "answer"):
             decisions = list(decisions) * total
+        if len(decisions) != total and all(
+            [a.name for a in actions] == [ASK_USER_TOOL] for _, actions in pending
+        ):
+            raise RunError(
+                f"thread {thread_id} waits on {total} questions; give {total} answers, not "
+                f"{len(decisions)} (from the command line: --answer once per question, in the "
+                "order they are listed)"
+            )
         if len(decisions) != total:
             raise RunError(
                 f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
@@ -793,10 +812,22 @@ class Session:
         answers: dict[str, tuple[str, Any]] = {}
         position = 0
         for interrupt_id, actions in pending:
+            if [a.name for a in actions] == [ASK_USER_TOOL]:
+                from runner.middleware.ask_user import checked_answer
+
+                text = checked_answer(actions[0], decisions[position])
+                position += 1
+                answers[interrupt_id] = (f"answered {text!r}", text)
+                continue
             chosen = []
             for action in actions:
                 decision = decisions[position]
                 position += 1
+                if decision.type == "answer":
+                    raise RunError(
+                        f"{action.name} waits for approval, not an answer: approve, edit or "
+                        "reject it"
+                    )
                 if decision.type not in action.allowed_decisions:
                     raise RunError(
                         f"{action.name}: '{decision.type}' is not allowed here; allowed: "
@@ -873,7 +904,14 @@ class Session:
             if len(recorded) == len(pending):
                 # answered before a crash cut the run short: the recorded answer goes on
                 return Command(resume={iid: answer.resume for iid, answer in recorded.items()})
-            names = ", ".join(a.name for _, actions in pending for a in actions)
+            waiting = [a for _, actions in pending for a in actions]
+            questions = [a.args.get("question") for a in waiting if a.name == ASK_USER_TOOL]
+            if questions:
+                raise RunError(
+                    f"thread {thread_id} waits for an answer to {questions[0]!r}; answer it "
+                    "(--answer TEXT)"
+                )
+            names = ", ".join(a.name for a in waiting)
             raise RunError(
                 f"thread {thread_id} waits for approval of {names}; approve, edit or reject it"
             )

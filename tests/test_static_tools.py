@@ -110,6 +110,7 @@ def test_the_argument_models_are_the_schemas_the_model_sees(tmp_path: Path) -> N
             model: replay:x.yaml
             backend: {kind: local_shell, root_dir: ./ws}
             subagents: [{name: s, description: d}]
+            ask_user: true
             """
         },
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any, TextIO
 
 from runner.events import (
@@ -26,6 +27,7 @@ from runner.events import (
     ToolResult,
     Usage,
 )
+from runner.spec.ask_user import ASK_USER_TOOL
 
 MAX_ARG = 60
 
@@ -65,12 +67,26 @@ def result_summary(content: str) -> tuple[str, str]:
     return first, size
 
 
-def answer_hint(spec: str, thread_id: str) -> str:
-    """How to answer a waiting approval from the command line, naming the agent file."""
+def answer_hint(spec: str, thread_id: str, actions: list[Action] | None = None) -> str:
+    """How to answer a waiting approval (or question) from the command line, naming the agent
+    file."""
+    if actions and all(a.name == ASK_USER_TOOL for a in actions):
+        first = actions[0].args.get("choices") or []
+        example = shlex.quote(str(first[0])) if first else "TEXT"
+        return f"Answer with: agentctl run {spec} --thread {thread_id} --answer {example}"
     return (
         f"Answer with: agentctl run {spec} --thread {thread_id} --approve "
         "(or --reject [--reason TEXT], or --edit JSON)"
     )
+
+
+def question_lines(action: Action) -> list[str]:
+    """An `ask_user` question as lines for people: the question, then its numbered choices."""
+    who = f"{action.agent} asks" if action.agent else "the agent asks"
+    lines = [f"{who}: {action.args.get('question', '')}"]
+    for number, choice in enumerate(action.args.get("choices") or (), 1):
+        lines.append(f"  {number}. {choice}")
+    return lines
 
 
 def shown_spec(path: Any) -> str:
@@ -199,11 +215,18 @@ class PlainRenderer:
         if not self.at_line_start:
             self.out.write("\n")
             self.at_line_start = True
-        self.err.write(f"Waiting for approval (thread {event.thread_id}):\n")
-        for action in event.actions:
+        questions = [a for a in event.actions if a.name == ASK_USER_TOOL]
+        if questions:
+            self.err.write(f"Waiting for an answer (thread {event.thread_id}):\n")
+            for action in questions:
+                self.err.write("".join(f"  {line}\n" for line in question_lines(action)))
+        approvals = [a for a in event.actions if a.name != ASK_USER_TOOL]
+        if approvals:
+            self.err.write(f"Waiting for approval (thread {event.thread_id}):\n")
+        for action in approvals:
             self.err.write(f"  {action.name}({short_args(action.args)})")
             self.err.write(f"  [{'/'.join(action.allowed_decisions)}]\n")
             if action.description:
                 for line in action.description.splitlines():
                     self.err.write(f"      {line}\n")
-        self.err.write(answer_hint(self.spec, event.thread_id) + "\n")
+        self.err.write(answer_hint(self.spec, event.thread_id, event.actions) + "\n")

@@ -34,6 +34,7 @@ from runner.events import (
     ToolResult,
     Usage,
 )
+from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -257,18 +258,23 @@ class TerminalRenderer:
 
     def _waiting(self, event: Interrupt) -> None:
         """An approval nobody can answer here (no terminal to ask on): say how to answer it."""
+        from runner.cli.render import answer_hint, question_lines
+
         self._settle()
         for action in event.actions:
+            if action.name == ASK_USER_TOOL:
+                first, *choices = question_lines(action)
+                self.err.print(f"[bold yellow]? {_escape(first)}[/]", highlight=False)
+                for line in choices:
+                    self.err.print(_escape(line), highlight=False)
+                continue
             self.err.print(
                 f"[bold yellow]⏸ waiting for approval:[/] [bold]{action.name}[/]"
                 f"[dim]({_escape(short_args(action.args))})[/]",
                 highlight=False,
             )
-        from runner.cli.render import answer_hint
-
-        self.err.print(
-            f"[dim]{_escape(answer_hint(self.spec, event.thread_id))}[/]", highlight=False
-        )
+        hint = answer_hint(self.spec, event.thread_id, event.actions)
+        self.err.print(f"[dim]{_escape(hint)}[/]", highlight=False)
         self.thinking = False
         self.turn_open = False
 

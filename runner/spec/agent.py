@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from runner.errors import Problem
+from runner.spec.ask_user import AskUserSpec
 from runner.spec.backend import BackendInput
 from runner.spec.base import (
     ENTRY_ERROR,
@@ -328,6 +329,13 @@ class AgentCore(SpecModel):
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
     middleware: list[MiddlewareRef] = Field(default_factory=list)
     """Extra LangChain middleware by import reference."""
+    ask_user: Annotated[
+        AskUserSpec | None,
+        BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | AskUserSpec),
+    ] = None
+    """`true` gives the agent an `ask_user` tool: it asks the person running it a question
+    (with optional `choices`) and the run waits for the answer; `{choices: [...]}` offers those
+    answers when the model gives none."""
 
     @model_validator(mode="before")
     @classmethod
