@@ -120,6 +120,7 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("ask_user"),
         h.get("replies"),
         h.get("summarization"),
+        h.get("budget"),
         *_limits(agent),
         *_model_resilience(agent),
         prompt_caching_middleware(agent),

@@ -46,6 +46,7 @@ from runner.events import (
 )
 from runner.retention import SqliteRetention
 from runner.spec.ask_user import ASK_USER_TOOL
+from runner.spec.budgets import PriceSpec
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -396,8 +397,11 @@ class EventTranslator:
         seen_calls: set[str] | None = None,
         seen_results: set[str] | None = None,
         seen_replies: set[str] | None = None,
+        prices: Mapping[str, Mapping[str, PriceSpec]] | None = None,
     ) -> None:
         self.main = main_agent
+        self.prices = dict(prices or {})
+        """Agent name -> its model prices (`model.price`): the cost of each `Usage`."""
         self.seen_calls: set[str] = set(seen_calls or ())
         self.seen_results: set[str] = set(seen_results or ())
         # ids of AI messages already reported: a model node that rewrites the history (LangChain
@@ -503,13 +507,7 @@ class EventTranslator:
                         )
                     usage = getattr(message, "usage_metadata", None)
                     if usage:
-                        yield Usage(
-                            agent=agent,
-                            parent_id=parent,
-                            input_tokens=int(usage.get("input_tokens", 0)),
-                            output_tokens=int(usage.get("output_tokens", 0)),
-                            total_tokens=int(usage.get("total_tokens", 0)),
-                        )
+                        yield self._usage(message, usage, agent, parent)
                 elif kind == "tool":
                     call_id = message.tool_call_id
                     if call_id in self.seen_results:
@@ -536,6 +534,28 @@ class EventTranslator:
         todos = update.get("todos")
         if isinstance(todos, list):
             yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
+
+    def _usage(
+        self, message: Any, usage: Mapping[str, Any], agent: str, parent: str | None
+    ) -> Usage:
+        """A reply's token usage, with its cost when the spec prices the agent's model."""
+        tokens_in = int(usage.get("input_tokens", 0))
+        tokens_out = int(usage.get("output_tokens", 0))
+        cost = None
+        if self.prices.get(agent):
+            from runner.middleware.budgets import price_for
+
+            meta = message.response_metadata or {}
+            price = price_for(self.prices[agent], meta.get("model_name") or meta.get("model"))
+            cost = price.cost(tokens_in, tokens_out) if price is not None else None
+        return Usage(
+            agent=agent,
+            parent_id=parent,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            total_tokens=int(usage.get("total_tokens", 0)),
+            cost=cost,
+        )
 
 
 def _model_call(message: Any, agent: str, parent: str | None) -> ModelCall:
@@ -727,6 +747,7 @@ class Session:
         self.record_path = Path(record) if record else None
         self.no_sandbox = _no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(model, vars)
+        self.prices = _prices_by_agent(self.resolved)
         if isinstance(keep_checkpoints, int) and keep_checkpoints < 1:
             raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
         self.keep_checkpoints = keep_checkpoints
@@ -756,7 +777,8 @@ class Session:
 
     def _config(self, thread_id: str, callbacks: list[Any]) -> RunnableConfig:
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
+            # agentctl_turn: budgets tell a run's turns apart (runner.middleware.budgets)
+            "configurable": {"thread_id": thread_id, "agentctl_turn": uuid.uuid4().hex},
             "recursion_limit": self.resolved.recursion_limit,
             "metadata": {"agentctl_agent": self.name},
         }
@@ -1076,6 +1098,7 @@ class Session:
             seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
             seen_results={m.tool_call_id for m in existing if m.type == "tool"},
             seen_replies={m.id for m in existing if m.type == "ai" and m.id},
+            prices=self.prices,
         )
         config = self._config(thread_id, callbacks)
         final_values: dict[str, Any] | None = None
@@ -1270,6 +1293,20 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _prices_by_agent(agent: ResolvedAgent) -> dict[str, dict[str, PriceSpec]]:
+    """Agent name -> the prices of its models, for every agent of the tree that has some."""
+    found: dict[str, dict[str, PriceSpec]] = {}
+    pending = [agent]
+    while pending:
+        current = pending.pop()
+        if current.name in found:
+            continue
+        if current.model.prices:
+            found[current.name] = dict(current.model.prices)
+        pending += [sub.agent for sub in current.subagents if sub.agent is not None]
+    return found
 
 
 def _no_sandbox_warning(agent: ResolvedAgent) -> RunWarning | None:

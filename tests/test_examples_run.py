@@ -199,7 +199,14 @@ def check_planner(agents: Path, out: Outcome) -> None:
     assert out.results == [("ask_user", "Lisbon"), ("write_file", "Updated file /plan.md")]
 
 
+def check_digest(agents: Path, out: Outcome) -> None:
+    # within its budgets: the reader subagent's facts came back and the run finished
+    [(name, facts)] = out.results
+    assert name == "task" and facts.startswith("- A whole SQL database in one file")
+
+
 EXAMPLES: dict[str, list[Example]] = {
+    "digest": [Example("Digest SQLite", check_digest)],
     "planner": [Example("Plan a team offsite", check_planner, answers=["Lisbon"])],
     "briefing": [
         Example(

@@ -28,6 +28,7 @@ from runner.events import (
     Usage,
 )
 from runner.spec.ask_user import ASK_USER_TOOL
+from runner.spec.budgets import human_cost
 
 MAX_ARG = 60
 
@@ -111,6 +112,8 @@ class PlainRenderer:
         self.thread_shown: str | None = None
         self.tokens_out = 0
         self.model_calls = 0
+        self.cost: float | None = None
+        """US dollars, when the spec prices the models (`model.price`)."""
         self.reported_usage = False
         self.depth: dict[str | None, int] = {None: 0}
         self.todos: dict[str | None, list[dict[str, Any]]] = {}
@@ -173,6 +176,8 @@ class PlainRenderer:
             self.tokens_in += event.input_tokens
             self.tokens_out += event.output_tokens
             self.reported_usage = True
+            if event.cost is not None:
+                self.cost = (self.cost or 0.0) + event.cost
         elif isinstance(event, Final):
             if not self.at_line_start:
                 self.out.write("\n")
@@ -184,8 +189,10 @@ class PlainRenderer:
                 if self.reported_usage or not self.model_calls
                 else "not reported"
             )
+            cost = f"  cost: {human_cost(self.cost)}" if self.cost is not None else ""
             self.err.write(
-                f"thread: {event.thread_id}  model calls: {self.model_calls}  tokens: {tokens}\n"
+                f"thread: {event.thread_id}  model calls: {self.model_calls}  tokens: {tokens}"
+                f"{cost}\n"
             )
         elif isinstance(event, Interrupt):
             self._interrupt(event)

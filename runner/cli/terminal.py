@@ -35,6 +35,7 @@ from runner.events import (
     Usage,
 )
 from runner.spec.ask_user import ASK_USER_TOOL
+from runner.spec.budgets import human_cost
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -80,6 +81,8 @@ class _Turn:
     reported_usage: bool = False
     """A provider reported token usage (without any, the tokens are not shown: not 0)."""
     model_calls: int = 0
+    cost: float | None = None
+    """US dollars, when the spec prices the models (`model.price`)."""
 
 
 class TerminalRenderer:
@@ -133,6 +136,8 @@ class TerminalRenderer:
             self.turn.tokens_in += event.input_tokens
             self.turn.tokens_out += event.output_tokens
             self.turn.reported_usage = True
+            if event.cost is not None:
+                self.turn.cost = (self.turn.cost or 0.0) + event.cost
         elif isinstance(event, Final):
             self._final(event)
         elif isinstance(event, Interrupt):
@@ -295,6 +300,8 @@ class TerminalRenderer:
             )
         else:
             parts.append("no token usage reported")
+        if turn.cost is not None:
+            parts.append(f"cost {human_cost(turn.cost)}")
         parts.append(f"thread {self.thread_id}")
         self.console.print(f"[dim]{' · '.join(parts)}[/]", highlight=False)
 

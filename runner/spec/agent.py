@@ -37,6 +37,7 @@ from runner.spec.base import (
     seed_names,
     shorthand,
 )
+from runner.spec.budgets import Seconds
 from runner.spec.inputs import InputSpec
 from runner.spec.json_schema import json_schema_problem
 from runner.spec.model import ModelInput
@@ -238,6 +239,14 @@ class LimitsSpec(SpecModel):
     """Most tool calls in one run: a number for all tools, or tool name to number."""
     recursion: int | None = Field(default=None, gt=0)
     """LangGraph's step limit for one run (default 1000)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Token budget of one run: input plus output tokens of every model call, subagents'
+    included. The run stops with an error when it is reached (the thread can be continued)."""
+    time: Seconds | None = None
+    """Wall-clock budget of one run: `90s`, `10m`, `1h30m`, or seconds (time spent waiting for
+    a person, between the turns of a run, is not counted)."""
+    cost: float | None = Field(default=None, gt=0)
+    """Cost budget of one run in US dollars; needs `model.price` on every model the run uses."""
 
     @field_validator("tool_calls")
     @classmethod
@@ -322,7 +331,7 @@ class AgentCore(SpecModel):
     ] = Field(default_factory=PromptCachingSpec)
     """Anthropic prompt caching (`false` turns it off; ignored for other providers)."""
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
-    """Model-call, tool-call and step limits."""
+    """Model-call, tool-call and step limits; token, time and cost budgets."""
     retries: RetriesSpec = Field(default_factory=RetriesSpec)
     """Retries on transient model and tool errors."""
     response_format: dict[str, Any] | None = None
