@@ -51,7 +51,11 @@ def describe(
             "fallbacks": resolved.model.fallback_ids,
             "context_window": resolved.model.context_window,
             "images": resolved.model.images,
+            "prices": {
+                model_id: price.model_dump() for model_id, price in resolved.model.prices.items()
+            },
         },
+        "limits": spec.limits.model_dump(exclude_none=True),
         "middleware": [m.name.removesuffix("Middleware") for m in chain],
         "tools": [t["name"] for t in tool_details],
         "tool_details": tool_details,

@@ -78,7 +78,11 @@ def _text(info: dict[str, Any]) -> str:
         extra.append(f"context window {model['context_window']}")
     if model.get("images") is not None:
         extra.append("looks at images" if model["images"] else "no images")
+    for model_id, price in (model.get("prices") or {}).items():
+        extra.append(f"{model_id}: ${price['input']:g} in / ${price['output']:g} out per 1M tokens")
     lines.append(f"model       {model['id']}" + (f"  ({'; '.join(extra)})" if extra else ""))
+    if info.get("limits"):
+        lines.append("limits      " + _limits_text(info["limits"]))
     lines.append(f"backend     {info['backend']}")
     lines.append("middleware  " + " → ".join(info["middleware"]))
     lines.append("tools")
@@ -127,3 +131,18 @@ def _input_text(declared: dict[str, Any]) -> str:
         kind += f", default {json.dumps(declared['default'])}"
     description = declared.get("description")
     return f"{kind}  {description}" if description else kind
+
+
+def _limits_text(limits: dict[str, Any]) -> str:
+    """`model calls 100 · tokens 20,000 · time 5m · cost $0.05`: a run's limits and budgets."""
+    from runner.spec.budgets import human_cost, human_duration
+
+    shown = {
+        "model_calls": lambda v: f"model calls {v}",
+        "tool_calls": lambda v: f"tool calls {v}",
+        "recursion": lambda v: f"steps {v}",
+        "tokens": lambda v: f"tokens {v:,}",
+        "time": lambda v: f"time {human_duration(v)}",
+        "cost": lambda v: f"cost {human_cost(v)}",
+    }
+    return " · ".join(shown[key](value) for key, value in limits.items() if key in shown)

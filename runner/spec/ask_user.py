@@ -9,6 +9,8 @@ question brings none of its own; an answer must then be one of the choices.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, field_validator
 
 from runner.spec.base import SpecModel
@@ -26,6 +28,18 @@ class AskUserSpec(SpecModel):
     two); the answer must be one of them."""
     description: str | None = None
     """Replace the tool's description (when to ask, what to ask about)."""
+
+    @field_validator("choices", mode="before")
+    @classmethod
+    def _quoted(cls, choices: Any) -> Any:
+        if isinstance(choices, list):
+            for choice in choices:
+                if isinstance(choice, bool):
+                    raise ValueError(
+                        f"a choice is text, found {str(choice).lower()}: YAML reads yes/no/on/off "
+                        'as true/false, so quote it ("yes")'
+                    )
+        return choices
 
     @field_validator("choices")
     @classmethod
