@@ -110,6 +110,8 @@ class GraphFactory:
         Without `require_inputs` (the server reading an assistant's schemas, not running it), a
         required input without a value gets a stand-in instead of failing the build."""
         path = os.path.abspath(path)
+        if vars:
+            self._refuse_file_inputs(path, vars)
         merged = {**self.base_vars, **(vars or {})}
         key = (path, json.dumps(merged, sort_keys=True, default=str), model, require_inputs)
         mtime = os.stat(path).st_mtime_ns
@@ -125,6 +127,23 @@ class GraphFactory:
             self._cache[key] = fresh
             self.builds += 1
             return fresh.graph
+
+    def _refuse_file_inputs(self, path: str, vars: Mapping[str, Any]) -> None:
+        """A `file` input's value is a path the server reads into the prompt: a client choosing
+        it could read any file the server can. Only `agentctl serve --var` sets one."""
+        from runner.loader import load_spec
+
+        spec = load_spec(
+            Path(path), vars=self.base_vars, require_inputs=False, allow_unused_vars=True
+        )
+        for name in sorted(vars):
+            declared = spec.inputs.get(name)
+            if declared is not None and declared.kind == "file":
+                raise BuildError(
+                    f"`vars.{name}` is a file input: its value is a path the server reads, which "
+                    f"a client may not choose; the server sets it (agentctl serve --var "
+                    f"{name}=PATH)"
+                )
 
     def _build(
         self, path: str, vars: dict[str, Any], model: str | None, mtime: int, require: bool
