@@ -40,6 +40,8 @@ from runner.spec.budgets import PriceSpec, human_cost, human_duration
 __all__ = ["BudgetExceeded", "BudgetMiddleware", "RunBudget", "price_for"]
 
 STATE_KEY = "agentctl_budget"
+MAX_TALLIES = 10_000
+"""Threads whose run totals are kept in memory; a forgotten one is read back from its state."""
 
 Locate = Callable[[tuple[str | int, ...], str], Problem]
 
@@ -115,6 +117,9 @@ class RunBudget:
             tally = self._tallies.get(thread_id)
             if new_run or tally is None:
                 tally = self._tallies[thread_id] = _Tally(turn=turn, loaded=new_run)
+                if len(self._tallies) > MAX_TALLIES:  # a long-lived server: forget the oldest
+                    oldest = min(self._tallies, key=lambda t: self._tallies[t].last_seen)
+                    del self._tallies[oldest]
             elif turn != tally.turn:  # the run goes on in a new turn: leave the pause out
                 tally.elapsed += tally.last_seen - tally.started
                 tally.started = now
