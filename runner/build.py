@@ -117,8 +117,10 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("large_inputs"),
         h.get("subagents"),
         h.get("permissions"),
+        h.get("ask_user"),
         h.get("replies"),
         h.get("summarization"),
+        h.get("budget"),
         *_limits(agent),
         *_model_resilience(agent),
         prompt_caching_middleware(agent),
@@ -242,6 +244,7 @@ def _as_spec(
     vars: Mapping[str, Any] | None,
     *,
     allow_unused_vars: bool = False,
+    require_inputs: bool = True,
 ) -> AgentSpec:
     if isinstance(spec_or_path, AgentSpec):
         if vars:
@@ -249,7 +252,12 @@ def _as_spec(
         return spec_or_path
     from runner.loader import load_spec
 
-    return load_spec(Path(spec_or_path), vars=vars, allow_unused_vars=allow_unused_vars)
+    return load_spec(
+        Path(spec_or_path),
+        vars=vars,
+        allow_unused_vars=allow_unused_vars,
+        require_inputs=require_inputs,
+    )
 
 
 def build_agent(

@@ -130,12 +130,20 @@ class ModelCall(RunEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Usage(RunEvent):
-    """Tokens used by one model call."""
+    """Tokens used by one model call; `cost` is its cost in US dollars, present only when the
+    spec gives the model's price (`model.price`)."""
 
     type: ClassVar[str] = "usage"
     input_tokens: int
     output_tokens: int
     total_tokens: int
+    cost: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.cost is None:
+            data.pop("cost")
+        return data
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,7 @@ def describe(
     allow_unused_vars: bool = False,
 ) -> dict[str, Any]:
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
-    spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
+    spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars, require_inputs=False)
     from runner.errors import SpecError
     from runner.validate import static_problems
 
@@ -51,7 +51,11 @@ def describe(
             "fallbacks": resolved.model.fallback_ids,
             "context_window": resolved.model.context_window,
             "images": resolved.model.images,
+            "prices": {
+                model_id: price.model_dump() for model_id, price in resolved.model.prices.items()
+            },
         },
+        "limits": spec.limits.model_dump(exclude_none=True),
         "middleware": [m.name.removesuffix("Middleware") for m in chain],
         "tools": [t["name"] for t in tool_details],
         "tool_details": tool_details,
@@ -69,6 +73,13 @@ def describe(
             for sub in resolved.subagents
         ],
         "backend": backend,
+        "inputs": {
+            name: {
+                "type": declared.kind,
+                **declared.model_dump(exclude_none=True, exclude={"type"}),
+            }
+            for name, declared in spec.inputs.items()
+        },
         "approvals": sorted(k for k, v in resolved.interrupt_on.items() if v is not False),
         "permissions": permission_details(resolved.harness.get("permissions")),
         "system_prompt": preview_prompt(resolved.prompt_sections),

@@ -69,15 +69,18 @@ def load_spec(
     vars: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     allow_unused_vars: bool = False,
+    require_inputs: bool = True,
 ) -> AgentSpec:
     """Load and validate the agent file at `path`.
 
     `vars` override the spec's `vars` (in referenced subagent files too); a name that no file
     declares in `vars:` and no prompt reads is a problem (a typo would pass silently), unless
-    `allow_unused_vars`. `env` replaces `os.environ` for `${VAR}` interpolation. Raises
-    `SpecError` listing every problem found.
+    `allow_unused_vars`. `vars` naming a typed input (`inputs:`) are checked and converted to
+    its type; a required input without a value is a problem unless not `require_inputs`
+    (`validate`, `inspect`: the prompts then render with a stand-in). `env` replaces
+    `os.environ` for `${VAR}` interpolation. Raises `SpecError` listing every problem found.
     """
-    loader = _Loader(dict(vars or {}), os.environ if env is None else env)
+    loader = _Loader(dict(vars or {}), os.environ if env is None else env, require_inputs)
     spec = loader.load(Path(path), stack=())
     if not allow_unused_vars and spec is not None:
         loader.problems += _unused_vars(loader, Path(path))
@@ -139,6 +142,24 @@ def _unused_vars(loader: _Loader, path: Path) -> list[Problem]:
     return problems
 
 
+def _missing_input(name: str, declared: Any) -> str:
+    kind = declared.kind
+    example = {"string": "TEXT", "file": "PATH"}.get(kind, str(declared.stand_in(name)).lower())
+    expected = "" if kind == "string" else f" ({declared.expected()})"
+    return f"required input {name!r} has no value; pass --var {name}={example}{expected}"
+
+
+def _yaml_scalar(text: str) -> Any:
+    """A `--var` value for a plain `vars:` name: read as a YAML scalar (`3`, `true`, `text`)."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text) if text else ""
+    except yaml.YAMLError:
+        return str(text)
+    return value if isinstance(value, str | int | float | bool) or value is None else str(text)
+
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -156,9 +177,12 @@ def _one_line(problem: Problem) -> Problem:
 
 
 class _Loader:
-    def __init__(self, caller_vars: dict[str, Any], env: Mapping[str, str]) -> None:
+    def __init__(
+        self, caller_vars: dict[str, Any], env: Mapping[str, str], require_inputs: bool = True
+    ) -> None:
         self.caller_vars = caller_vars
         self.env = env
+        self.require_inputs = require_inputs
         self.used_vars: set[str] = set()
         """Names the prompts read, and those the files declare in `vars:` (see `_unused_vars`)."""
         self.problems: list[Problem] = []
@@ -278,7 +302,9 @@ class _Loader:
         self.loaded[key] = spec
 
         self.used_vars.update(spec.vars)
-        variables = _UsedVars({**spec.vars, **self.caller_vars}, self.used_vars)
+        self.used_vars.update(spec.inputs)
+        values = self._input_values(spec, smap)
+        variables = _UsedVars({**spec.vars, **values}, self.used_vars)
         self._resolve_core(spec, (), smap, variables)
         for index, entry in enumerate(spec.subagents):
             where: KeyPath = ("subagents", index)
@@ -297,6 +323,52 @@ class _Loader:
         ):
             self.problems.append(smap.problem(keypath, message))
         return spec
+
+    def _input_values(self, spec: AgentSpec, smap: SourceMap) -> dict[str, Any]:
+        """The caller's vars with the spec's typed inputs checked, converted and defaulted."""
+        from runner.spec.inputs import CliText, check_value, read_file_input
+
+        for name in sorted(spec.inputs.keys() & spec.vars.keys()):
+            self.problems.append(
+                smap.problem(
+                    ("inputs", name),
+                    f"{name!r} is also in `vars:`; a name is a plain variable or a typed input, "
+                    "not both (an input with a `default:` is one the caller may set)",
+                )
+            )
+        values: dict[str, Any] = {}
+        for name, value in self.caller_vars.items():
+            declared = spec.inputs.get(name)
+            if declared is None:
+                values[name] = _yaml_scalar(value) if isinstance(value, CliText) else value
+                continue
+            where = smap.problem(("inputs", name), "")
+            label = "--var" if isinstance(value, CliText) else "vars"
+            try:
+                converted = check_value(declared, value)
+                if declared.kind == "file":
+                    converted = read_file_input(converted)
+            except ValueError as exc:
+                declared_at = f"{where.file}:{where.line}:{where.col}"
+                self.problems.append(
+                    Problem(label, 0, 0, name, f"{exc} (the input is declared at {declared_at})")
+                )
+                converted = declared.stand_in(name)  # the prompts still render: no echo
+            values[name] = converted
+        for name, declared in spec.inputs.items():
+            if name in values or name in self.caller_vars:
+                continue
+            if declared.default is not None:
+                values[name] = declared.default
+            elif not declared.required:
+                values[name] = None
+            else:
+                if self.require_inputs:
+                    self.problems.append(
+                        smap.problem(("inputs", name), _missing_input(name, declared))
+                    )
+                values[name] = declared.stand_in(name)
+        return values
 
     def _load_ref(
         self, entry: RefSubagent, where: KeyPath, smap: SourceMap, stack: tuple[Path, ...]
@@ -330,7 +402,10 @@ class _Loader:
     def _check_raw(self, value: dict[str, Any], smap: SourceMap, stack: tuple[Path, ...]) -> None:
         """After a failed validation, still check what can be checked: prompts and refs."""
         raw_vars = value.get("vars")
-        declared = raw_vars if isinstance(raw_vars, dict) else {}
+        declared = dict(raw_vars) if isinstance(raw_vars, dict) else {}
+        raw_inputs = value.get("inputs")
+        for name in raw_inputs if isinstance(raw_inputs, dict) else {}:
+            declared.setdefault(name, f"<{name}>")
         self.used_vars.update(str(k) for k in declared)
         variables = _UsedVars({**declared, **self.caller_vars}, self.used_vars)
         key = _prompt_key(value)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.errors import ResolutionError, RunnerError
 from runner.events import Error, Final, Interrupt, ModelCall, ToolCall, ToolResult
+from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from mcp import types
@@ -68,6 +69,9 @@ class ServedTool:
     description: str
     vars: Mapping[str, Any]
     """The template variables a call may set, with the values they have when it does not."""
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    """The agent's typed inputs (`inputs:`) a call may set, by name (`file` inputs excepted:
+    a client may not choose a file the server reads)."""
 
     def input_schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {
@@ -82,11 +86,19 @@ class ServedTool:
                 "description": f"The agent's template variable `{key}` (default: {value!r}).",
                 "default": value,
             }
-        return {"type": "object", "properties": properties, "required": ["message"]}
+        for key, declared in self.inputs.items():
+            if key != "message":
+                properties[key] = declared.json_schema()
+        required = ["message", *(k for k, d in self.inputs.items() if d.required)]
+        return {"type": "object", "properties": properties, "required": required}
 
     def variables(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The vars a call sets (the schema has checked their types)."""
-        return {k: v for k, v in arguments.items() if k != "message" and k in self.vars}
+        return {
+            k: v
+            for k, v in arguments.items()
+            if k != "message" and (k in self.vars or k in self.inputs)
+        }
 
 
 @dataclass
@@ -125,17 +137,26 @@ class AgentTools:
         agents = collect_agents(paths, vars=base_vars, shared_workspace=True)
         tools = {}
         for agent in agents:
-            spec = load_spec(agent.path, vars=base_vars)
+            spec = load_spec(agent.path, vars=base_vars, require_inputs=False)
             described = agent.description or f"Runs the agent {agent.name!r}."
             tools[agent.name] = ServedTool(
                 agent.name,
                 agent.path,
                 f"{described.strip()} (Runs the agent on a new thread; returns its final answer.)",
                 {**spec.vars, **{k: v for k, v in base_vars.items() if k in spec.vars}},
+                {
+                    name: declared
+                    for name, declared in spec.inputs.items()
+                    if declared.kind != "file" and name not in base_vars
+                },
             )
         served = cls(tools, model=model, base_vars=base_vars, db=db, auto_approve=auto_approve)
         try:
             for tool in tools.values():
+                if any(d.required for d in tool.inputs.values()):
+                    # no call runs without its required inputs: build it once to check it
+                    served._check_builds(tool)
+                    continue
                 served._give_back(tool, {}, served._session(tool, {}))
         except BaseException:
             served.close()
@@ -161,6 +182,16 @@ class AgentTools:
         return Session(
             tool.path, model=self.model, vars={**self.base_vars, **variables}, home=self.home
         )
+
+    def _check_builds(self, tool: ServedTool) -> None:
+        """Build an agent whose calls need inputs, with stand-ins for them, and close it."""
+        from runner.loader import load_spec
+        from runner.run import Home, Session
+
+        if self.home is None:
+            self.home = Home(self.db)
+        spec = load_spec(tool.path, vars=self.base_vars, require_inputs=False)
+        Session(spec, model=self.model, home=self.home).resolved.close()
 
     def _give_back(self, tool: ServedTool, variables: Mapping[str, Any], session: Session) -> None:
         """Keep `session` for the next call with these vars; a few per key, a few keys."""
@@ -232,8 +263,10 @@ class AgentTools:
                         said = _progress_message(event)
                         if said:
                             progress(said)
-                if not (self.auto_approve and isinstance(last, Interrupt)):
-                    return last
+                if not (self.auto_approve and isinstance(last, Interrupt)) or any(
+                    a.name == ASK_USER_TOOL for a in last.actions
+                ):
+                    return last  # a question (ask_user) is never answered for a person
                 thread_id = last.thread_id
                 decisions = [Decision("approve")] * len(last.actions)
                 if progress is not None:
@@ -273,6 +306,21 @@ class AgentTools:
             command += ["--db", where if isinstance(where, str) else str(Path(where).resolve())]
         command += ["--thread", interrupt.thread_id]
         shown = shlex.join(command)
+        questions = [a for a in interrupt.actions if a.name == ASK_USER_TOOL]
+        if questions:
+            asked = "; ".join(
+                f"{a.agent or tool.name} asks {a.args.get('question')!r}"
+                + (
+                    f" (choices: {', '.join(map(str, a.args['choices']))})"
+                    if a.args.get("choices")
+                    else ""
+                )
+                for a in questions
+            )
+            return (
+                f"{tool.name} stopped to ask a question. {asked}. The thread "
+                f"{interrupt.thread_id} waits: a person answers with `{shown} --answer TEXT`."
+            )
         count = len(interrupt.actions)
         return (
             f"{tool.name} stopped: {count} tool call{'s' if count > 1 else ''} need"

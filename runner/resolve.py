@@ -20,12 +20,14 @@ from runner.errors import BuildError, Problem, ResolutionError
 from runner.middleware.prompt import BASE_PROMPT, PromptSection
 from runner.spec import AgentSpec, ImportTool, InterruptOn, ModelSpec
 from runner.spec.agent import AgentCore
+from runner.spec.budgets import PriceSpec
 from runner.spec.model import _check_model_id
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware
 
     from runner.backends import BackendProvider
+    from runner.middleware.budgets import RunBudget
 
     Middleware = AgentMiddleware[Any, Any, Any]
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -66,6 +68,8 @@ class ResolvedModel:
     profile's `image_tool_message`; None when neither says (then: no)."""
     chat_model: BaseChatModel | None = None
     fallbacks: list[BaseChatModel] = field(default_factory=list)
+    prices: dict[str, PriceSpec] = field(default_factory=dict)
+    """Model id (this one, fallbacks) to its `price:` in the spec, for those that have one."""
 
     def display_params(self) -> dict[str, Any]:
         """`params` with secrets masked, for display."""
@@ -137,6 +141,26 @@ KeyPath = tuple[str | int, ...]
 Locator = Callable[[KeyPath, str], Problem]
 
 
+def core_name(core: AgentCore) -> str:
+    return str(getattr(core, "name", None) or "?")
+
+
+def _prices(spec_model: ModelSpec) -> dict[str, PriceSpec]:
+    """Model id -> price, for the spec's model and fallbacks that have one."""
+    found = {spec_model.id: spec_model.price} if spec_model.price is not None else {}
+    found.update({f.id: f.price for f in spec_model.fallbacks if f.price is not None})
+    return found
+
+
+def _ask_user(core: AgentCore) -> Middleware | None:
+    """The `ask_user` tool when the agent's own spec turns it on (never inherited)."""
+    if core.ask_user is None or not core.ask_user.enabled:
+        return None
+    from runner.middleware.ask_user import AskUserMiddleware
+
+    return AskUserMiddleware(core.ask_user)
+
+
 def close_all(resources: list[Resource]) -> None:
     """Close resources in reverse order of opening; every one is closed even when one fails."""
     errors = []
@@ -166,6 +190,8 @@ class Resolver:
         self.resources: list[Resource] = []
         """What this resolver opened; the ResolvedAgent it returns carries (and closes) them."""
         self._mcp: McpServers | None = None
+        self.budget: RunBudget | None = None
+        """The main agent's budgets, shared by the subagents resolved under it."""
 
     def mcp_servers(self) -> McpServers:
         """The MCP servers of this build, created on first use (one loop thread for all)."""
@@ -178,6 +204,30 @@ class Resolver:
 
     def close(self) -> None:
         close_all(self.resources)
+
+    def _budget(
+        self, core: AgentCore, is_main: bool, model: ResolvedModel, locate: Locator
+    ) -> Middleware | None:
+        """The budget middleware: the main agent's budgets (`limits.tokens/time/cost`), counted
+        by it and by every subagent it builds, each with its own model's prices."""
+        if is_main:
+            from runner.middleware.budgets import RunBudget
+
+            budget = RunBudget(core.limits, locate)
+            self.budget = budget if budget.active else None
+        if self.budget is None:
+            return None
+        if self.budget.limits.cost is not None and not model.prices:
+            raise ResolutionError.at(
+                self.budget.locate(
+                    ("limits", "cost"),
+                    f"the price of {model.id} (agent {core_name(core)!r}) is not known: give "
+                    "it as `model.price` in the spec (a --model other than a replay has none)",
+                )
+            )
+        from runner.middleware.budgets import BudgetMiddleware
+
+        return BudgetMiddleware(self.budget, model.prices, main=is_main)
 
     # ----------------------------------------------------------------------- models
 
@@ -206,6 +256,14 @@ class Resolver:
             if resolved.images is None:
                 source = spec_model or inherited
                 resolved.images = source.images if source is not None else None
+            if replays_all:  # a replay of the spec's models: their prices still apply
+                resolved.prices = (
+                    _prices(spec_model)
+                    if spec_model is not None
+                    else dict(inherited.prices)
+                    if inherited is not None
+                    else {}
+                )
             return resolved
         if spec_model is None and inherited is None:
             message = "missing: set `model:` (e.g. `model: openai:gpt-4.1`) or pass --model"
@@ -219,6 +277,7 @@ class Resolver:
             fallback_ids=[f.id for f in spec_model.fallbacks],
             context_window=spec_model.context_window,
             images=spec_model.images,
+            prices=_prices(spec_model),
         )
         fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
         resolved = self._instantiate(
@@ -249,6 +308,7 @@ class Resolver:
             images=parent.images,
             chat_model=parent.chat_model,
             fallbacks=list(parent.fallbacks),
+            prices=dict(parent.prices),
         )
         if not self.with_models:
             return inherited
@@ -550,6 +610,8 @@ class Resolver:
                 "approvals": approvals_middleware(
                     interrupt_on, allows=permissions.allows if permissions else None
                 ),
+                "ask_user": _ask_user(core),
+                "budget": self._budget(core, is_main, model, lambda p, m: locator((*where, *p), m)),
             },
             backend=backend,
             resources=self.resources,

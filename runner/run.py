@@ -45,6 +45,8 @@ from runner.events import (
     Usage,
 )
 from runner.retention import CheckpointRetention, SqliteRetention
+from runner.spec.ask_user import ASK_USER_TOOL
+from runner.spec.budgets import PriceSpec
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -131,10 +133,14 @@ def resume_settings(
 ) -> tuple[str | None, dict[str, Any]]:
     """The model and vars to resume a thread with: those given, else those it started with
     (resuming without --model keeps its model, not the spec's)."""
+    from runner.spec.inputs import CliText
+
     started = home.settings(thread_id) if thread_id else None
     if started is None:
         return model, dict(vars)
-    return (model if model is not None else started.model), dict(vars or started.vars)
+    # `--var` values are kept as typed (text): read back, they are command-line text again
+    kept = {k: CliText(v) if isinstance(v, str) else v for k, v in started.vars.items()}
+    return (model if model is not None else started.model), dict(vars or kept)
 
 
 @dataclass(frozen=True)
@@ -277,10 +283,6 @@ class Home:
         pending = pending_actions(SimpleNamespace(interrupts=interrupts))
         return Transcript(messages, [action for _, actions in pending for action in actions])
 
-    def read_transcript(self, thread_id: str) -> Transcript | None:
-        """`transcript`, read the quickest way this database allows (`agentctl threads show`)."""
-        return self.transcript(thread_id)
-
     def delete(self, thread_id: str) -> bool:
         found = self.thread(thread_id) is not None
         self.retention.delete_thread(thread_id)
@@ -361,17 +363,6 @@ class SqliteHome(Home):
             self._store = store
         return self._store
 
-    def read_transcript(self, thread_id: str) -> Transcript | None:
-        """Read without LangChain when the checkpoint is plain msgpack (`runner.transcripts`),
-        else through LangGraph's serializer."""
-        from runner.transcripts import Unreadable, saved_transcript
-
-        try:
-            found = saved_transcript(self.conn, self._lock, thread_id)
-        except Unreadable:
-            return self.transcript(thread_id)
-        return None if found is None else Transcript(list(found[0]), found[1])
-
     def close(self) -> None:
         with self._lock:  # not while another thread is in the middle of a write
             self.conn.close()
@@ -379,11 +370,17 @@ class SqliteHome(Home):
 
 @dataclass(frozen=True)
 class Decision:
-    """A human's answer to one pending action: approve it, edit its arguments, or reject it."""
+    """A human's answer to one pending action: approve it, edit its arguments, or reject it;
+    for an `ask_user` question, `Decision("answer", message=TEXT)` (see `Decision.answer`)."""
 
-    type: Literal["approve", "edit", "reject"]
+    type: Literal["approve", "edit", "reject", "answer"]
     args: dict[str, Any] | None = None
     message: str | None = None
+
+    @staticmethod
+    def answer(text: str) -> Decision:
+        """The answer to an `ask_user` question."""
+        return Decision("answer", message=text)
 
     def as_langchain(self, action: Action) -> dict[str, Any]:
         if self.type == "approve":
@@ -446,8 +443,11 @@ class EventTranslator:
         seen_calls: set[str] | None = None,
         seen_results: set[str] | None = None,
         seen_replies: set[str] | None = None,
+        prices: Mapping[str, Mapping[str, PriceSpec]] | None = None,
     ) -> None:
         self.main = main_agent
+        self.prices = dict(prices or {})
+        """Agent name -> its model prices (`model.price`): the cost of each `Usage`."""
         self.seen_calls: set[str] = set(seen_calls or ())
         self.seen_results: set[str] = set(seen_results or ())
         # ids of AI messages already reported: a model node that rewrites the history (LangChain
@@ -553,13 +553,7 @@ class EventTranslator:
                         )
                     usage = getattr(message, "usage_metadata", None)
                     if usage:
-                        yield Usage(
-                            agent=agent,
-                            parent_id=parent,
-                            input_tokens=int(usage.get("input_tokens", 0)),
-                            output_tokens=int(usage.get("output_tokens", 0)),
-                            total_tokens=int(usage.get("total_tokens", 0)),
-                        )
+                        yield self._usage(message, usage, agent, parent)
                 elif kind == "tool":
                     call_id = message.tool_call_id
                     if call_id in self.seen_results:
@@ -586,6 +580,28 @@ class EventTranslator:
         todos = update.get("todos")
         if isinstance(todos, list):
             yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
+
+    def _usage(
+        self, message: Any, usage: Mapping[str, Any], agent: str, parent: str | None
+    ) -> Usage:
+        """A reply's token usage, with its cost when the spec prices the agent's model."""
+        tokens_in = int(usage.get("input_tokens", 0))
+        tokens_out = int(usage.get("output_tokens", 0))
+        cost = None
+        if self.prices.get(agent):
+            from runner.middleware.budgets import price_for
+
+            meta = message.response_metadata or {}
+            price = price_for(self.prices[agent], meta.get("model_name") or meta.get("model"))
+            cost = price.cost(tokens_in, tokens_out) if price is not None else None
+        return Usage(
+            agent=agent,
+            parent_id=parent,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            total_tokens=int(usage.get("total_tokens", 0)),
+            cost=cost,
+        )
 
 
 def _model_call(message: Any, agent: str, parent: str | None) -> ModelCall:
@@ -622,7 +638,11 @@ def pending_actions(
         value = interrupt.value
         agent = (agents or {}).get(interrupt.id)
         actions: list[Action] = []
-        if isinstance(value, dict) and "action_requests" in value:
+        if isinstance(value, dict) and value.get("type") == "ask_user":
+            from runner.middleware.ask_user import question_action
+
+            actions.append(question_action(value, agent))
+        elif isinstance(value, dict) and "action_requests" in value:
             configs = {c.get("action_name"): c for c in value.get("review_configs", [])}
             for request in value["action_requests"]:
                 config = configs.get(request.get("name"), {})
@@ -773,6 +793,7 @@ class Session:
         self.record_path = Path(record) if record else None
         self.no_sandbox = _no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(model, vars)
+        self.prices = _prices_by_agent(self.resolved)
         if isinstance(keep_checkpoints, int) and keep_checkpoints < 1:
             raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
         self.keep_checkpoints = keep_checkpoints
@@ -802,7 +823,8 @@ class Session:
 
     def _config(self, thread_id: str, callbacks: list[Any]) -> RunnableConfig:
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
+            # agentctl_turn: budgets tell a run's turns apart (runner.middleware.budgets)
+            "configurable": {"thread_id": thread_id, "agentctl_turn": uuid.uuid4().hex},
             "recursion_limit": self.resolved.recursion_limit,
             "metadata": {"agentctl_agent": self.name},
         }
@@ -839,8 +861,16 @@ class Session:
     ) -> dict[str, tuple[str, Any]]:
         """Interrupt id -> (the decisions in words, the resume value) for `decisions`."""
         total = sum(len(actions) for _, actions in pending)
-        if len(decisions) == 1 and total > 1 and decisions[0].type != "edit":
+        if len(decisions) == 1 and total > 1 and decisions[0].type not in ("edit", "answer"):
             decisions = list(decisions) * total
+        if len(decisions) != total and all(
+            [a.name for a in actions] == [ASK_USER_TOOL] for _, actions in pending
+        ):
+            raise RunError(
+                f"thread {thread_id} waits on {total} questions; give {total} answers, not "
+                f"{len(decisions)} (from the command line: --answer once per question, in the "
+                "order they are listed)"
+            )
         if len(decisions) != total:
             raise RunError(
                 f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
@@ -850,10 +880,22 @@ class Session:
         answers: dict[str, tuple[str, Any]] = {}
         position = 0
         for interrupt_id, actions in pending:
+            if [a.name for a in actions] == [ASK_USER_TOOL]:
+                from runner.middleware.ask_user import checked_answer
+
+                text = checked_answer(actions[0], decisions[position])
+                position += 1
+                answers[interrupt_id] = (f"answered {text!r}", text)
+                continue
             chosen = []
             for action in actions:
                 decision = decisions[position]
                 position += 1
+                if decision.type == "answer":
+                    raise RunError(
+                        f"{action.name} waits for approval, not an answer: approve, edit or "
+                        "reject it"
+                    )
                 if decision.type not in action.allowed_decisions:
                     raise RunError(
                         f"{action.name}: '{decision.type}' is not allowed here; allowed: "
@@ -930,7 +972,14 @@ class Session:
             if len(recorded) == len(pending):
                 # answered before a crash cut the run short: the recorded answer goes on
                 return Command(resume={iid: answer.resume for iid, answer in recorded.items()})
-            names = ", ".join(a.name for _, actions in pending for a in actions)
+            waiting = [a for _, actions in pending for a in actions]
+            questions = [a.args.get("question") for a in waiting if a.name == ASK_USER_TOOL]
+            if questions:
+                raise RunError(
+                    f"thread {thread_id} waits for an answer to {questions[0]!r}; answer it "
+                    "(--answer TEXT)"
+                )
+            names = ", ".join(a.name for a in waiting)
             raise RunError(
                 f"thread {thread_id} waits for approval of {names}; approve, edit or reject it"
             )
@@ -1095,6 +1144,7 @@ class Session:
             seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
             seen_results={m.tool_call_id for m in existing if m.type == "tool"},
             seen_replies={m.id for m in existing if m.type == "ai" and m.id},
+            prices=self.prices,
         )
         config = self._config(thread_id, callbacks)
         final_values: dict[str, Any] | None = None
@@ -1289,6 +1339,20 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _prices_by_agent(agent: ResolvedAgent) -> dict[str, dict[str, PriceSpec]]:
+    """Agent name -> the prices of its models, for every agent of the tree that has some."""
+    found: dict[str, dict[str, PriceSpec]] = {}
+    pending = [agent]
+    while pending:
+        current = pending.pop()
+        if current.name in found:
+            continue
+        if current.model.prices:
+            found[current.name] = dict(current.model.prices)
+        pending += [sub.agent for sub in current.subagents if sub.agent is not None]
+    return found
 
 
 def _no_sandbox_warning(agent: ResolvedAgent) -> RunWarning | None:

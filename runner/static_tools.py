@@ -236,6 +236,8 @@ def _walk(
             subagents.append(GENERAL_PURPOSE)
         if subagents:
             harness.append("task")
+    if core.ask_user is not None and core.ask_user.enabled:
+        harness.append("ask_user")
     models = _models_of(core.model, (*where, "model"), locate)
     if not models and parent is not None:
         models = list(parent.models)

@@ -69,6 +69,11 @@ class TaskArgs(_Args):
     subagent_type: str = Field(min_length=1)
 
 
+class AskUserArgs(_Args):
+    question: str
+    choices: list[str] | None = None
+
+
 BUILTIN_TOOL_ARGS: dict[str, type[BaseModel]] = {
     "write_todos": WriteTodosArgs,
     "ls": LsArgs,
@@ -79,5 +84,6 @@ BUILTIN_TOOL_ARGS: dict[str, type[BaseModel]] = {
     "grep": GrepArgs,
     "execute": ExecuteArgs,
     "task": TaskArgs,
+    "ask_user": AskUserArgs,
 }
 """The arguments of the harness tools, as the model must send them (unknown ones are refused)."""

@@ -172,7 +172,9 @@ def _load(
     """`load_spec`, remembered in `cache` (one `agentctl validate`): validating a folder would
     load an agent file once for itself and again for each of its cassettes."""
     if env is not None or cache is None:
-        return load_spec(path, vars=vars, env=env, allow_unused_vars=allow_unused_vars)
+        return load_spec(
+            path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, require_inputs=False
+        )
     try:
         stamp = path.stat().st_mtime_ns
     except OSError:
@@ -181,7 +183,9 @@ def _load(
     found = cache.get(key)
     if found is None:
         try:
-            found = load_spec(path, vars=vars, allow_unused_vars=allow_unused_vars)
+            found = load_spec(
+                path, vars=vars, allow_unused_vars=allow_unused_vars, require_inputs=False
+            )
         except SpecError as exc:
             found = exc
         cache[key] = found
@@ -257,6 +261,45 @@ def _replayed(spec: AgentSpec) -> set[Path]:
     }
 
 
+def budget_problems(spec: AgentSpec, agents: list[Any]) -> list[Problem]:
+    """Budgets only on the main agent (they count the whole run), and with `limits.cost`, a
+    price for every model an agent of the run may call."""
+    from runner.spec.agent import InlineSubagent
+
+    problems: list[Problem] = []
+    for index, entry in enumerate(spec.subagents):
+        if not isinstance(entry, InlineSubagent):
+            continue
+        for key in ("tokens", "time", "cost"):
+            if getattr(entry.limits, key) is not None:
+                problems.append(
+                    spec.problem(
+                        ("subagents", index, "limits", key),
+                        f"a budget counts the whole run, subagents included: set `limits.{key}` "
+                        "on the main agent",
+                    )
+                )
+    if spec.limits.cost is None:
+        return problems
+    cost_at = spec.problem(("limits", "cost"), "")
+    need = f"`limits.cost` ({cost_at.file}:{cost_at.line}:{cost_at.col}) needs its price"
+    models = [(a.core.model, (*a.where, "model"), a.locate) for a in agents]
+    gp_model = spec.general_purpose_agent.model
+    if spec.general_purpose_agent.enabled and gp_model is not None:
+        models.append((gp_model, ("general_purpose_agent", "model"), spec.problem))
+    for model, at, locate in models:
+        if model is None:
+            continue  # inherited: checked where it is written
+        if model.price is None:
+            problems.append(locate(at, f"{model.id} has no `price`; {need}"))
+        for number, fallback in enumerate(model.fallbacks):
+            if fallback.price is None:
+                problems.append(
+                    locate((*at, "fallbacks", number), f"{fallback.id} has no `price`; {need}")
+                )
+    return problems
+
+
 def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]:
     """What `run` refuses before it starts, found without building: tool names in
     `interrupt_on`, `execute` in `filesystem.tools` or a `script:` tool without a shell
@@ -307,6 +350,7 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
                     at = (*where, "summarization", key, "fraction")
                     problems.append(agent.locate(at, fraction_message(model_id)))
                     break
+    problems += budget_problems(spec, agents)
     summarizers = [a.core.summarization.model for a in agents]
     ids = (
         [m for a in agents for m, _, _ in a.models]

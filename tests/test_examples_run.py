@@ -81,6 +81,8 @@ class Example:
     cassette: str = ""  # default: <name>.cassette.yaml
     final: int = -1  # which reply of the cassette ends the turn (the showcase keeps one more)
     tracker: bool = False  # needs the example issue tracker (agents/issues_api/server.py)
+    vars: dict[str, str] = field(default_factory=dict)  # --var NAME=VALUE (typed inputs)
+    answers: list[str] = field(default_factory=list)  # to the agent's questions (ask_user)
 
 
 def last_reply(cassette: Path, agent: str, index: int = -1) -> str:
@@ -187,7 +189,32 @@ def check_maintainer(agents: Path, out: Outcome) -> None:
     assert sorted(p.name for p in workspace.iterdir()) == ["notes.txt"]
 
 
+def check_briefing(agents: Path, out: Outcome) -> None:
+    # topic, depth and tone came from --var, converted to their types before the prompt rendered
+    assert out.results == [("write_file", "Updated file /briefing.md")]
+
+
+def check_planner(agents: Path, out: Outcome) -> None:
+    # the run stopped at the question; the answer resumed it and came back as the tool result
+    assert out.results == [("ask_user", "Lisbon"), ("write_file", "Updated file /plan.md")]
+
+
+def check_digest(agents: Path, out: Outcome) -> None:
+    # within its budgets: the reader subagent's facts came back and the run finished
+    [(name, facts)] = out.results
+    assert name == "task" and facts.startswith("- A whole SQL database in one file")
+
+
 EXAMPLES: dict[str, list[Example]] = {
+    "digest": [Example("Digest SQLite", check_digest)],
+    "planner": [Example("Plan a team offsite", check_planner, answers=["Lisbon"])],
+    "briefing": [
+        Example(
+            "Go",
+            check_briefing,
+            vars={"topic": "SQLite", "depth": "3", "tone": "casual"},
+        )
+    ],
     "coder": [Example("How many words are in the sample text?", check_coder)],
     "notes": [
         Example(
@@ -297,17 +324,34 @@ def test_agentctl_run_replays_the_example(
             "--output",
             "jsonl",
             "--auto-approve",
+            *[f"--var={name}={value}" for name, value in example.vars.items()],
             cwd=tmp_path,
             env=env,
         )
         assert done.returncode == 0, done.stderr
-        out = cli_outcome([json.loads(line) for line in done.stdout.splitlines()], name)
+        lines = [json.loads(line) for line in done.stdout.splitlines()]
+        for answer in example.answers:  # the run waits for the question: answer it, go on
+            assert lines[-1]["type"] == "interrupt", lines[-1]
+            thread = lines[-1]["thread_id"]
+            done = run_cli(
+                *("run", f"agents/{name}.yaml", "--thread", thread, "--answer", answer),
+                *("--output", "jsonl"),
+                cwd=tmp_path,
+                env=env,
+            )
+            assert done.returncode == 0, done.stderr
+            lines += [json.loads(line) for line in done.stdout.splitlines()]
+        out = cli_outcome(lines, name)
         assert out.final == last_reply(agents / cassette, name, example.final)
         example.check(agents, out)
 
 
-def invoke_approving(agent: Any, message: str, thread: str) -> tuple[dict[str, Any], list[str]]:
-    """Run one turn with `invoke`, approving every call that waits (as --auto-approve does)."""
+def invoke_approving(
+    agent: Any, message: str, thread: str, answers: list[str] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """Run one turn with `invoke`, approving every call that waits (as --auto-approve does) and
+    answering the agent's questions with `answers`, in order."""
+    answers = list(answers or ())
     config = {"configurable": {"thread_id": thread}}
     inputs: Any = {"messages": [{"role": "user", "content": message}]}
     approved: list[str] = []
@@ -318,6 +362,9 @@ def invoke_approving(agent: Any, message: str, thread: str) -> tuple[dict[str, A
             return result, approved
         resume = {}
         for interrupt in waiting:
+            if interrupt.value.get("type") == "ask_user":
+                resume[interrupt.id] = answers.pop(0)
+                continue
             requests = interrupt.value["action_requests"]
             approved += [r["name"] for r in requests]
             resume[interrupt.id] = {"decisions": [{"type": "approve"}] * len(requests)}
@@ -342,10 +389,13 @@ def test_build_agent_invoke_replays_the_example(
         agent = runner.build_agent(
             agents / f"{name}.yaml",
             model=f"replay:{cassette}",
+            vars=example.vars,
             checkpointer=InMemorySaver(),
             store=store,
         )
-        result, approved = invoke_approving(agent, example.message, f"thread-{index}")
+        result, approved = invoke_approving(
+            agent, example.message, f"thread-{index}", example.answers
+        )
         last_ai = next(m for m in reversed(result["messages"]) if m.type == "ai")
         out = Outcome(
             final=last_ai.text,

@@ -38,7 +38,7 @@ def test_it_needs_the_endpoint_and_known_examples(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no example named nobody" in unknown.stdout
     dry = live("--dry-run", "--out", str(tmp_path / "out"), env=env)
     assert dry.returncode == 0, dry.stderr
-    assert "9 examples against openai:m at http://127.0.0.1:9/v1" in dry.stdout
+    assert "12 examples against openai:m at http://127.0.0.1:9/v1" in dry.stdout
     assert "  librarian: 'What did I think of The Dispossessed?' -> librarian.lookup" in dry.stdout
     assert not (tmp_path / "out").exists()
 
@@ -75,3 +75,24 @@ def test_a_failing_example_says_why(tmp_path: Path) -> None:
         f"FAILED  notes              the openai server at {server.base_url} (model 'small') "
         "answered HTTP 500: out of memory"
     )
+
+
+def test_an_agents_question_is_answered_and_the_run_goes_on(tmp_path: Path) -> None:
+    def answer(body: dict[str, Any]) -> Turn:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return Turn(
+                calls=[call("ask_user", {"question": "Where?", "choices": ["Porto", "Oslo"]})]
+            )
+        return Turn(text="Planned.")
+
+    with OpenAIServer(answer) as server:
+        env = {"AGENTCTL_LIVE_BASE_URL": server.base_url, "AGENTCTL_LIVE_MODEL": "small"}
+        done = live("--only", "planner", "--out", str(tmp_path / "out"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("passed  planner ")
+    tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "Porto" in json.dumps(tool[0])  # the first choice answered the question
+    cassette = yaml.safe_load((tmp_path / "out" / "planner.cassette.yaml").read_text())
+    replies = cassette["agents"]["planner"]  # both runs' replies: the question, the answer
+    assert [r.get("content", "").strip() for r in replies] == ["", "Planned."]
+    assert replies[0]["tool_calls"][0]["name"] == "ask_user"

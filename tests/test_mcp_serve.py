@@ -260,3 +260,38 @@ def test_without_the_mcp_extra_it_says_what_to_install(
     assert capsys.readouterr().err == (
         "error: `agentctl mcp serve` needs the `mcp` extra: pip install 'agentctl[mcp]'\n"
     )
+
+
+def test_typed_inputs_become_arguments_and_questions_are_left_to_a_person(
+    tmp_path: Path,
+) -> None:
+    from runner.mcp_server import AgentTools
+
+    (tmp_path / "a.yaml").write_text(
+        "version: 1\nname: briefer\ndescription: Briefs\nmodel: replay:a.cassette.yaml\n"
+        "prompt: Brief on {{ vars.topic }} in {{ vars.depth }} points.\n"
+        "ask_user: true\n"
+        "inputs:\n"
+        "  topic: {type: string, required: true}\n"
+        "  depth: {type: integer, default: 2}\n"
+        "  notes: {type: file}\n"
+    )
+    (tmp_path / "a.cassette.yaml").write_text(
+        "version: 1\nagents:\n  briefer:\n"
+        "    - content: Asking.\n"
+        "      tool_calls: [{name: ask_user, args: {question: How long?, choices: [short, long]}}]\n"
+        "    - content: Briefed.\n"
+    )
+    served = AgentTools.load([tmp_path / "a.yaml"], db=str(tmp_path / "t.db"), auto_approve=True)
+    try:
+        schema = served.tools["briefer"].input_schema()
+        assert schema["required"] == ["message", "topic"]
+        assert schema["properties"]["depth"] == {"type": "integer", "default": 2}
+        assert "notes" not in schema["properties"]  # a client may not choose a server file
+        result = served.call("briefer", {"message": "go", "topic": "SQLite", "depth": 3})
+        assert result.isError  # --auto-approve never answers a question for a person
+        text = result.content[0].text
+        assert "briefer asks 'How long?' (choices: short, long)" in text
+        assert "--answer TEXT" in text
+    finally:
+        served.close()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from runner.cli.terminal import PROMPT_MARK
 from runner.events import Action, Interrupt
 from runner.run import Decision
+from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -95,6 +96,16 @@ def read_choice(answer: str, choices: dict[str, str]) -> str | None:
     return name if name in choices.values() else None
 
 
+def pick_choice(typed: str, choices: list[str]) -> str | None:
+    """The answer `typed` gives: the choice it names or numbers (1-based), any non-empty text
+    when there are no choices; None when it gives none."""
+    if not choices:
+        return typed or None
+    if typed.isdigit() and 1 <= int(typed) <= len(choices):
+        return choices[int(typed) - 1]
+    return next((c for c in choices if c.lower() == typed.lower()), None)
+
+
 class TerminalApprover:
     """Asks about every action of an `Interrupt` and returns one `Decision` per action."""
 
@@ -107,12 +118,15 @@ class TerminalApprover:
         decisions = []
         total = len(interrupt.actions)
         for number, action in enumerate(interrupt.actions, 1):
-            decisions.append(self._decide_one(action, number, total))
+            decisions.append(self.decide_one(action, number, total))
         return decisions
 
     # ------------------------------------------------------------------ one action
 
-    def _decide_one(self, action: Action, number: int, total: int) -> Decision:
+    def decide_one(self, action: Action, number: int = 1, total: int = 1) -> Decision:
+        """Ask about one action: an approval, or the agent's question (`ask_user`)."""
+        if action.name == ASK_USER_TOOL:
+            return self._answer(action, number, total)
         self._show(action, number, total)
         choices = decision_choices(action)
         menu = "  ".join(f"[{key}] {name}" for key, name in choices.items())
@@ -144,6 +158,29 @@ class TerminalApprover:
                 f"[green]  ✓ {action.name} runs with the edited arguments[/]", highlight=False
             )
             return Decision("edit", args=parsed)
+
+    def _answer(self, action: Action, number: int, total: int) -> Decision:
+        """The agent's question, its choices numbered: a number or a choice's text picks one;
+        without choices any non-empty text answers."""
+        from rich.text import Text
+
+        from runner.cli.render import question_lines
+
+        counter = f" ({number} of {total})" if total > 1 else ""
+        first, *choices = question_lines(action)
+        self.console.print()
+        self.console.print(Text("? " + first + counter, style="bold yellow"))
+        for line in choices:
+            self.console.print(Text(line))
+        offered = [str(c) for c in action.args.get("choices") or ()]
+        while True:
+            typed = self._ask(f"answer {PROMPT_MARK} ").strip()
+            picked = pick_choice(typed, offered)
+            if picked is not None:
+                self.console.print(f"[green]  ✓ answered {_escape(picked)}[/]", highlight=False)
+                return Decision.answer(picked)
+            hint = f"a number from 1 to {len(offered)}, or a choice" if offered else "some text"
+            self.console.print(f"[yellow]  answer with {hint}[/]", highlight=False)
 
     def _show(self, action: Action, number: int, total: int) -> None:
         from rich.text import Text

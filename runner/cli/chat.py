@@ -27,6 +27,7 @@ from runner.cli.session import (
 from runner.errors import RunError
 from runner.events import Interrupt
 from runner.run import Decision
+from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -320,11 +321,15 @@ class Chat:
             return False
         interrupt = Interrupt(agent=self.session.name, thread_id=thread_id, actions=pending)
         try:
-            decisions = (
-                [Decision("approve")] * len(pending)
-                if self.approver is None
-                else self.approver.decide(interrupt)
-            )
+            if self.approver is None:
+                decisions = [Decision("approve")] * len(pending)
+            elif self.auto_approve:  # approvals approved, questions still asked
+                decisions = [
+                    self.approver.decide_one(a) if a.name == ASK_USER_TOOL else Decision("approve")
+                    for a in pending
+                ]
+            else:
+                decisions = self.approver.decide(interrupt)
         except KeyboardInterrupt:
             self.renderer.cancelled(WAITING)
             return True
@@ -375,5 +380,5 @@ def chat(session: Session, *, spec: Path, thread_id: str | None, auto_approve: b
 
     console = stdout_console()
     renderer = TerminalRenderer(console, err_console=stderr_console(), show_thread=False)
-    approver = None if auto_approve else terminal_approver()
+    approver = terminal_approver()  # questions are asked even with --auto-approve
     return Chat(session, spec, console, renderer, approver, auto_approve, thread_id).run()

@@ -78,7 +78,11 @@ def _text(info: dict[str, Any]) -> str:
         extra.append(f"context window {model['context_window']}")
     if model.get("images") is not None:
         extra.append("looks at images" if model["images"] else "no images")
+    for model_id, price in (model.get("prices") or {}).items():
+        extra.append(f"{model_id}: ${price['input']:g} in / ${price['output']:g} out per 1M tokens")
     lines.append(f"model       {model['id']}" + (f"  ({'; '.join(extra)})" if extra else ""))
+    if info.get("limits"):
+        lines.append("limits      " + _limits_text(info["limits"]))
     lines.append(f"backend     {info['backend']}")
     lines.append("middleware  " + " → ".join(info["middleware"]))
     lines.append("tools")
@@ -97,6 +101,11 @@ def _text(info: dict[str, Any]) -> str:
         lines.append("subagents")
         for sub in info["subagents"]:
             lines.append(f"  {sub['name']}: {sub['description']}")
+    if info.get("inputs"):
+        lines.append("inputs")
+        width = max(len(name) for name in info["inputs"])
+        for name, declared in info["inputs"].items():
+            lines.append(f"  {name:<{width}}  {_input_text(declared)}")
     if info["approvals"]:
         lines.append("approvals   " + ", ".join(info["approvals"]))
     for kind in ("deny", "allow"):
@@ -105,3 +114,35 @@ def _text(info: dict[str, Any]) -> str:
             lines.append(f"{kind if index == 0 else '':<12}{rule}")
     lines.append(f"prompt      {len(info['system_prompt'])} characters (see --prompt)")
     return "\n".join(lines)
+
+
+def _input_text(declared: dict[str, Any]) -> str:
+    """One typed input in a line: `integer >= 1, default 2  How deep to go`."""
+    kind = declared["type"]
+    if kind == "enum":
+        kind = "one of " + "|".join(str(c) for c in declared.get("enum", ()))
+    if "minimum" in declared:
+        kind += f" >= {declared['minimum']:g}"
+    if "maximum" in declared:
+        kind += f" <= {declared['maximum']:g}"
+    if declared.get("required"):
+        kind += ", required"
+    elif "default" in declared:
+        kind += f", default {json.dumps(declared['default'])}"
+    description = declared.get("description")
+    return f"{kind}  {description}" if description else kind
+
+
+def _limits_text(limits: dict[str, Any]) -> str:
+    """`model calls 100 · tokens 20,000 · time 5m · cost $0.05`: a run's limits and budgets."""
+    from runner.spec.budgets import human_cost, human_duration
+
+    shown = {
+        "model_calls": lambda v: f"model calls {v}",
+        "tool_calls": lambda v: f"tool calls {v}",
+        "recursion": lambda v: f"steps {v}",
+        "tokens": lambda v: f"tokens {v:,}",
+        "time": lambda v: f"time {human_duration(v)}",
+        "cost": lambda v: f"cost {human_cost(v)}",
+    }
+    return " · ".join(shown[key](value) for key, value in limits.items() if key in shown)

@@ -12,8 +12,10 @@ import click
 
 
 def parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`--var KEY=VALUE` pairs; VALUE is read as a YAML scalar (`3`, `true`, `text`)."""
-    import yaml
+    """`--var KEY=VALUE` pairs, each VALUE kept as the text typed (`CliText`): the loader
+    converts it by the type of the input it sets (`inputs:`), else reads it as a YAML scalar
+    (`3`, `true`, `text`)."""
+    from runner.spec.inputs import CliText
 
     result: dict[str, Any] = {}
     for pair in pairs:
@@ -22,11 +24,7 @@ def parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
             raise click.BadParameter(
                 f"expected KEY=VALUE with KEY an identifier, found {pair!r}", param_hint="--var"
             )
-        try:
-            value = yaml.safe_load(raw) if raw else ""
-        except yaml.YAMLError:
-            value = raw
-        result[key] = value if isinstance(value, str | int | float | bool) or value is None else raw
+        result[key] = CliText(raw)
     return result
 
 

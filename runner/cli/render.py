@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any, TextIO
 
 from runner.events import (
@@ -26,6 +27,8 @@ from runner.events import (
     ToolResult,
     Usage,
 )
+from runner.spec.ask_user import ASK_USER_TOOL
+from runner.spec.budgets import human_cost
 
 MAX_ARG = 60
 
@@ -65,12 +68,26 @@ def result_summary(content: str) -> tuple[str, str]:
     return first, size
 
 
-def answer_hint(spec: str, thread_id: str) -> str:
-    """How to answer a waiting approval from the command line, naming the agent file."""
+def answer_hint(spec: str, thread_id: str, actions: list[Action] | None = None) -> str:
+    """How to answer a waiting approval (or question) from the command line, naming the agent
+    file."""
+    if actions and all(a.name == ASK_USER_TOOL for a in actions):
+        first = actions[0].args.get("choices") or []
+        example = shlex.quote(str(first[0])) if first else "TEXT"
+        return f"Answer with: agentctl run {spec} --thread {thread_id} --answer {example}"
     return (
         f"Answer with: agentctl run {spec} --thread {thread_id} --approve "
         "(or --reject [--reason TEXT], or --edit JSON)"
     )
+
+
+def question_lines(action: Action) -> list[str]:
+    """An `ask_user` question as lines for people: the question, then its numbered choices."""
+    who = f"{action.agent} asks" if action.agent else "the agent asks"
+    lines = [f"{who}: {action.args.get('question', '')}"]
+    for number, choice in enumerate(action.args.get("choices") or (), 1):
+        lines.append(f"  {number}. {choice}")
+    return lines
 
 
 def shown_spec(path: Any) -> str:
@@ -95,6 +112,8 @@ class PlainRenderer:
         self.thread_shown: str | None = None
         self.tokens_out = 0
         self.model_calls = 0
+        self.cost: float | None = None
+        """US dollars, when the spec prices the models (`model.price`)."""
         self.reported_usage = False
         self.depth: dict[str | None, int] = {None: 0}
         self.todos: dict[str | None, list[dict[str, Any]]] = {}
@@ -157,6 +176,8 @@ class PlainRenderer:
             self.tokens_in += event.input_tokens
             self.tokens_out += event.output_tokens
             self.reported_usage = True
+            if event.cost is not None:
+                self.cost = (self.cost or 0.0) + event.cost
         elif isinstance(event, Final):
             if not self.at_line_start:
                 self.out.write("\n")
@@ -168,8 +189,10 @@ class PlainRenderer:
                 if self.reported_usage or not self.model_calls
                 else "not reported"
             )
+            cost = f"  cost: {human_cost(self.cost)}" if self.cost is not None else ""
             self.err.write(
-                f"thread: {event.thread_id}  model calls: {self.model_calls}  tokens: {tokens}\n"
+                f"thread: {event.thread_id}  model calls: {self.model_calls}  tokens: {tokens}"
+                f"{cost}\n"
             )
         elif isinstance(event, Interrupt):
             self._interrupt(event)
@@ -199,11 +222,18 @@ class PlainRenderer:
         if not self.at_line_start:
             self.out.write("\n")
             self.at_line_start = True
-        self.err.write(f"Waiting for approval (thread {event.thread_id}):\n")
-        for action in event.actions:
+        questions = [a for a in event.actions if a.name == ASK_USER_TOOL]
+        if questions:
+            self.err.write(f"Waiting for an answer (thread {event.thread_id}):\n")
+            for action in questions:
+                self.err.write("".join(f"  {line}\n" for line in question_lines(action)))
+        approvals = [a for a in event.actions if a.name != ASK_USER_TOOL]
+        if approvals:
+            self.err.write(f"Waiting for approval (thread {event.thread_id}):\n")
+        for action in approvals:
             self.err.write(f"  {action.name}({short_args(action.args)})")
             self.err.write(f"  [{'/'.join(action.allowed_decisions)}]\n")
             if action.description:
                 for line in action.description.splitlines():
                     self.err.write(f"      {line}\n")
-        self.err.write(answer_hint(self.spec, event.thread_id) + "\n")
+        self.err.write(answer_hint(self.spec, event.thread_id, event.actions) + "\n")

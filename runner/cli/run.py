@@ -68,6 +68,14 @@ from runner.cli.options import db_option, otel_options
     '\'["approve", {"type": "edit", "args": {...}}, "reject"]\'.',
 )
 @click.option(
+    "--answer",
+    "answers",
+    multiple=True,
+    metavar="TEXT",
+    help="Answer the question the thread waits on (the agent's `ask_user`); one of its choices "
+    "when it offers some. Repeat for several questions, in order.",
+)
+@click.option(
     "--auto-approve", is_flag=True, help="Approve every tool call that asks for approval."
 )
 @click.option(
@@ -135,6 +143,7 @@ def run(
     reason: str | None,
     edit_json: str | None,
     decisions_json: str | None,
+    answers: tuple[str, ...],
     auto_approve: bool,
     keep_checkpoints: int | Literal["all"] | None,
     wait: float | None,
@@ -155,7 +164,8 @@ def run(
     terminal, approvals are asked as they come.
     Elsewhere a run that stops for approval exits 0 after printing what waits; answer with
     --approve, --reject [--reason TEXT] or --edit JSON on the same thread (--approve and
-    --reject answer every waiting call; --decisions JSON answers several one by one).
+    --reject answer every waiting call; --decisions JSON answers several one by one). A run
+    that stops at the agent's question (`ask_user`) is answered with --answer TEXT.
 
     One process runs a thread at a time: another one fails, naming the process that
     runs it, unless --wait. An approval is answered once: a second answer fails.
@@ -206,31 +216,34 @@ def run(
                 "--reject": reject,
                 "--edit": edit_json is not None,
                 "--decisions": decisions_json is not None,
+                "--answer": bool(answers),
                 "--output jsonl": output == "jsonl",
             },
         )
     if out is not None or jobs != 1:
         raise click.UsageError("--out and -j/--jobs go with --batch FILE")
-    answers = decisions_from_flags(
+    replies = decisions_from_flags(
         approve=approve,
         reject=reject,
         reason=reason,
         edit_json=edit_json,
         decisions_json=decisions_json,
+        answers=answers,
     )
-    if answers is not None and thread_id is None:
+    if replies is not None and thread_id is None:
         raise click.UsageError(
-            "--approve, --reject, --edit and --decisions answer a waiting thread: add --thread ID"
+            "--approve, --reject, --edit, --decisions and --answer answer a waiting thread: add "
+            "--thread ID"
         )
     if message == "-":
         message = sys.stdin.read()
         if not message.strip():
             raise click.UsageError("MESSAGE is `-` but stdin was empty")
-    if message is not None and answers is not None:
+    if message is not None and replies is not None:
         raise click.UsageError("send a MESSAGE or answer approvals, not both in one run")
     interactive = (
         message is None
-        and answers is None
+        and replies is None
         and output == "text"
         and not quiet
         and is_terminal(sys.stdin)
@@ -249,7 +262,7 @@ def run(
             keep_checkpoints,
             wait,
         )
-    if message is None and answers is None and thread_id is None:
+    if message is None and replies is None and thread_id is None:
         raise click.UsageError(
             "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a "
             "thread; in a terminal, no MESSAGE opens an interactive session (without --quiet "
@@ -268,7 +281,7 @@ def run(
         quiet=quiet,
         record=record,
         db=db,
-        answers=answers,
+        answers=replies,
         auto_approve=auto_approve,
         allow_unused_vars=allow_unused_var,
         keep_checkpoints=keep_checkpoints,

@@ -38,6 +38,7 @@ def decisions_from_flags(
     reason: str | None,
     edit_json: str | None,
     decisions_json: str | None = None,
+    answers: tuple[str, ...] = (),
 ) -> list[Decision] | None:
     chosen = [
         flag
@@ -46,6 +47,7 @@ def decisions_from_flags(
             ("--reject", reject),
             ("--edit", edit_json is not None),
             ("--decisions", decisions_json is not None),
+            ("--answer", bool(answers)),
         )
         if on
     ]
@@ -55,6 +57,8 @@ def decisions_from_flags(
         raise click.UsageError("--reason goes with --reject")
     if decisions_json is not None:
         return parse_decisions(decisions_json)
+    if answers:
+        return [Decision.answer(text) for text in answers]
     if approve:
         return [Decision("approve")]
     if reject:
@@ -72,7 +76,8 @@ def decisions_from_flags(
 
 DECISIONS_SHAPE = (
     'a JSON list with one decision per waiting call, in the order they are listed: "approve", '
-    '"reject", {"type": "reject", "message": "why"} or {"type": "edit", "args": {...}}'
+    '"reject", {"type": "reject", "message": "why"}, {"type": "edit", "args": {...}} or, for '
+    'a question, {"type": "answer", "message": "the answer"}'
 )
 
 
@@ -96,8 +101,13 @@ def parse_decisions(text: str) -> list[Decision]:
 
 
 def _decision_problem(entry: Any) -> str | None:
-    if not isinstance(entry, dict) or entry.get("type") not in ("approve", "edit", "reject"):
-        return "needs a type: approve, edit or reject"
+    if not isinstance(entry, dict) or entry.get("type") not in (
+        "approve",
+        "edit",
+        "reject",
+        "answer",
+    ):
+        return "needs a type: approve, edit, reject (or answer, for a question)"
     if extra := set(entry) - {"type", "args", "message"}:
         return f"has unknown keys: {', '.join(sorted(extra))}"
     kind, args, message = entry["type"], entry.get("args"), entry.get("message")
@@ -105,8 +115,10 @@ def _decision_problem(entry: Any) -> str | None:
         return "an edit needs args: a JSON object of the call's arguments"
     if kind != "edit" and args is not None:
         return "only an edit has args"
-    if message is not None and (kind != "reject" or not isinstance(message, str)):
-        return "only a reject has a message (text)"
+    if kind == "answer" and not isinstance(message, str):
+        return "an answer needs a message: the answer's text"
+    if message is not None and (kind not in ("reject", "answer") or not isinstance(message, str)):
+        return "only a reject or an answer has a message (text)"
     return None
 
 
@@ -371,11 +383,9 @@ def play_turn(
     """Run one turn to its end, answering approvals on the way (all approved with
     `auto_approve`, else asked with `approver`), and return its last event. `attachments` go
     with `message`."""
-    answer: Callable[[Interrupt], list[Decision]] | None = None
-    if auto_approve:
-        answer = _approve_all(view)
-    elif approver is not None:
-        answer = _ask_with(approver, view)
+    answer: Callable[[Interrupt], list[Decision] | None] | None = None
+    if auto_approve or approver is not None:
+        answer = _answerer(view, auto_approve=auto_approve, approver=approver)
     if answer is not None and message is None and decisions is None and thread_id is not None:
         # Continuing a thread that already waits (its last run stopped, or was killed, after
         # asking): answer what it waits for, as the turn that asked would have.
@@ -394,6 +404,10 @@ def play_turn(
             return last
         message, thread_id, attachments = None, last.thread_id, ()
         decisions = answer(last)
+        if decisions is None:  # a question nobody here can answer: the run waits for it
+            if not isinstance(view, JsonLines):
+                view.handle(last)
+            return last
 
 
 def _unanswered(session: Session, thread_id: str) -> Interrupt | None:
@@ -409,19 +423,30 @@ def _unanswered(session: Session, thread_id: str) -> Interrupt | None:
     return Interrupt(agent=session.name, thread_id=thread_id, actions=actions)
 
 
-def _approve_all(view: View) -> Callable[[Interrupt], list[Decision]]:
-    def answer(interrupt: Interrupt) -> list[Decision]:
-        for action in interrupt.actions:
-            view.auto_approved(action)
-        return [Decision("approve")] * len(interrupt.actions)
+def _answerer(
+    view: View, *, auto_approve: bool, approver: TerminalApprover | None
+) -> Callable[[Interrupt], list[Decision] | None]:
+    """Answers an `Interrupt` here: approvals approved (`auto_approve`) or asked, questions
+    (`ask_user`) always asked; None when something must be asked and nobody can be."""
 
-    return answer
+    def answer(interrupt: Interrupt) -> list[Decision] | None:
+        from runner.spec.ask_user import ASK_USER_TOOL
 
-
-def _ask_with(approver: TerminalApprover, view: View) -> Callable[[Interrupt], list[Decision]]:
-    def answer(interrupt: Interrupt) -> list[Decision]:
-        view.pause()
-        return approver.decide(interrupt)
+        asks = [a for a in interrupt.actions if a.name == ASK_USER_TOOL or not auto_approve]
+        if asks and approver is None:
+            return None
+        if asks:
+            view.pause()
+        decisions = []
+        total = len(interrupt.actions)
+        for number, action in enumerate(interrupt.actions, 1):
+            if action.name == ASK_USER_TOOL or not auto_approve:
+                assert approver is not None
+                decisions.append(approver.decide_one(action, number, total))
+            else:
+                view.auto_approved(action)
+                decisions.append(Decision("approve"))
+        return decisions
 
     return answer
 
@@ -502,7 +527,8 @@ def run_turns(
     from runner.cli.render import shown_spec
 
     view = choose_view(output=output, quiet=quiet, spec=shown_spec(spec))
-    ask = output == "text" and not auto_approve and can_ask()
+    # a person at the terminal is asked the approvals (unless --auto-approve) and the questions
+    ask = output == "text" and can_ask()
     turns = TurnRunner(session)
     # answering approvals here: keep the thread between the turn that asks and the one that
     # answers (else the thread is let go before its last event, for whoever answers next)

@@ -34,6 +34,8 @@ from runner.events import (
     ToolResult,
     Usage,
 )
+from runner.spec.ask_user import ASK_USER_TOOL
+from runner.spec.budgets import human_cost
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -79,6 +81,8 @@ class _Turn:
     reported_usage: bool = False
     """A provider reported token usage (without any, the tokens are not shown: not 0)."""
     model_calls: int = 0
+    cost: float | None = None
+    """US dollars, when the spec prices the models (`model.price`)."""
 
 
 class TerminalRenderer:
@@ -132,6 +136,8 @@ class TerminalRenderer:
             self.turn.tokens_in += event.input_tokens
             self.turn.tokens_out += event.output_tokens
             self.turn.reported_usage = True
+            if event.cost is not None:
+                self.turn.cost = (self.turn.cost or 0.0) + event.cost
         elif isinstance(event, Final):
             self._final(event)
         elif isinstance(event, Interrupt):
@@ -257,18 +263,23 @@ class TerminalRenderer:
 
     def _waiting(self, event: Interrupt) -> None:
         """An approval nobody can answer here (no terminal to ask on): say how to answer it."""
+        from runner.cli.render import answer_hint, question_lines
+
         self._settle()
         for action in event.actions:
+            if action.name == ASK_USER_TOOL:
+                first, *choices = question_lines(action)
+                self.err.print(f"[bold yellow]? {_escape(first)}[/]", highlight=False)
+                for line in choices:
+                    self.err.print(_escape(line), highlight=False)
+                continue
             self.err.print(
                 f"[bold yellow]⏸ waiting for approval:[/] [bold]{action.name}[/]"
                 f"[dim]({_escape(short_args(action.args))})[/]",
                 highlight=False,
             )
-        from runner.cli.render import answer_hint
-
-        self.err.print(
-            f"[dim]{_escape(answer_hint(self.spec, event.thread_id))}[/]", highlight=False
-        )
+        hint = answer_hint(self.spec, event.thread_id, event.actions)
+        self.err.print(f"[dim]{_escape(hint)}[/]", highlight=False)
         self.thinking = False
         self.turn_open = False
 
@@ -289,6 +300,8 @@ class TerminalRenderer:
             )
         else:
             parts.append("no token usage reported")
+        if turn.cost is not None:
+            parts.append(f"cost {human_cost(turn.cost)}")
         parts.append(f"thread {self.thread_id}")
         self.console.print(f"[dim]{' · '.join(parts)}[/]", highlight=False)
 

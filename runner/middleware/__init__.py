@@ -19,12 +19,16 @@ The chain, in order (assembled in one place, `runner.build.middleware_chain`):
 | - | Permissions           | `permissions:` deny rules answer a denied call as soon as the reply  |
 |   |                       | arrives (outside ReplyCheck: it sees checked calls), so approvals    |
 |   |                       | never ask about it; checked again just before a tool runs            |
+| - | AskUser               | the `ask_user` tool (`ask_user:`): an interrupt carrying a question  |
 | - | ReplyCheck            | repairs the history before each model call and checks each reply     |
 |   |                       | (cut off, unreadable or id-less calls, empty): outer to everything   |
 |   |                       | that calls a model (summarizer, retries, fallbacks, the user's       |
 |   |                       | middleware), so none of those sends a broken history and every reply |
 |   |                       | they return is checked                                               |
 | 6 | Summarization         | compacts old messages near the context limit                         |
+| - | Budget                | `limits.tokens/time/cost`: checked before each model call, counted   |
+|   |                       | after it; one tally per run shared with the subagents (outer to      |
+|   |                       | retries and fallbacks: it counts the reply that came back)           |
 | - | limits                | model-call and tool-call limits                                      |
 | - | fallback, retries     | fallback outside retry: retry the primary first, then fall back;     |
 |   |                       | both inside prompt assembly, outside caching                         |

@@ -54,7 +54,7 @@ def collect_agents(
         if file_problems:
             problems += file_problems
             continue
-        spec = load_spec(path, vars=vars)
+        spec = load_spec(path, vars=vars, require_inputs=False)
         shown = display_path(path)
         if spec.name in by_name:
             problems.append(

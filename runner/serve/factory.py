@@ -24,7 +24,59 @@ from typing import Any
 
 from runner.errors import BuildError
 
-__all__ = ["GraphFactory"]
+__all__ = ["GraphFactory", "assistant_config_model", "assistant_config_schema"]
+
+
+def assistant_config_schema(spec: Any) -> dict[str, Any]:
+    """The JSON Schema of an assistant's `configurable`: `vars` (the spec's typed inputs, and
+    its plain `vars:` as free values with their defaults) and `model`."""
+    properties: dict[str, Any] = {
+        name: {"default": value, "description": "a template variable (`vars:`)"}
+        for name, value in spec.vars.items()
+    }
+    properties.update({name: declared.json_schema() for name, declared in spec.inputs.items()})
+    variables: dict[str, Any] = {
+        "type": "object",
+        "description": "The agent's inputs and template variables (`--var NAME=VALUE`).",
+        "properties": properties,
+    }
+    required = sorted(name for name, declared in spec.inputs.items() if declared.required)
+    if required:
+        variables["required"] = required
+    return {
+        "title": f"{spec.name} config",
+        "type": "object",
+        "properties": {
+            "vars": variables,
+            "model": {
+                "type": "string",
+                "description": "Run with this model instead of the spec's (`provider:model`).",
+            },
+        },
+    }
+
+
+def assistant_config_model(spec: Any) -> type:
+    """A pydantic model whose JSON Schema is `assistant_config_schema(spec)`: the LangGraph
+    server reads an assistant's config schema from the graph's `context_schema`. Every field is
+    optional and other keys are kept, so a run's context is never refused by it."""
+    import copy
+
+    from pydantic import BaseModel, ConfigDict
+
+    schema = assistant_config_schema(spec)
+
+    class AgentConfig(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+        vars: dict[str, Any] | None = None
+        model: str | None = None
+
+        @classmethod
+        def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+            return copy.deepcopy(schema)
+
+    return AgentConfig
 
 
 @dataclass
@@ -42,7 +94,7 @@ class GraphFactory:
     """Template variables every build gets (from `--var`); an assistant's `vars` override them."""
     builds: int = 0
     """How many graphs were compiled (a cache miss each)."""
-    _cache: dict[tuple[str, str, str | None], _Built] = field(default_factory=dict)
+    _cache: dict[tuple[str, str, str | None, bool], _Built] = field(default_factory=dict)
     _retired: list[Any] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -52,17 +104,22 @@ class GraphFactory:
         *,
         vars: Mapping[str, Any] | None = None,
         model: str | None = None,
+        require_inputs: bool = True,
     ) -> Any:
-        """The compiled graph of the agent file at `path` (blocking: call it off the loop)."""
+        """The compiled graph of the agent file at `path` (blocking: call it off the loop).
+        Without `require_inputs` (the server reading an assistant's schemas, not running it), a
+        required input without a value gets a stand-in instead of failing the build."""
         path = os.path.abspath(path)
+        if vars:
+            self._refuse_file_inputs(path, vars)
         merged = {**self.base_vars, **(vars or {})}
-        key = (path, json.dumps(merged, sort_keys=True, default=str), model)
+        key = (path, json.dumps(merged, sort_keys=True, default=str), model, require_inputs)
         mtime = os.stat(path).st_mtime_ns
         with self._lock:
             built = self._cache.get(key)
             if built is not None and built.mtime_ns == mtime:
                 return built.graph
-            fresh = self._build(path, merged, model, mtime)
+            fresh = self._build(path, merged, model, mtime, require_inputs)
             if built is not None:
                 # Runs that started on the old graph may still use its MCP sessions: they are
                 # closed with the factory, not now.
@@ -71,18 +128,39 @@ class GraphFactory:
             self.builds += 1
             return fresh.graph
 
-    def _build(self, path: str, vars: dict[str, Any], model: str | None, mtime: int) -> _Built:
+    def _refuse_file_inputs(self, path: str, vars: Mapping[str, Any]) -> None:
+        """A `file` input's value is a path the server reads into the prompt: a client choosing
+        it could read any file the server can. Only `agentctl serve --var` sets one."""
+        from runner.loader import load_spec
+
+        spec = load_spec(
+            Path(path), vars=self.base_vars, require_inputs=False, allow_unused_vars=True
+        )
+        for name in sorted(vars):
+            declared = spec.inputs.get(name)
+            if declared is not None and declared.kind == "file":
+                raise BuildError(
+                    f"`vars.{name}` is a file input: its value is a path the server reads, which "
+                    f"a client may not choose; the server sets it (agentctl serve --var "
+                    f"{name}=PATH)"
+                )
+
+    def _build(
+        self, path: str, vars: dict[str, Any], model: str | None, mtime: int, require: bool
+    ) -> _Built:
         from langgraph.store.memory import InMemoryStore
 
         from runner.build import build_graph
         from runner.loader import load_spec
         from runner.resolve import Resolver
 
-        spec = load_spec(Path(path), vars=vars)
+        spec = load_spec(Path(path), vars=vars, require_inputs=require)
         resolved = Resolver(model=model).resolve(spec)
         try:
             store = InMemoryStore() if resolved.backend and resolved.backend.uses_store else None
             graph = build_graph(resolved, store=store)
+            # What the server shows as the assistant's config schema (`configurable`)
+            graph.context_schema = assistant_config_model(spec)
         except BaseException:
             resolved.close()
             raise
@@ -99,7 +177,12 @@ class GraphFactory:
             raise BuildError(
                 f"assistant config `model` must be a `provider:model` string, found {model!r}"
             )
-        return await asyncio.to_thread(self.graph, path, vars=vars, model=model)
+        # The LangGraph server says whether it builds the graph to run it or only to read it
+        # (its schemas, a thread's state); absent, it is built to run.
+        execution = configurable.get("__is_for_execution__") is not False
+        return await asyncio.to_thread(
+            self.graph, path, vars=vars, model=model, require_inputs=execution
+        )
 
     def close(self) -> None:
         """Close every MCP session the built agents opened."""

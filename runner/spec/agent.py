@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from runner.errors import Problem
+from runner.spec.ask_user import AskUserSpec
 from runner.spec.backend import BackendInput
 from runner.spec.base import (
     ENTRY_ERROR,
@@ -36,6 +37,8 @@ from runner.spec.base import (
     seed_names,
     shorthand,
 )
+from runner.spec.budgets import Seconds
+from runner.spec.inputs import InputSpec
 from runner.spec.json_schema import json_schema_problem
 from runner.spec.model import ModelInput
 from runner.spec.permissions import PermissionsSpec
@@ -236,6 +239,14 @@ class LimitsSpec(SpecModel):
     """Most tool calls in one run: a number for all tools, or tool name to number."""
     recursion: int | None = Field(default=None, gt=0)
     """LangGraph's step limit for one run (default 1000)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Token budget of one run: input plus output tokens of every model call, subagents'
+    included. The run stops with an error when it is reached (the thread can be continued)."""
+    time: Seconds | None = None
+    """Wall-clock budget of one run: `90s`, `10m`, `1h30m`, or seconds (time spent waiting for
+    a person, between the turns of a run, is not counted)."""
+    cost: float | None = Field(default=None, gt=0)
+    """Cost budget of one run in US dollars; needs `model.price` on every model the run uses."""
 
     @field_validator("tool_calls")
     @classmethod
@@ -320,13 +331,20 @@ class AgentCore(SpecModel):
     ] = Field(default_factory=PromptCachingSpec)
     """Anthropic prompt caching (`false` turns it off; ignored for other providers)."""
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
-    """Model-call, tool-call and step limits."""
+    """Model-call, tool-call and step limits; token, time and cost budgets."""
     retries: RetriesSpec = Field(default_factory=RetriesSpec)
     """Retries on transient model and tool errors."""
     response_format: dict[str, Any] | None = None
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
     middleware: list[MiddlewareRef] = Field(default_factory=list)
     """Extra LangChain middleware by import reference."""
+    ask_user: Annotated[
+        AskUserSpec | None,
+        BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | AskUserSpec),
+    ] = None
+    """`true` gives the agent an `ask_user` tool: it asks the person running it a question
+    (with optional `choices`) and the run waits for the answer; `{choices: [...]}` offers those
+    answers when the model gives none."""
 
     @model_validator(mode="before")
     @classmethod
@@ -491,6 +509,10 @@ class AgentSpec(AgentCore):
     vars: dict[VarName, Any] = Field(default_factory=dict)
     """Template variables for prompts (`{{ vars.topic }}`); `agentctl run --var topic=x`
     overrides them."""
+    inputs: dict[VarName, InputSpec] = Field(default_factory=dict)
+    """Typed inputs: name to `{type, description, required, default, enum, minimum, maximum}`.
+    `agentctl run --var NAME=VALUE` sets one, checked and converted to its type; prompts read it
+    as `{{ vars.NAME }}`. A name is in `vars:` or in `inputs:`, not both."""
     include: list[str] = Field(default_factory=list)
     """Files merged under this one before validation (relative paths); later files and this one
     win, `tools` and `subagents` lists are joined."""

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from runner.spec.base import SpecModel, describe, shorthand
+from runner.spec.budgets import PriceSpec
 
 # The providers `langchain.chat_models.init_chat_model` knows, plus agentctl's own `replay`.
 # tests/spec/test_providers.py fails when langchain's list changes, so this list stays in sync.
@@ -102,6 +103,8 @@ class FallbackModelSpec(SpecModel):
     """`provider:model`, e.g. `anthropic:claude-sonnet-4-5`."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the provider's chat model class (temperature, max_tokens, ...)."""
+    price: PriceSpec | None = None
+    """`{input, output}` in USD per million tokens: for `limits.cost` and the cost shown."""
 
     _check_id = field_validator("id")(classmethod(lambda cls, v: _check_model_id(v)))
 
@@ -141,6 +144,9 @@ class ModelSpec(SpecModel):
     """Models tried in order when a call to this one raises."""
     context_window: int | None = Field(default=None, gt=0)
     """The model's input limit in tokens; sets the summarization defaults (85% / 10%)."""
+    price: PriceSpec | None = None
+    """`{input, output}` in USD per million tokens: `limits.cost` needs it, and `usage` events
+    and the terminal show each run's cost with it."""
     images: bool | None = None
     """Whether the model can look at images that tools return (`read_file` on a PNG, JPEG, GIF
     or WebP) and images attached to a message (`agentctl run --attach`). Default: what the

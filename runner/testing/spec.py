@@ -204,14 +204,15 @@ class ExpectSpec(SpecModel):
 
 
 class DecisionSpec(SpecModel):
-    """An answer to one pending approval."""
+    """An answer to one pending approval, or to the agent's question (`ask_user`)."""
 
-    type: Literal["approve", "edit", "reject"]
-    """approve, edit (with `args`) or reject (with an optional `message`)."""
+    type: Literal["approve", "edit", "reject", "answer"]
+    """approve, edit (with `args`) or reject (with an optional `message`); `answer` (with
+    `message`, the answer's text) for a question."""
     args: dict[str, Any] | None = None
     """For `edit`: the arguments the call runs with instead."""
     message: str | None = None
-    """For `reject`: what the agent is told."""
+    """For `reject`: what the agent is told; for `answer`: the answer."""
 
     @model_validator(mode="after")
     def _fits_type(self) -> DecisionSpec:
@@ -219,8 +220,12 @@ class DecisionSpec(SpecModel):
             raise ValueError("an `edit` decision needs `args`, the arguments to run with")
         if self.type != "edit" and self.args is not None:
             raise ValueError(f"`args` belongs to an `edit` decision, not to {self.type!r}")
-        if self.type != "reject" and self.message is not None:
-            raise ValueError(f"`message` belongs to a `reject` decision, not to {self.type!r}")
+        if self.type == "answer" and self.message is None:
+            raise ValueError("an `answer` needs `message`, the answer's text")
+        if self.type not in ("reject", "answer") and self.message is not None:
+            raise ValueError(
+                f"`message` belongs to a `reject` or an `answer`, not to {self.type!r}"
+            )
         return self
 
 

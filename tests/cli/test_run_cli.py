@@ -155,7 +155,8 @@ def test_decisions_answer_several_waiting_calls_one_by_one(spine: Path, tmp_path
         ((), "give a MESSAGE"),
         (
             ("--approve",),
-            "--approve, --reject, --edit and --decisions answer a waiting thread: add --thread ID",
+            "--approve, --reject, --edit, --decisions and --answer answer a waiting thread: add "
+            "--thread ID",
         ),
         (("--thread", "x", "--decisions", '["approve", "maybe"]'), 'decision 2 ("maybe") needs'),
         (("--thread", "x", "--decisions", "[]"), "expected a JSON list with one decision"),

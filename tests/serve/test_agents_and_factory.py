@@ -108,3 +108,18 @@ async def test_assistant_config_must_have_the_right_shapes(tmp_path: Path) -> No
         await factory.agraph(path, {"configurable": {"vars": ["x"]}})
     with pytest.raises(BuildError, match="`model` must be a `provider:model` string"):
         await factory.agraph(path, {"configurable": {"model": 3}})
+
+
+def test_a_client_may_not_choose_a_file_inputs_path(tmp_path: Path) -> None:
+    from runner.errors import BuildError
+    from runner.serve.factory import GraphFactory
+
+    write(tmp_path, "c.cassette.yaml", "- content: hi\n")
+    write(tmp_path, "notes.md", "the server's notes\n")
+    agent = GOOD.format(name="alpha").replace("prompt: p", 'prompt: "{{ vars.notes }}"')
+    path = write(tmp_path, "a.yaml", agent + "inputs: {notes: {type: file}}\n")
+    with pytest.raises(BuildError, match=r"`vars.notes` is a file input: .* serve --var notes="):
+        GraphFactory().graph(path, vars={"notes": "/etc/passwd"})
+    served = GraphFactory(base_vars={"notes": str(tmp_path / "notes.md")})  # the operator's
+    assert served.graph(path) is not None
+    served.close()

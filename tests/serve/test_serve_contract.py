@@ -36,6 +36,22 @@ SCRIBE_REPLIES = """\
     - {name: write_file, args: {file_path: /note.md, content: draft}}
 - content: Done.
 """
+ASKER = """\
+name: asker
+description: Asks which colour, for a topic
+model: replay:asker.cassette.yaml
+prompt: "You paint {{ vars.topic }} {{ vars.coats }} times."
+ask_user: true
+inputs:
+  topic: {type: string, description: What to paint, required: true}
+  coats: {type: integer, default: 2, minimum: 1}
+"""
+ASKER_REPLIES = """\
+- content: Asking.
+  tool_calls:
+    - {name: ask_user, args: {question: Which colour?, choices: [red, blue]}}
+- content: Painted.
+"""
 GREETER = """\
 name: greeter
 description: Says hello
@@ -50,6 +66,8 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
     (folder / "scribe.cassette.yaml").write_text(SCRIBE_REPLIES, encoding="utf-8")
     (folder / "greeter.yaml").write_text(GREETER, encoding="utf-8")
+    (folder / "asker.yaml").write_text(ASKER, encoding="utf-8")
+    (folder / "asker.cassette.yaml").write_text(ASKER_REPLIES, encoding="utf-8")
     (folder / "greeter.cassette.yaml").write_text("- content: Hello there.\n", encoding="utf-8")
     (folder / "formal.cassette.yaml").write_text("- content: Good day.\n", encoding="utf-8")
     return folder
@@ -117,7 +135,7 @@ def _resume(client: Any, thread: str, decision: dict[str, Any]) -> dict[str, Any
 
 def test_assistants_are_the_agents_by_name(client: Any) -> None:
     found = {a["graph_id"]: a for a in client.assistants.search()}
-    assert set(found) == {"scribe", "greeter"}
+    assert set(found) == {"scribe", "greeter", "asker"}
     assert found["scribe"]["name"] == "scribe"
     assert found["scribe"]["description"] == "Writes a note, after approval"
 
@@ -206,3 +224,33 @@ def test_crons_are_made_listed_and_deleted(client: Any) -> None:
     assert [c["schedule"] for c in crons] == ["0 0 * * *"]
     client.crons.delete(crons[0]["cron_id"])
     assert client.crons.search(thread_id=thread) == []
+
+
+def test_typed_inputs_are_the_assistants_config_schema(client: Any) -> None:
+    asker = next(a for a in client.assistants.search() if a["graph_id"] == "asker")
+    schema = client.assistants.get_schemas(asker["assistant_id"])["config_schema"]
+    variables = schema["properties"]["vars"]
+    assert variables["required"] == ["topic"]
+    assert variables["properties"]["coats"] == {"type": "integer", "default": 2, "minimum": 1}
+
+
+def test_ask_user_is_an_interrupt_resumed_with_the_answer(client: Any) -> None:
+    thread = client.threads.create()["thread_id"]
+    config = {"configurable": {"vars": {"topic": "the shed"}}}
+    client.runs.wait(thread, "asker", input=_ask("paint"), config=config)
+    [interrupt] = client.threads.get_state(thread)["interrupts"]
+    assert interrupt["value"]["type"] == "ask_user"
+    assert (interrupt["value"]["question"], interrupt["value"]["choices"]) == (
+        "Which colour?",
+        ["red", "blue"],
+    )
+    state = client.runs.wait(thread, "asker", command={"resume": "blue"}, config=config)
+    assert _last_text(state) == "Painted."
+    assert [m["content"] for m in state["messages"] if m["type"] == "tool"] == ["blue"]
+
+
+def test_a_run_without_a_required_input_fails(client: Any) -> None:
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, "asker", input=_ask("paint"))
+    client.runs.join(thread, run["run_id"])
+    assert client.runs.get(thread, run["run_id"])["status"] == "error"

@@ -1,0 +1,241 @@
+"""Budgets: `limits.tokens`, `limits.time` and `limits.cost` of one run, subagents included.
+
+One `RunBudget` holds the running totals of each thread's current run; the main agent and every
+subagent it builds share it (each with a `BudgetMiddleware` knowing its own model's prices), so
+a subagent's tokens count against the main agent's budget. A run starts at the main agent's
+first model call after a user message. Before each model call the totals are checked; a budget
+that is reached raises `BudgetExceeded`, a located `RunError`, which ends the run with the
+thread left as it was (the reply that crossed the line is kept; `agentctl run --thread ID`
+continues the run once the budget is raised). The call that crosses the line is never cut off:
+a budget stops the run before its next model call.
+
+Time counts within turns: when a run continues in a new turn (after an approval or an answer),
+the pause is left out. The totals are also saved in the main agent's state after each of its
+model calls (`agentctl_budget`), so a run continued in another process keeps counting from them.
+A turn is told apart by `configurable.agentctl_turn` (set by `runner.run.Session`) or
+`configurable.run_id` (set by LangGraph servers); without either, each user message starts a run
+and pauses are counted.
+
+A wrap hook, not node hooks: two extra graph steps per model call would cost more than the one
+wrap (see `runner.middleware`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.types import Command
+
+from runner.errors import Problem, RunError
+from runner.spec.agent import LimitsSpec
+from runner.spec.budgets import PriceSpec, human_cost, human_duration
+
+__all__ = ["BudgetExceeded", "BudgetMiddleware", "RunBudget", "price_for"]
+
+STATE_KEY = "agentctl_budget"
+MAX_TALLIES = 10_000
+"""Threads whose run totals are kept in memory; a forgotten one is read back from its state."""
+
+Locate = Callable[[tuple[str | int, ...], str], Problem]
+
+
+def _now() -> float:
+    """The clock budgets read (tests replace it)."""
+    return time.monotonic()
+
+
+class BudgetExceeded(RunError):
+    """A budget of the spec (`limits.tokens`, `limits.time`, `limits.cost`) was reached."""
+
+
+class BudgetState(AgentState):
+    agentctl_budget: NotRequired[dict[str, Any]]
+
+
+def price_for(prices: Mapping[str, PriceSpec], model_name: str | None) -> PriceSpec | None:
+    """The price of the model that answered: the one whose name matches the reply's model name
+    (a fallback's, when one took over), else the agent's first priced model; None without any."""
+    if not prices:
+        return None
+    if model_name:
+        for model_id, price in prices.items():
+            name = model_id.partition(":")[2]
+            if name and (model_name == name or model_name.startswith(name)):
+                return price
+    return next(iter(prices.values()))
+
+
+@dataclass
+class _Tally:
+    turn: str | None
+    tokens: int = 0
+    cost: float = 0.0
+    unpriced: bool = False
+    """A call was made by a model without a price: the cost is a lower bound."""
+    elapsed: float = 0.0
+    """Seconds of the run's earlier turns."""
+    started: float = field(default_factory=lambda: _now())
+    last_seen: float = field(default_factory=lambda: _now())
+    loaded: bool = False
+    """The totals saved in the thread's state were added (a run continued in a new process)."""
+
+    def seconds(self, now: float) -> float:
+        return self.elapsed + (now - self.started)
+
+    def saved(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "seconds": self.seconds(self.last_seen),
+        }
+
+
+class RunBudget:
+    """The budgets of the main agent's spec and the totals of each thread's current run."""
+
+    def __init__(self, limits: LimitsSpec, locate: Locate) -> None:
+        self.limits = limits
+        self.locate = locate
+        self._tallies: dict[str, _Tally] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.limits.tokens, self.limits.time, self.limits.cost))
+
+    def begin(self, thread_id: str, turn: str | None, *, new_run: bool) -> _Tally:
+        """The tally a model call adds to: a fresh one when a run starts."""
+        now = _now()
+        with self._lock:
+            tally = self._tallies.get(thread_id)
+            if new_run or tally is None:
+                tally = self._tallies[thread_id] = _Tally(turn=turn, loaded=new_run)
+                if len(self._tallies) > MAX_TALLIES:  # a long-lived server: forget the oldest
+                    oldest = min(self._tallies, key=lambda t: self._tallies[t].last_seen)
+                    del self._tallies[oldest]
+            elif turn != tally.turn:  # the run goes on in a new turn: leave the pause out
+                tally.elapsed += tally.last_seen - tally.started
+                tally.started = now
+                tally.turn = turn
+            tally.last_seen = now
+            return tally
+
+    def restore(self, tally: _Tally, saved: Mapping[str, Any] | None) -> None:
+        """Add the totals the thread's state saved, once (a run continued in a new process)."""
+        with self._lock:
+            if tally.loaded:
+                return
+            tally.loaded = True
+            if saved:
+                tally.tokens += int(saved.get("tokens", 0))
+                tally.cost += float(saved.get("cost", 0.0))
+                tally.elapsed += float(saved.get("seconds", 0.0))
+
+    def add(
+        self, tally: _Tally, message: AIMessage | None, prices: Mapping[str, PriceSpec]
+    ) -> None:
+        usage = getattr(message, "usage_metadata", None) if message is not None else None
+        with self._lock:
+            tally.last_seen = _now()
+            if not usage:
+                return
+            tokens_in = int(usage.get("input_tokens", 0))
+            tokens_out = int(usage.get("output_tokens", 0))
+            tally.tokens += tokens_in + tokens_out
+            meta = message.response_metadata if message is not None else {}
+            price = price_for(prices, meta.get("model_name") or meta.get("model"))
+            if price is None:
+                tally.unpriced = True
+            else:
+                tally.cost += price.cost(tokens_in, tokens_out)
+
+    def check(self, tally: _Tally) -> None:
+        """Raise `BudgetExceeded` when a budget is reached."""
+        limits = self.limits
+        if limits.tokens is not None and tally.tokens >= limits.tokens:
+            self._stop(
+                "tokens",
+                f"budget of {limits.tokens:,} tokens reached ({tally.tokens:,} used)",
+            )
+        if limits.cost is not None and tally.cost >= limits.cost:
+            self._stop(
+                "cost",
+                f"budget of {human_cost(limits.cost)} reached ({human_cost(tally.cost)} spent)",
+            )
+        seconds = tally.seconds(_now())
+        if limits.time is not None and seconds >= limits.time:
+            self._stop(
+                "time",
+                f"budget of {human_duration(limits.time)} reached ({human_duration(seconds)} used)",
+            )
+
+    def _stop(self, key: str, message: str) -> None:
+        problem = self.locate(("limits", key), message)
+        raise BudgetExceeded(
+            f"{problem}; the run stopped (raise `limits.{key}` and continue the thread to let "
+            "it go on)"
+        )
+
+
+def _turn_of(configurable: Mapping[str, Any]) -> str | None:
+    turn = configurable.get("agentctl_turn") or configurable.get("run_id")
+    return str(turn) if turn is not None else None
+
+
+class BudgetMiddleware(AgentMiddleware[BudgetState, Any, Any]):
+    """Checks the run's budgets before each model call and counts each call's tokens and cost."""
+
+    state_schema = BudgetState
+
+    def __init__(self, budget: RunBudget, prices: Mapping[str, PriceSpec], *, main: bool) -> None:
+        super().__init__()
+        self.budget = budget
+        self.prices = dict(prices)
+        self.main = main
+
+    def _before(self, request: ModelRequest) -> _Tally:
+        from langgraph.config import get_config
+
+        configurable = get_config().get("configurable") or {}
+        thread_id = str(configurable.get("thread_id") or "")
+        messages = request.messages
+        new_run = self.main and bool(messages) and isinstance(messages[-1], HumanMessage)
+        tally = self.budget.begin(thread_id, _turn_of(configurable), new_run=new_run)
+        if self.main and not new_run:
+            saved: Any = (request.state or {}).get(STATE_KEY)
+            self.budget.restore(tally, saved if isinstance(saved, Mapping) else None)
+        self.budget.check(tally)
+        return tally
+
+    def _after(self, tally: _Tally, response: Any) -> Any:
+        inner = response.model_response if isinstance(response, ExtendedModelResponse) else response
+        result = inner.result if isinstance(inner, ModelResponse) else [inner]
+        reply = next((m for m in result if isinstance(m, AIMessage)), None)
+        self.budget.add(tally, reply, self.prices)
+        if not self.main:
+            return response
+        update: Command[Any] = Command(update={STATE_KEY: tally.saved()})
+        if isinstance(response, ExtendedModelResponse):
+            return response  # an inner layer's command stands; the totals are saved next call
+        return ExtendedModelResponse(model_response=response, command=update)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> Any:
+        tally = self._before(request)
+        return self._after(tally, handler(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> Any:
+        tally = self._before(request)
+        return self._after(tally, await handler(request))
