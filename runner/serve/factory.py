@@ -166,9 +166,16 @@ class GraphFactory:
             raise
         return _Built(mtime, graph, resolved)
 
-    async def agraph(self, path: str | os.PathLike[str], config: Mapping[str, Any] | None) -> Any:
+    async def agraph(
+        self,
+        path: str | os.PathLike[str],
+        config: Mapping[str, Any] | None,
+        *,
+        execution: bool | None = None,
+    ) -> Any:
         """`graph` for a run's config, built in a worker thread (it reads files, may start MCP
-        servers)."""
+        servers). `execution`: whether the server builds it to run it (True) or only to read
+        its schemas or a thread's state (False); None: as the config says."""
         configurable = (config or {}).get("configurable") or {}
         vars, model = configurable.get("vars"), configurable.get("model")
         if vars is not None and not isinstance(vars, Mapping):
@@ -179,7 +186,8 @@ class GraphFactory:
             )
         # The LangGraph server says whether it builds the graph to run it or only to read it
         # (its schemas, a thread's state); absent, it is built to run.
-        execution = configurable.get("__is_for_execution__") is not False
+        if execution is None:
+            execution = configurable.get("__is_for_execution__") is not False
         return await asyncio.to_thread(
             self.graph, path, vars=vars, model=model, require_inputs=execution
         )

@@ -30,10 +30,20 @@ def register(agents: list[ServedAgent], factory: GraphFactory) -> dict[str, str]
     return {agent.name: f"{MODULE}:{agent.name}" for agent in agents}
 
 
-def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any], Awaitable[Any]]:
-    async def make_graph(config: Any) -> Any:
-        return await factory.agraph(agent.path, config)
+def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any, Any], Awaitable[Any]]:
+    """The agent's graph factory in the form both engines call with the reason they build the
+    graph: `make_graph(config, runtime: ServerRuntime)`, where `runtime.access_context` is
+    `threads.create_run` only for a run (else the server reads schemas or a thread's state).
+    Only a run needs the agent's required inputs."""
+    from langgraph_sdk.runtime import ServerRuntime
 
+    async def make_graph(config: Any, runtime: Any) -> Any:
+        access = getattr(runtime, "access_context", None)
+        execution = None if access is None else access == "threads.create_run"
+        return await factory.agraph(agent.path, config, execution=execution)
+
+    # The engines tell the runtime parameter by its annotation (the object, not a string).
+    make_graph.__annotations__ = {"config": Any, "runtime": ServerRuntime, "return": Any}
     make_graph.__name__ = make_graph.__qualname__ = f"make_graph_{agent.name}"
     return make_graph
 
