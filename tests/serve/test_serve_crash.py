@@ -15,10 +15,8 @@ journal the survivor resumes from the checkpoint before the step and runs effect
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +24,6 @@ import pytest
 
 from tests.serve import servers
 from tests.serve.test_serve_instances import _ask, _last_text, _tool_results
-from tests.services import fresh_database
 
 pytest.importorskip("aegra_api")
 sdk = pytest.importorskip("langgraph_sdk")
@@ -129,28 +126,8 @@ def agents(tmp_path: Path) -> Path:
 def two_servers(
     agents: Path, postgres_server: str, redis_server: str
 ) -> Iterator[tuple[servers.Server, servers.Server]]:
-    """Two servers on one fresh database and one Redis, with short leases (as in
-    test_serve_instances)."""
-    prefix = f"agentctl-test:{uuid.uuid4().hex[:8]}:"
-    env = {
-        "LEASE_DURATION_SECONDS": "5",
-        "HEARTBEAT_INTERVAL_SECONDS": "2",
-        "REAPER_INTERVAL_SECONDS": "1",
-        "WORKER_QUEUE_KEY": f"{prefix}jobs",
-        "REDIS_CHANNEL_PREFIX": f"{prefix}run:",
-    }
-    with fresh_database(postgres_server) as database:
-        args = ["--db", database, "--redis", redis_server]
-        launched = [
-            servers.launch([agents], cwd=agents, args=args, env=env, log=agents / f"serve-{i}.log")
-            for i in (1, 2)
-        ]
-        try:
-            yield servers.wait_ready(launched[0]), servers.wait_ready(launched[1])
-        finally:
-            for server in launched:
-                if server.proc.poll() is None:
-                    servers.stop(server, signal.SIGTERM)
+    with servers.two_instances(agents, postgres_server, redis_server) as both:
+        yield both
 
 
 def _log(agents: Path) -> list[tuple[int, int]]:
