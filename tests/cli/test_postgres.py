@@ -154,3 +154,81 @@ def test_postgres_errors_are_clear(spine: Path, tmp_path: Path, postgres_url: st
     assert "needs the postgres extra (psycopg is missing): pip install 'agentctl[postgres]'" in (
         without.stderr
     )
+
+
+def test_thread_tools_export_fork_search_prune_on_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """`agentctl threads export/fork/search/prune --db postgresql://...` on the showcase's
+    threads: one whose `write_file` approval was answered, one still waiting for it."""
+    from datetime import UTC, datetime, timedelta
+
+    from runner import thread_tools
+    from runner.run import Decision
+    from tests.conftest import AGENTS
+
+    notes = "Write the release notes for agentctl 0.1.0"
+    shutil.copytree(AGENTS, tmp_path / "agents", ignore=shutil.ignore_patterns("workspace"))
+    shutil.copytree(ROOT / "skills", tmp_path / "skills")
+    spec = tmp_path / "agents" / "showcase.yaml"
+    with Session(spec, db=postgres_url) as session:
+        approved = session.run(notes).thread_id
+        done = session.run(thread_id=approved, decisions=[Decision("approve")])
+        assert done.error is None and done.final is not None
+        waiting = session.run(notes)
+        assert [a.name for a in waiting.interrupt.actions] == ["write_file"]  # type: ignore[union-attr]
+    db = ("--db", postgres_url)
+
+    def export(thread: str) -> list[dict[str, Any]]:
+        exported = run_cli("threads", "export", thread, *db, cwd=tmp_path)
+        assert exported.returncode == 0, exported.stderr
+        return events(exported.stdout)
+
+    answered = export(approved)
+    assert answered[0]["type"] == "thread" and answered[0]["agent"] == "showcase"
+    [approval] = [r for r in answered if r["type"] == "approval"]
+    assert approval["status"] == "answered" and approval["decisions"] == [{"type": "approve"}]
+    written = next(r for r in answered if r["type"] == "tool_call" and r["name"] == "write_file")
+    assert written["result"] == "Updated file /RELEASE_NOTES.md"
+    [pending] = [r for r in export(waiting.thread_id) if r["type"] == "approval"]
+    assert pending["status"] == "pending" and pending["decisions"] is None
+    markdown = run_cli("threads", "export", approved, "--format", "markdown", *db, cwd=tmp_path)
+    assert "## Approvals\n\n- `write_file`: answered: approve (" in markdown.stdout
+
+    found = run_cli("threads", "search", "second pair of eyes", "--json", *db, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert {m["thread_id"] for m in json.loads(found.stdout)} == {approved}
+    none = run_cli("threads", "search", "zebra crossing", *db, cwd=tmp_path)
+    assert (none.returncode, none.stderr) == (1, "no messages contain 'zebra crossing'\n")
+
+    # A fork of the waiting thread waits for the same approval; answering it there leaves the
+    # source waiting.
+    forked = run_cli("threads", "fork", waiting.thread_id, *db, cwd=tmp_path)
+    assert forked.returncode == 0, forked.stderr
+    new = forked.stdout.strip()
+    assert new not in (waiting.thread_id, approved)
+    shown = json.loads(run_cli("threads", "show", new, "--json", *db, cwd=tmp_path).stdout)
+    assert [p["name"] for p in shown["pending"]] == ["write_file"]
+    answer = run_cli("run", str(spec), "--thread", new, "--reject", *db, cwd=tmp_path)
+    assert answer.returncode == 0, answer.stderr
+    [rejected] = [r for r in export(new) if r["type"] == "approval"]
+    assert rejected["status"] == "answered" and rejected["decisions"][0]["type"] == "reject"
+    [still] = [r for r in export(waiting.thread_id) if r["type"] == "approval"]
+    assert still["status"] == "pending"
+
+    kept = run_cli("threads", "prune", "--older-than", "30d", *db, cwd=tmp_path)
+    assert (kept.returncode, kept.stdout) == (0, "")
+    home = Home(postgres_url)
+    try:
+        lease = home.lease.acquire(waiting.thread_id)  # as a run in progress holds it
+        later = datetime.now(UTC) + timedelta(days=31)
+        pruned = thread_tools.prune_threads(home, timedelta(days=30), now=later)
+        assert sorted(t.thread_id for t in pruned.deleted) == sorted([approved, new])
+        assert [t.thread_id for t, _ in pruned.running] == [waiting.thread_id]
+        lease.release()
+        assert [t.thread_id for t in home.threads()] == [waiting.thread_id]
+        assert home.transcript(approved) is None
+    finally:
+        home.close()
+    gone = run_cli("threads", "export", approved, *db, cwd=tmp_path)
+    assert gone.returncode == 1 and f"no thread {approved!r}" in gone.stderr

@@ -164,3 +164,37 @@ def serving(
     finally:
         if server.proc.poll() is None:
             stop(server)
+
+
+@contextlib.contextmanager
+def two_instances(
+    agents: Path, postgres_server: str, redis_server: str
+) -> Iterator[tuple[Server, Server]]:
+    """Two servers of `agents` on one fresh database and one Redis (keys of their own), with
+    short leases so a crashed server's run is taken over within seconds (Aegra's defaults: 30 s
+    leases, a reaper every 15 s); stopped with SIGTERM after the block, as a service manager
+    stops them."""
+    import uuid
+
+    from tests.services import fresh_database
+
+    prefix = f"agentctl-test:{uuid.uuid4().hex[:8]}:"
+    env = {
+        "LEASE_DURATION_SECONDS": "5",
+        "HEARTBEAT_INTERVAL_SECONDS": "2",
+        "REAPER_INTERVAL_SECONDS": "1",
+        "WORKER_QUEUE_KEY": f"{prefix}jobs",
+        "REDIS_CHANNEL_PREFIX": f"{prefix}run:",
+    }
+    with fresh_database(postgres_server) as database:
+        args = ["--db", database, "--redis", redis_server]
+        launched = [
+            launch([agents], cwd=agents, args=args, env=env, log=agents / f"serve-{i}.log")
+            for i in (1, 2)
+        ]
+        try:
+            yield wait_ready(launched[0]), wait_ready(launched[1])
+        finally:
+            for server in launched:
+                if server.proc.poll() is None:
+                    stop(server, signal.SIGTERM)

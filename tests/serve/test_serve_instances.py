@@ -9,10 +9,8 @@ so the log says which step ran, how often, and in which process. Its model repli
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,6 @@ from typing import Any
 import pytest
 
 from tests.serve import servers
-from tests.services import fresh_database
 
 pytest.importorskip("aegra_api")
 sdk = pytest.importorskip("langgraph_sdk")
@@ -84,30 +81,8 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def two_servers(
     agents: Path, postgres_server: str, redis_server: str
 ) -> Iterator[tuple[servers.Server, servers.Server]]:
-    """Two servers on one database and one Redis (keys of their own), with short leases so a
-    crashed server's run is taken over within seconds (Aegra's defaults: 30 s leases, a reaper
-    every 15 s)."""
-    prefix = f"agentctl-test:{uuid.uuid4().hex[:8]}:"
-    env = {
-        "LEASE_DURATION_SECONDS": "5",
-        "HEARTBEAT_INTERVAL_SECONDS": "2",
-        "REAPER_INTERVAL_SECONDS": "1",
-        "WORKER_QUEUE_KEY": f"{prefix}jobs",
-        "REDIS_CHANNEL_PREFIX": f"{prefix}run:",
-    }
-    with fresh_database(postgres_server) as database:
-        args = ["--db", database, "--redis", redis_server]
-        launched = [
-            servers.launch([agents], cwd=agents, args=args, env=env, log=agents / f"serve-{i}.log")
-            for i in (1, 2)
-        ]
-        try:
-            first, second = (servers.wait_ready(s) for s in launched)
-            yield first, second
-        finally:
-            for server in launched:  # as a service manager stops them
-                if server.proc.poll() is None:
-                    servers.stop(server, signal.SIGTERM)
+    with servers.two_instances(agents, postgres_server, redis_server) as both:
+        yield both
 
 
 def _ask(text: str) -> dict[str, Any]:
