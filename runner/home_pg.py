@@ -7,6 +7,17 @@
 started here continues from any process on any host that reaches the database, and from
 `agentctl serve --db` on the same database.
 
+Threads shared with `agentctl serve --db` (Aegra): the server keeps its own registry of threads,
+Aegra's `thread` table (status, metadata with `graph_id`, owner), and lists, reads and resumes
+only the threads it has a row for; the checkpoints themselves are LangGraph's tables, which both
+read and write alike. So when that table exists (a server has run on the database), a thread
+the CLI starts or continues gets a row there too: its `graph_id` is the agent's name (the
+server's graph of that agent), its owner Aegra's anonymous identity (serve configures no
+authentication), its status `interrupted` while an approval waits, else `idle`. The other way
+round, `threads()` and `thread()` also answer for threads only the server knows (agent =
+their `graph_id`, no spec file), so `agentctl threads --db` lists them and `agentctl run --db
+URL SPEC --thread ID` continues them.
+
 One connection (autocommit, as LangGraph's Postgres classes want it) and one lock serve the
 checkpointer, the store and the tables, as in SQLite. Tables are created at open, idempotently,
 under an advisory lock (`runner.threads_pg.setup_lock`): processes opening a new database at
@@ -34,7 +45,7 @@ from runner.retention import (
     kept_checkpoints,
 )
 from runner.retention import SETTING as KEEP_SETTING
-from runner.run import _SETTINGS_TABLE, Home
+from runner.run import _SETTINGS_TABLE, Home, ThreadInfo
 from runner.threads_pg import (
     SCHEMA,
     PostgresAnswerLog,
@@ -54,6 +65,32 @@ TABLES = (
     _SETTINGS_TABLE,
     "CREATE TABLE IF NOT EXISTS agentctl_settings (key TEXT PRIMARY KEY, value TEXT)",
 )
+
+SERVER_USER = "anonymous"
+"""The identity Aegra gives every request when no authentication is configured (serve configures
+none): the owner of the threads the CLI shares with the server."""
+
+_STATUS = (
+    "CASE WHEN EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = {0} "
+    "AND w.checkpoint_ns = '' AND w.channel = '__interrupt__' AND w.checkpoint_id = "
+    "(SELECT max(c.checkpoint_id) FROM checkpoints c WHERE c.thread_id = {0} "
+    "AND c.checkpoint_ns = '')) THEN 'interrupted' ELSE 'idle' END"
+)
+"""The server's status of a thread (SQL, `{0}` its id): `interrupted` while an approval waits."""
+
+_METADATA = (
+    f"jsonb_build_object('owner', '{SERVER_USER}', 'assistant_id', NULL, 'graph_id', "
+    "{0}::text, 'thread_name', '')"
+)
+"""The server's metadata of a thread (SQL, `{0}` its agent), as Aegra writes it for a new one."""
+
+ADOPT = (
+    "INSERT INTO thread (thread_id, status, metadata_json, user_id) SELECT a.thread_id, "
+    f"{_STATUS.format('a.thread_id')}, {_METADATA.format('a.agent')}, '{SERVER_USER}' "
+    "FROM agentctl_threads a ON CONFLICT (thread_id) DO NOTHING"
+)
+"""Give the server a row for every thread of the CLI's registry that has none: `agentctl serve
+--db` runs it at start, for the threads started before any server ran on the database."""
 
 EXTRA = "pip install 'agentctl[postgres]'"
 
@@ -128,6 +165,79 @@ class PostgresHome(Home):
     @property
     def checkpointer(self) -> Any:
         return self._checkpointer
+
+    # ------------------------------------------------------- threads shared with the server
+
+    def _served(self) -> bool:
+        """Whether Aegra's thread table is in this database (looked up each time: a server may
+        start on the database while this process runs)."""
+        rows = self.db.fetch("SELECT to_regclass('thread') IS NOT NULL", ())
+        return bool(rows and rows[0][0])
+
+    def _publish(self, thread_id: str, agent: str | None) -> None:
+        """Create or update the server's row of the thread (see the module docstring)."""
+        if not self._served():
+            return
+        self.db.write(
+            "INSERT INTO thread (thread_id, status, metadata_json, user_id) "
+            f"SELECT ?, {_STATUS.format('?')}, {_METADATA.format('?')}, '{SERVER_USER}' "
+            "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = now(), "
+            "metadata_json = CASE WHEN thread.metadata_json->>'graph_id' IS NULL "
+            "THEN thread.metadata_json || jsonb_build_object('graph_id', "
+            "excluded.metadata_json->>'graph_id') ELSE thread.metadata_json END",
+            [(thread_id, thread_id, thread_id, agent)],
+        )
+
+    def register(self, thread_id: str, *, agent: str, spec: str | None, first_message: str) -> None:
+        super().register(thread_id, agent=agent, spec=spec, first_message=first_message)
+        self._publish(thread_id, agent)
+
+    def touch(self, thread_id: str) -> None:
+        super().touch(thread_id)
+        info = self.thread(thread_id)
+        self._publish(thread_id, info.agent if info is not None else None)
+
+    def _served_threads(self, where: str, args: tuple[Any, ...]) -> list[ThreadInfo]:
+        if not self._served():
+            return []
+        stamp = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"+00:00\"')"
+        rows = self.db.fetch(
+            f"SELECT t.thread_id, coalesce(t.metadata_json->>'graph_id', ''), NULL, "
+            f"{stamp.format('t.created_at')}, {stamp.format('t.updated_at')}, '' FROM thread t "
+            "WHERE NOT EXISTS (SELECT 1 FROM agentctl_threads a WHERE a.thread_id = t.thread_id) "
+            f"AND t.user_id = ? {where}",
+            (SERVER_USER, *args),
+        )
+        return [ThreadInfo(*row) for row in rows]
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        found = super().thread(thread_id)
+        if found is not None:
+            return found
+        served = self._served_threads("AND t.thread_id = ?", (thread_id,))
+        return served[0] if served else None
+
+    def delete(self, thread_id: str) -> bool:
+        found = super().delete(thread_id)
+        if self._served():  # and the server's row, with its runs (cascade)
+            found = (
+                bool(
+                    self.db.fetch(
+                        "DELETE FROM thread WHERE thread_id = ? RETURNING 1", (thread_id,)
+                    )
+                )
+                or found
+            )
+        return found
+
+    def threads(self, *, agent: str | None = None) -> list[ThreadInfo]:
+        found = super().threads(agent=agent)
+        served = self._served_threads(
+            "AND t.metadata_json->>'graph_id' = ?" if agent else "", (agent,) if agent else ()
+        )
+        if not served:
+            return found
+        return sorted(found + served, key=lambda t: t.updated_at, reverse=True)
 
     @property
     def journal(self) -> threads_db.ToolJournal:

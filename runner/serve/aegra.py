@@ -210,6 +210,20 @@ def _migrate(database: str) -> None:
         saver.setup()
     with PostgresStore.from_conn_string(database) as store:
         store.setup()
+    _adopt_cli_threads(database)
+
+
+def _adopt_cli_threads(database: str) -> None:
+    """The threads `agentctl run --db` started on this database before a server ran on it get
+    their row in Aegra's thread table (later ones get it from the CLI: `runner.home_pg`)."""
+    import psycopg
+
+    from runner.home_pg import ADOPT
+
+    with psycopg.connect(database, autocommit=True) as conn:
+        found = conn.execute("SELECT to_regclass('agentctl_threads') IS NOT NULL").fetchone()
+        if found and found[0]:
+            conn.execute(ADOPT)
 
 
 @contextlib.asynccontextmanager
