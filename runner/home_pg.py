@@ -133,7 +133,7 @@ class PostgresHome(Home):
         self._lock = threading.Lock()
         self.db = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db)
-        self.lease = PostgresThreadLease(self.conn, self._lock)
+        self.lease = _ServedThreadLease(self.conn, self._lock)
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal = PostgresToolJournal(self.conn, self._lock)
         try:
@@ -250,6 +250,29 @@ class PostgresHome(Home):
     def close(self) -> None:
         with self._lock:  # not while another thread is in the middle of a write
             self.conn.close()
+
+
+class _ServedThreadLease(PostgresThreadLease):
+    """The lease, also refused while the server (Aegra, on the same database) has a run of the
+    thread pending or running: the server's runs take no agentctl lease."""
+
+    def _try(self, thread_id: str, token: str) -> Any:
+        rows = self.db.fetch(
+            "SELECT to_regclass('runs') IS NOT NULL AND to_regclass('thread') IS NOT NULL", ()
+        )
+        if rows and rows[0][0]:
+            active = self.db.fetch(
+                "SELECT run_id, status FROM runs WHERE thread_id = ? "
+                "AND status IN ('pending', 'running') ORDER BY created_at LIMIT 1",
+                (thread_id,),
+            )
+            if active:
+                run_id, status = active[0]
+                raise RunError(
+                    f"thread {thread_id} has a run {status} on the server (run {run_id}); "
+                    "continue it when that run has finished"
+                )
+        return super()._try(thread_id, token)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.conftest import run_cli
@@ -106,6 +107,17 @@ def test_a_cli_thread_resumes_through_the_server_and_back(
     assert _text(answered) == "Done."
     assert (spec.parent / "ws" / thread / "note.md").read_text(encoding="utf-8") == "draft"
     assert _status(client, thread) == "idle"
+
+    with psycopg.connect(db, autocommit=True) as conn:  # as while a server run is under way
+        conn.execute(
+            "INSERT INTO runs (run_id, thread_id, status, user_id) "
+            "VALUES ('r-busy', %s, 'running', 'anonymous')",
+            (thread,),
+        )
+        busy = run_cli("run", str(spec), "hi", "--thread", thread, "--db", db, cwd=spec.parent)
+        assert busy.returncode == 1
+        assert f"thread {thread} has a run running on the server (run r-busy)" in busy.stderr
+        conn.execute("DELETE FROM runs WHERE run_id = 'r-busy'")
 
     again = _cli(spec, db, "still there?", "--thread", thread)
     assert again[-1]["content"] == "Still here."
