@@ -30,14 +30,13 @@ from typing import Any
 
 from langchain.agents.middleware import (
     AgentMiddleware,
-    ExtendedModelResponse,
     ModelRequest,
-    ModelResponse,
 )
 from langchain.agents.middleware import human_in_the_loop as _hitl
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 
 from runner.events import DENIED_KEY
+from runner.middleware.replies import last_reply, with_messages
 from runner.spec import PermissionRule
 
 _EDITED_CALLS: str | None = getattr(_hitl, "_EDITED_TOOL_CALLS_KEY", None)
@@ -115,14 +114,7 @@ class PermissionsMiddleware(AgentMiddleware):
     def _check(self, result: Any) -> Any:
         if not self.deny:
             return result
-        response = result.model_response if isinstance(result, ExtendedModelResponse) else result
-        if isinstance(response, AIMessage):
-            response = ModelResponse(result=[response])
-        messages = list(response.result)
-        position = next(
-            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
-            None,
-        )
+        response, messages, position = last_reply(result)
         if position is None:
             return result
         reply = messages[position]
@@ -135,10 +127,7 @@ class PermissionsMiddleware(AgentMiddleware):
         if not refusals:
             return result
         messages[position + 1 : position + 1] = refusals
-        fixed = ModelResponse(result=messages, structured_response=response.structured_response)
-        if isinstance(result, ExtendedModelResponse):
-            return ExtendedModelResponse(model_response=fixed, command=result.command)
-        return fixed
+        return with_messages(result, response, messages)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         return self._check(handler(request))

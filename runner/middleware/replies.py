@@ -353,14 +353,7 @@ class ReplyCheckMiddleware(AgentMiddleware):
         return request.override(messages=repaired), ids
 
     def _check(self, request: ModelRequest, result: Any, taken: set[str]) -> Any:
-        response = result.model_response if isinstance(result, ExtendedModelResponse) else result
-        if isinstance(response, AIMessage):
-            response = ModelResponse(result=[response])
-        messages = list(response.result)
-        position = next(
-            (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
-            None,
-        )
+        response, messages, position = last_reply(result)
         if position is None:
             return result
         reply = messages[position]
@@ -392,10 +385,7 @@ class ReplyCheckMiddleware(AgentMiddleware):
         if changed:
             messages[position] = _rebuilt(reply, calls)
         messages[position + 1 : position + 1] = answers
-        fixed = ModelResponse(result=messages, structured_response=response.structured_response)
-        if isinstance(result, ExtendedModelResponse):
-            return ExtendedModelResponse(model_response=fixed, command=result.command)
-        return fixed
+        return with_messages(result, response, messages)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         request, taken = self._prepare(request)
@@ -406,3 +396,26 @@ class ReplyCheckMiddleware(AgentMiddleware):
     ) -> Any:
         request, taken = self._prepare(request)
         return self._check(request, await handler(request), taken)
+
+
+def last_reply(result: Any) -> tuple[ModelResponse, list[Any], int | None]:
+    """A model call's result (a message, a `ModelResponse` or an `ExtendedModelResponse`) as its
+    response, a copy of its messages, and the position of the model's reply among them (the
+    last AI message; None when there is none)."""
+    response = result.model_response if isinstance(result, ExtendedModelResponse) else result
+    if isinstance(response, AIMessage):
+        response = ModelResponse(result=[response])
+    messages = list(response.result)
+    position = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
+        None,
+    )
+    return response, messages, position
+
+
+def with_messages(result: Any, response: ModelResponse, messages: list[Any]) -> Any:
+    """`result` (as `last_reply` read it) with `messages` in place of its own."""
+    fixed = ModelResponse(result=messages, structured_response=response.structured_response)
+    if isinstance(result, ExtendedModelResponse):
+        return ExtendedModelResponse(model_response=fixed, command=result.command)
+    return fixed
