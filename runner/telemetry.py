@@ -428,9 +428,9 @@ def _split_system(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[d
 
 
 def _content_text(message: Any) -> str:
-    from runner.transcripts import _text  # the text blocks of a message's content
+    from runner.transcripts import text_of  # the text blocks of a message's content
 
-    return _text(getattr(message, "content", message))
+    return text_of(getattr(message, "content", message))
 
 
 def _tool_message(output: Any) -> Any:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import RunError
+from runner.transcripts import text_of
 
 if TYPE_CHECKING:
     from runner.run import Home, ThreadInfo, Transcript
@@ -84,19 +85,6 @@ def _require(home: Home, thread_id: str) -> ThreadInfo | None:
     if info is None and home.checkpointer.get_tuple(_config(thread_id)) is None:
         raise RunError(f"no thread {thread_id!r} in {home.path}")
     return info
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's content (text blocks joined; images and other blocks left out)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part if isinstance(part, str) else str(part.get("text", ""))
-            for part in content
-            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
-        )
-    return str(content)
 
 
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}

@@ -66,7 +66,8 @@ def _decode(kind: str | None, blob: bytes | None) -> Any:
         raise Unreadable(str(exc)) from None
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """The text of a message's content (text blocks joined; images and other blocks left out)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -89,7 +90,7 @@ def _message(value: Any) -> SavedMessage:
         if isinstance(c, dict)
     ]
     return SavedMessage(
-        kind, _text(value.get("content", "")), calls, str(value.get("status") or "success")
+        kind, text_of(value.get("content", "")), calls, str(value.get("status") or "success")
     )
 
 
