@@ -108,7 +108,7 @@ def _parse_line(number: int, text: str, where: str) -> BatchLine:
 def read_batch(path: Path) -> list[BatchLine]:
     """The lines of a batch file (blank lines skipped). A line that cannot run carries its
     problem; the file itself unreadable is a `RunError`."""
-    from runner.loader import display_path
+    from runner.errors import display_path
 
     shown = display_path(path)
     try:
@@ -153,7 +153,7 @@ class ResultsFile:
     def __init__(self, path: Path) -> None:
         import fcntl
 
-        from runner.loader import display_path
+        from runner.errors import display_path
 
         self.path = path
         self.shown = display_path(path)

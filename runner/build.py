@@ -123,7 +123,11 @@ def middleware_chain(agent: ResolvedAgent) -> list[Middleware]:
         h.get("budget"),
         *_limits(agent),
         *_model_resilience(agent),
-        prompt_caching_middleware(agent),
+        prompt_caching_middleware(
+            agent.spec.prompt_caching,
+            [agent.model.id, *agent.model.fallback_ids],
+            [agent.model.chat_model, *agent.model.fallbacks],
+        ),
         h.get("patch_tool_calls"),
         *agent.user_middleware,
         SystemPromptMiddleware(tail, append=True) if tail else None,

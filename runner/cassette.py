@@ -13,7 +13,8 @@ agents:                  # replies per agent name; the main agent is the spec's 
 ```
 
 A plain list instead of `agents:` holds the main agent's replies. A reply may set `delay`
-(seconds, to imitate a slow model) and `usage` (token counts; estimated when absent).
+(seconds, to imitate a slow model) and `usage` (token counts; estimated when absent). The format's
+models are `runner.spec.cassette`'s; this module reads a cassette and keeps the cursors.
 
 Which reply comes next is decided from the conversation, so replay survives restarts: each reply
 is tagged with its index (`response_metadata["replay_index"]`), and a call continues after the
@@ -29,65 +30,30 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError
-from runner.spec.base import SpecModel
+from runner.spec.cassette import (
+    CASSETTE_SUFFIXES,
+    CassetteFile,
+    CassetteReply,
+    CassetteToolCall,
+    CassetteUsage,
+)
 from runner.yamlsource import SourceMap
 
 __all__ = [
+    "CASSETTE_SUFFIXES",
     "Cassette",
     "CassetteDocument",
     "CassetteFile",
     "CassetteReply",
     "CassetteToolCall",
+    "CassetteUsage",
     "load_cassette",
     "read_cassette",
 ]
-
-
-class CassetteToolCall(SpecModel):
-    """One tool call in a reply."""
-
-    name: str = Field(min_length=1)
-    """The tool to call."""
-    args: dict[str, Any] = Field(default_factory=dict)
-    """Its arguments."""
-    id: str | None = None
-    """The call id; generated when absent."""
-
-
-class CassetteUsage(SpecModel):
-    """The token counts a reply reports."""
-
-    input_tokens: int = Field(ge=0)
-    """Tokens of the conversation sent to the model."""
-    output_tokens: int = Field(ge=0)
-    """Tokens of the reply."""
-
-
-class CassetteReply(SpecModel):
-    """One model reply, played when the agent calls its model."""
-
-    content: str | list[dict[str, Any]] = ""
-    """The reply's text (or content blocks)."""
-    tool_calls: list[CassetteToolCall] = Field(default_factory=list)
-    """Tool calls the model makes in this reply."""
-    delay: float = Field(default=0, ge=0)
-    """Seconds to wait before replying (imitates a slow model)."""
-    usage: CassetteUsage | None = None
-    """Token counts to report; estimated from the text when absent."""
-
-
-class CassetteFile(SpecModel):
-    """A cassette with replies per agent name."""
-
-    version: Literal[1] = 1
-    """Cassette format version."""
-    agents: dict[str, list[CassetteReply]] = Field(default_factory=dict)
-    """Replies per agent name."""
 
 
 class Cassette:
@@ -168,7 +134,7 @@ class CassetteDocument:
 
 def read_cassette(path: str | Path) -> CassetteDocument:
     """Parse and validate a cassette file; problems are located like spec problems (SpecError)."""
-    from runner.loader import display_path
+    from runner.errors import display_path
     from runner.spec_errors import problems_from_validation
     from runner.yamlsource import Pos, read_source, read_yaml
 

@@ -19,9 +19,9 @@ from typing import Any
 from runner.cassette import MAIN, CassetteDocument, read_cassette
 from runner.errors import Problem, SpecError
 from runner.spec import AgentSpec
+from runner.spec.cassette import CASSETTE_SUFFIXES
 from runner.spec_errors import did_you_mean
 from runner.static_tools import StaticAgent, static_agents
-from runner.validate import CASSETTE_SUFFIXES
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -109,7 +109,7 @@ def replay_problems(spec: AgentSpec, *, checked: set[Path] | None = None) -> lis
 
 def missing_cassette(path: Path) -> str:
     """The message for a `replay:` cassette that is not there (`run` says the same)."""
-    from runner.loader import display_path
+    from runner.errors import display_path
 
     return f"replay cassette not found: {display_path(path)}"
 

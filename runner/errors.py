@@ -17,6 +17,7 @@ other exception reaching the CLI is a bug in agentctl and is reported as one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Self
 
 __all__ = [
@@ -94,3 +95,12 @@ class RunError(RunnerError):
     """A model, tool, backend or cassette failed while the agent ran."""
 
     exit_code = 1
+
+
+def display_path(path: str | Path) -> str:
+    """A path as messages show it: relative to the working directory when under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

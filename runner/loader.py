@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.errors import Problem, SpecError
+from runner.errors import Problem, SpecError, display_path
 from runner.spec import (
     AgentSpec,
     FilesystemBackendSpec,
@@ -49,18 +49,9 @@ from runner.yamlsource import (
     read_yaml,
 )
 
-__all__ = ["display_path", "load_spec"]
+__all__ = ["load_spec"]
 
 _CONCAT_ON_INCLUDE = frozenset({"tools", "subagents"})
-
-
-def display_path(path: str | Path) -> str:
-    """A path as messages show it: relative to the working directory when under it."""
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def load_spec(

@@ -199,7 +199,7 @@ class ReplayChatModel(BaseChatModel):
 
     def model_post_init(self, context: Any) -> None:
         if not self.shown_path:
-            from runner.loader import display_path
+            from runner.errors import display_path
 
             self.shown_path = display_path(self.cassette.path)
 
@@ -233,7 +233,7 @@ class ReplayChatModel(BaseChatModel):
             decided = ai_count  # a history without tags: continue after its AI messages
         index = cassette.claim(self.agent, decided, _thread_id())
         if index >= len(replies):
-            from runner.loader import display_path
+            from runner.errors import display_path
 
             have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
             fix = "record more replies (agentctl run --record) or shorten the run"

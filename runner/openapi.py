@@ -105,7 +105,7 @@ def read_operations(
     operations it lists on the entry. The problems: a missing file (located by `locate` at the
     entry's `spec` key), an invalid document (located in the document), an unknown
     `operationId` (at its place in `operations`), no server and no `base_url`."""
-    from runner.loader import display_path
+    from runner.errors import display_path
     from runner.spec_errors import did_you_mean
 
     shown = display_path(entry.spec)

@@ -706,7 +706,7 @@ class Resolver:
                 continue
             folder = Path(entry.path)
             if not folder.is_dir():
-                from runner.loader import display_path
+                from runner.errors import display_path
 
                 message = f"skills folder not found: {display_path(folder)}"
                 raise ResolutionError.at(locator((*where, "skills", index), message))

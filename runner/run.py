@@ -925,7 +925,7 @@ class Session:
             if state.next or state.tasks:  # cut off before it reached the approval
                 import shlex
 
-                from runner.loader import display_path
+                from runner.errors import display_path
 
                 source = self.spec.source
                 spec = shlex.quote(display_path(source)) if source else "SPEC"
@@ -1212,7 +1212,7 @@ class Session:
         there, where this process cannot see."""
         if not self._cassettes:
             return
-        from runner.loader import display_path
+        from runner.errors import display_path
 
         if values is None:
             values = self.values(thread_id)

@@ -187,7 +187,7 @@ class SkillSet:
 def discover(folders: Iterable[tuple[Path, str]]) -> SkillSet:
     """Skills in host folders, each given with the agent path it is mounted at (`/skills/`).
     Later folders override earlier ones by name; problems are collected, bad skills skipped."""
-    from runner.loader import display_path
+    from runner.errors import display_path
     from runner.yamlsource import read_source
 
     found = SkillSet()

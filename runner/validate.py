@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from runner.errors import Problem, SpecError
-from runner.loader import _host_path, display_path, load_spec
+from runner.errors import Problem, SpecError, display_path
+from runner.loader import _host_path, load_spec
 from runner.spec import AgentSpec
+from runner.spec.cassette import CASSETTE_SUFFIXES
 
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
 SPEC_SUFFIXES = (".yaml", ".yml")
-CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
 TEST_SUFFIXES = (".test.yaml", ".test.yml")  # `agentctl test` files, not agents
 
 

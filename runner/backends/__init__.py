@@ -12,14 +12,14 @@ rest of agentctl needs to know before any run (can the agent execute commands? d
 `files` state key?) is answered by the provider from the spec's types alone.
 
 ```
-protocol.py     Backend / SandboxBackend, results, BackendError, can_execute
+protocol.py     Backend / SandboxBackend, results, BackendError
 paths.py        validate_path (the one path gate), glob patterns
 state.py        files in graph state (+ FilesState, merge_files)
 filesystem.py   a real directory, confined to root_dir in virtual mode
 local_shell.py  filesystem + execute (sandbox, timeout, output cap, clean environment)
 sandbox.py      the bubblewrap command line execute runs in, and whether this machine has it
 store.py        a LangGraph BaseStore namespace
-composite.py    a default backend plus prefix routes
+composite.py    a default backend plus prefix routes, can_execute
 ```
 """
 
@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from runner.backends.composite import CompositeBackend
+from runner.backends.composite import CompositeBackend, can_execute
 from runner.backends.filesystem import MEGABYTE, FilesystemBackend
 from runner.backends.local_shell import ENV_ALLOWLIST, LocalShellBackend
 from runner.backends.mounts import Mount, MountedBackend
@@ -50,7 +50,6 @@ from runner.backends.protocol import (
     ReadResult,
     SandboxBackend,
     WriteResult,
-    can_execute,
 )
 from runner.backends.state import FilesState, PrefixedFiles, StateBackend, merge_files
 from runner.backends.store import StoreBackend

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_LINKS",
     "MAX_WALK_DEPTH",
     "READ_FLAGS",
+    "VCS_DIRS",
     "Root",
     "WalkEntry",
     "is_plain_file",
@@ -42,6 +43,8 @@ __all__ = [
 
 MAX_LINKS = 40
 MAX_WALK_DEPTH = 256
+VCS_DIRS = frozenset({".git", ".hg", ".svn"})
+"""Directories glob and grep never enter."""
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
@@ -262,8 +265,6 @@ class Root:
         while the walk runs is refused by the kernel rather than followed. `descend(relative)`
         may return False to skip a directory. At most `MAX_WALK_DEPTH` descriptors are held.
         """
-        from runner.backends.search import VCS_DIRS
-
         frames: list[tuple[str, int, list[str]]] = []  # a directory and its subdirectories left
         current: tuple[str, int] | None = ("", start_fd)
         try:

@@ -43,11 +43,10 @@ from runner.backends.protocol import (
     SandboxBackend,
     WriteResult,
     argv_runner,
-    can_execute,
 )
 from runner.backends.text import check_grep_pattern
 
-__all__ = ["CompositeBackend"]
+__all__ = ["CompositeBackend", "can_execute"]
 
 _T = TypeVar("_T")
 
@@ -375,3 +374,14 @@ class CompositeBackend:
         env: Mapping[str, str] | None = None,
     ) -> ExecuteResult:
         return await argv_runner(self._sandbox()).aexecute_argv(argv, timeout, env)
+
+
+def can_execute(backend: Backend) -> bool:
+    """Whether `execute` may be offered with this backend: decided by type, never by a flag.
+
+    A composite backend sends commands to its default backend, so it can execute exactly when
+    that one can, whatever its routes are.
+    """
+    if isinstance(backend, CompositeBackend):
+        return can_execute(backend.default)
+    return isinstance(backend, SandboxBackend)

@@ -35,7 +35,6 @@ __all__ = [
     "SandboxBackend",
     "WriteResult",
     "argv_runner",
-    "can_execute",
     "quote_path",
     "too_large",
 ]
@@ -241,16 +240,3 @@ def argv_runner(backend: Any) -> ArgvRunner:
     raise BackendError(
         "this backend cannot run a command as an argument list (script tools need `local_shell`)"
     )
-
-
-def can_execute(backend: Backend) -> bool:
-    """Whether `execute` may be offered with this backend: decided by type, never by a flag.
-
-    A composite backend sends commands to its default backend, so it can execute exactly when
-    that one can, whatever its routes are.
-    """
-    from runner.backends.composite import CompositeBackend
-
-    if isinstance(backend, CompositeBackend):
-        return can_execute(backend.default)
-    return isinstance(backend, SandboxBackend)

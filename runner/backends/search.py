@@ -39,17 +39,13 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from runner.backends.beneath import READ_FLAGS, Root, is_plain_file
+from runner.backends.beneath import READ_FLAGS, VCS_DIRS, Root, is_plain_file
 
 __all__ = [
-    "VCS_DIRS",
     "find_ripgrep",
     "grep_tree",
     "search_bytes",
 ]
-
-VCS_DIRS = frozenset({".git", ".hg", ".svn"})
-"""Directories glob and grep never enter."""
 
 Hit = tuple[str, int, str]
 """(path relative to the search base, 1-based line, line text)."""

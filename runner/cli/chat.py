@@ -363,7 +363,7 @@ class Chat:
 def shown_model(model_id: str) -> str:
     """The model as the person would write it: a replay cassette relative to the working folder."""
     if model_id.startswith("replay:"):
-        from runner.loader import display_path
+        from runner.errors import display_path
 
         return "replay:" + display_path(Path(model_id.removeprefix("replay:")))
     return model_id

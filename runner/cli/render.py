@@ -94,7 +94,7 @@ def shown_spec(path: Any) -> str:
     """The agent file as a command line names it (relative when under the current folder)."""
     import shlex
 
-    from runner.loader import display_path
+    from runner.errors import display_path
 
     return shlex.quote(display_path(path))
 

@@ -91,7 +91,7 @@ def serve(
     (and served once it is fixed and saved) instead of stopping the start.
     """
     from runner.cli.options import parse_vars
-    from runner.loader import display_path
+    from runner.errors import display_path
 
     variables = parse_vars(vars_)
     if not dev and redis and not db:

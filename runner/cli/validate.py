@@ -38,8 +38,7 @@ def validate(
     printed once, with the files it was found through.
     """
     from runner.cli.options import parse_vars
-    from runner.errors import Problem
-    from runner.loader import display_path
+    from runner.errors import Problem, display_path
     from runner.validate import FileReport, LoadCache, check_file, find_specs
 
     variables = parse_vars(vars_)

@@ -9,20 +9,19 @@ keeps a wrap hook off each model call. `langchain-anthropic` is an optional extr
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from runner.resolve import ResolvedAgent
+from runner.spec import PromptCachingSpec
 
 ANTHROPIC_PROVIDERS = ("anthropic", "anthropic_bedrock", "google_anthropic_vertex")
 
 
-def uses_anthropic(agent: ResolvedAgent) -> bool:
-    """Whether the agent's model or a fallback is Anthropic's (by provider, or by class for a
-    model object passed in)."""
-    providers = [agent.model.provider] + [f.partition(":")[0] for f in agent.model.fallback_ids]
-    if any(p in ANTHROPIC_PROVIDERS for p in providers):
+def uses_anthropic(model_ids: Sequence[str], models: Sequence[Any]) -> bool:
+    """Whether one of an agent's models (its model and fallbacks, as `provider:name` ids and as
+    objects) is Anthropic's: by provider, or by class for a model object passed in."""
+    if any(m.partition(":")[0] in ANTHROPIC_PROVIDERS for m in model_ids):
         return True
-    models = [agent.model.chat_model, *agent.model.fallbacks]
     # A ChatAnthropic object exists only once its module is imported: look there instead of
     # importing it (the Anthropic SDK takes seconds to import) to learn that none is.
     module = sys.modules.get("langchain_anthropic")
@@ -30,9 +29,11 @@ def uses_anthropic(agent: ResolvedAgent) -> bool:
     return chat_anthropic is not None and any(isinstance(m, chat_anthropic) for m in models)
 
 
-def prompt_caching_middleware(agent: ResolvedAgent) -> Any:
-    settings = agent.spec.prompt_caching
-    if not settings.enabled or not uses_anthropic(agent):
+def prompt_caching_middleware(
+    settings: PromptCachingSpec, model_ids: Sequence[str], models: Sequence[Any]
+) -> Any:
+    """The caching middleware for an agent with these models, or None when it would not help."""
+    if not settings.enabled or not uses_anthropic(model_ids, models):
         return None
     try:
         from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware

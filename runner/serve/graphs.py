@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from runner.serve.agents import ServedAgent
@@ -49,7 +50,7 @@ def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any, An
 
 
 def graph_files(graphs: Mapping[str, str]) -> dict[str, str]:
-    """The registered graphs as Aegra names them: {graph id: `/path/graph_file.py:NAME`}."""
-    from runner.serve import graph_file
-
-    return {name: f"{graph_file.__file__}:{name}" for name in graphs}
+    """The registered graphs as Aegra names them: {graph id: `/path/graph_file.py:NAME`}. The
+    file is named by its path, not imported: it imports this module (`MODULE`)."""
+    graph_file = Path(__file__).with_name("graph_file.py")
+    return {name: f"{graph_file}:{name}" for name in graphs}

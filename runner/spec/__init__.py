@@ -63,7 +63,7 @@ def json_schema(kind: SchemaKind = "agent") -> dict[str, Any]:
     """The JSON Schema of an agent file (`schemas/agent.schema.json`) or of a replay cassette
     (`schemas/cassette.schema.json`: a mapping with `agents:`, or a plain list of replies)."""
     if kind == "cassette":
-        from runner.cassette import CassetteFile
+        from runner.spec.cassette import CassetteFile
 
         schema = CassetteFile.model_json_schema(mode="validation")
         defs = schema.pop("$defs", {})

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runner.errors import Problem, SpecError
-from runner.loader import display_path
+from runner.errors import Problem, SpecError, display_path
 from runner.spec_errors import problems_from_validation
 from runner.testing.spec import TestFileSpec
 from runner.yamlsource import KeyPath, SourceMap, read_yaml

@@ -59,8 +59,8 @@ class _Agents:
 
     def load(self, agent: WebAgent) -> _Loaded:
         """The file's spec (None when it has problems) and its problems (blocking)."""
-        from runner.errors import Problem, RunnerError
-        from runner.loader import display_path, load_spec
+        from runner.errors import Problem, RunnerError, display_path
+        from runner.loader import load_spec
         from runner.validate import validate_file
 
         try:
@@ -111,7 +111,7 @@ def create_app(
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     def agent_rows() -> list[dict[str, Any]]:
-        from runner.loader import display_path
+        from runner.errors import display_path
 
         rows = []
         for agent in served.by_name.values():

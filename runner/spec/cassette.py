@@ -1,0 +1,80 @@
+"""The replay cassette file as pydantic models: recorded model replies, so agents run offline.
+
+```yaml
+version: 1
+agents:                  # replies per agent name; the main agent is the spec's `name`
+  researcher:
+    - content: "Let me plan this."
+      tool_calls:
+        - {name: write_todos, args: {todos: [{content: Outline, status: in_progress}]}}
+    - content: "Done."
+  critic:                # a subagent's replies, consumed each time it is called
+    - content: "Three weaknesses: ..."
+```
+
+A plain list instead of `agents:` holds the main agent's replies. A reply may set `delay`
+(seconds, to imitate a slow model) and `usage` (token counts; estimated when absent). Reading a
+cassette and playing it is `runner.cassette`'s; this module is the format only (pure data, like
+the agent spec), so `json_schema("cassette")` needs nothing above `runner.spec`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from runner.spec.base import SpecModel
+
+__all__ = [
+    "CASSETTE_SUFFIXES",
+    "CassetteFile",
+    "CassetteReply",
+    "CassetteToolCall",
+    "CassetteUsage",
+]
+
+CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
+"""How a cassette file's name ends (`agentctl validate` tells cassettes from agents by it)."""
+
+
+class CassetteToolCall(SpecModel):
+    """One tool call in a reply."""
+
+    name: str = Field(min_length=1)
+    """The tool to call."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Its arguments."""
+    id: str | None = None
+    """The call id; generated when absent."""
+
+
+class CassetteUsage(SpecModel):
+    """The token counts a reply reports."""
+
+    input_tokens: int = Field(ge=0)
+    """Tokens of the conversation sent to the model."""
+    output_tokens: int = Field(ge=0)
+    """Tokens of the reply."""
+
+
+class CassetteReply(SpecModel):
+    """One model reply, played when the agent calls its model."""
+
+    content: str | list[dict[str, Any]] = ""
+    """The reply's text (or content blocks)."""
+    tool_calls: list[CassetteToolCall] = Field(default_factory=list)
+    """Tool calls the model makes in this reply."""
+    delay: float = Field(default=0, ge=0)
+    """Seconds to wait before replying (imitates a slow model)."""
+    usage: CassetteUsage | None = None
+    """Token counts to report; estimated from the text when absent."""
+
+
+class CassetteFile(SpecModel):
+    """A cassette with replies per agent name."""
+
+    version: Literal[1] = 1
+    """Cassette format version."""
+    agents: dict[str, list[CassetteReply]] = Field(default_factory=dict)
+    """Replies per agent name."""
