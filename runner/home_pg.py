@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import threading
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from runner import threads_db
-from runner.errors import RunError
+from runner.errors import RunError, first_line, redact
 from runner.retention import (
     DEFAULT_KEEP,
     CheckpointRow,
@@ -95,17 +94,6 @@ ADOPT = (
 EXTRA = "pip install 'agentctl[postgres]'"
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
-
-
 class PostgresHome(Home):
     """The thread database in Postgres (see the module docstring)."""
 
@@ -128,7 +116,7 @@ class PostgresHome(Home):
             )
         except (psycopg.Error, ValueError) as exc:
             raise RunError(
-                f"cannot open the thread database {self.path}: {_first_line(exc)}"
+                f"cannot open the thread database {self.path}: {first_line(exc)}"
             ) from None
         self._lock = threading.Lock()
         self.db = PostgresDatabase(self.conn, self._lock)
@@ -141,7 +129,7 @@ class PostgresHome(Home):
         except psycopg.Error as exc:
             self.conn.close()
             raise RunError(
-                f"cannot set up the thread database {self.path}: {_first_line(exc)}"
+                f"cannot set up the thread database {self.path}: {first_line(exc)}"
             ) from None
 
     def _setup(self) -> tuple[Any, Any]:
@@ -273,11 +261,6 @@ class _ServedThreadLease(PostgresThreadLease):
                     "continue it when that run has finished"
                 )
         return super()._try(thread_id, token)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class PostgresRetention:

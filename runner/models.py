@@ -33,7 +33,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict
 
 from runner.cassette import Cassette, CassetteReply, load_cassette
-from runner.errors import ResolutionError, RunError
+from runner.errors import ResolutionError, RunError, first_line
 
 __all__ = [
     "EXTRAS",
@@ -92,7 +92,7 @@ def init_model(
             f"model {model_id!r} needs the {provider} integration, which is not installed: {fix}"
         ) from None
     except Exception as exc:  # a provider refusing its parameters or a missing API key
-        raise ResolutionError(f"cannot create model {model_id!r}: {_first_line(exc)}") from None
+        raise ResolutionError(f"cannot create model {model_id!r}: {first_line(exc)}") from None
     return harden(model, params or {})
 
 
@@ -178,11 +178,6 @@ def _mark_non_objects(response: Any) -> dict[str, Any] | None:
                 function["arguments"] = _MARK + raw
                 found = True
     return data if found else None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 class ReplayChatModel(BaseChatModel):

@@ -132,10 +132,6 @@ class ResolvedAgent:
         """Close what resolution opened (idempotent)."""
         close_all(self.resources)
 
-    @property
-    def system_prompt_sections(self) -> list[PromptSection]:
-        return self.prompt_sections
-
 
 KeyPath = tuple[str | int, ...]
 Locator = Callable[[KeyPath, str], Problem]

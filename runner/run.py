@@ -47,6 +47,7 @@ from runner.events import (
 from runner.retention import CheckpointRetention, SqliteRetention
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.spec.budgets import PriceSpec
+from runner.transcripts import text_of
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -420,18 +421,6 @@ class RunResult:
 # --------------------------------------------------------------------------- events
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part)
-            for part in content
-            if not isinstance(part, dict) or part.get("type") in (None, "text")
-        )
-    return str(content)
-
-
 class EventTranslator:
     """Turns LangGraph stream chunks (`stream_mode=["messages", "updates", "custom"]`,
     `subgraphs=True`) into RunEvents, naming the agent of each."""
@@ -504,7 +493,7 @@ class EventTranslator:
             return
         if SUMMARY_TAG in (meta.get("tags") or ()):
             return  # the summarizer's words are not the agent's
-        text = _text_of(message.content)
+        text = text_of(message.content)
         if text:
             agent, parent = self._agent(namespace, meta)
             if message.id:
@@ -536,7 +525,7 @@ class EventTranslator:
                         continue  # history restated (a repair, a summary): not news
                     if message.id:
                         self.seen_replies.add(message.id)
-                    text = _text_of(message.content)
+                    text = text_of(message.content)
                     if text and message.id not in self.streamed_text:
                         yield TextDelta(agent=agent, parent_id=parent, text=text)
                     yield _model_call(message, agent, parent)
@@ -574,7 +563,7 @@ class EventTranslator:
                         parent_id=parent,
                         name=message.name or "",
                         id=call_id,
-                        content=_text_of(message.content),
+                        content=text_of(message.content),
                         status=getattr(message, "status", "success") or "success",
                     )
         todos = update.get("todos")
@@ -1308,7 +1297,7 @@ class Session:
         return Final(
             agent=self.name,
             thread_id=thread_id,
-            content=_text_of(last_ai.content) if last_ai is not None else "",
+            content=text_of(last_ai.content) if last_ai is not None else "",
             structured_response=structured,
         )
 

@@ -316,10 +316,6 @@ def _fence(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text}\n{fence}"
 
 
-def _quote(text: str) -> str:
-    return "\n".join(f"> {line}" if line else ">" for line in text.strip().splitlines()) or ">"
-
-
 def export_markdown(home: Home, thread_id: str) -> str:
     """The thread as a Markdown document: its details, the conversation (tool calls with their
     arguments and results), the approvals with their decisions, and its state files."""

@@ -67,14 +67,16 @@ def _decode(kind: str | None, blob: bytes | None) -> Any:
 
 
 def text_of(content: Any) -> str:
-    """The text of a message's content (text blocks joined; images and other blocks left out)."""
+    """The text of a message's content: strings and text parts joined (a part with no `type` but
+    a `text` counts as text, as streamed chunks carry it); images and other blocks left out."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(
             part if isinstance(part, str) else str(part.get("text", ""))
             for part in content
-            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
+            if isinstance(part, str)
+            or (isinstance(part, dict) and part.get("type", "text") in (None, "text"))
         )
     return str(content)
 

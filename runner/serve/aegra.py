@@ -30,9 +30,9 @@ import tempfile
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from runner.errors import RunError
+from runner.errors import RunError, redact
 
 __all__ = ["check_database", "check_redis", "database_url", "redact", "require_aegra", "run_aegra"]
 
@@ -58,15 +58,6 @@ def require_aegra() -> None:
             "serving on a database (--db) needs Aegra, which is not installed: "
             "pip install 'agentctl[serve]'"
         )
-
-
-def redact(url: str) -> str:
-    """`url` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def database_url(url: str) -> str:

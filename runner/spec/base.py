@@ -145,10 +145,6 @@ class SourcePath(SpecModel):
         return self
 
     @property
-    def is_host(self) -> bool:
-        return self.host is not None
-
-    @property
     def path(self) -> str:
         return self.host if self.host is not None else self.backend  # type: ignore[return-value]
 
