@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runner import threads_db
 from runner.errors import RunError, RunnerError
 from runner.events import (
     DENIED_KEY,
@@ -44,10 +43,11 @@ from runner.events import (
     ToolResult,
     Usage,
 )
-from runner.retention import CheckpointRetention, SqliteRetention
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.spec.budgets import PriceSpec
-from runner.transcripts import text_of
+from runner.threads import guards as threads_db
+from runner.threads.retention import CheckpointRetention, SqliteRetention
+from runner.threads.transcripts import text_of
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -162,13 +162,13 @@ def is_postgres_url(db: object) -> bool:
 
 class Home:
     """The thread database: LangGraph checkpoints, the LangGraph store, the thread registry,
-    the settings threads started with, and the guards of `runner.threads_db` (lease, answer log,
-    tool journal), with checkpoint retention (`runner.retention`).
+    the settings threads started with, and the guards of `runner.threads.guards` (lease, answer log,
+    tool journal), with checkpoint retention (`runner.threads.retention`).
 
-    `Home(db)` opens the one `db` names: a `postgresql://` URL opens `runner.home_pg.PostgresHome`
-    (LangGraph's `PostgresSaver` and `PostgresStore` in that database), anything else a SQLite
-    file, `SqliteHome` (default `$AGENTCTL_HOME/agentctl.db`). The registry and the guards are
-    written once here, over `db` (`runner.threads_db.Database`)."""
+    `Home(db)` opens the one `db` names: a `postgresql://` URL opens
+    `runner.threads.postgres.PostgresHome` (LangGraph's `PostgresSaver` and `PostgresStore` in that
+    database), anything else a SQLite file, `SqliteHome` (default `$AGENTCTL_HOME/agentctl.db`). The
+    registry and the guards are written once here, over `db` (`runner.threads.guards.Database`)."""
 
     path: Path | str
     """The SQLite file, or the Postgres URL without its password (for messages)."""
@@ -182,7 +182,7 @@ class Home:
     def __new__(cls, db: str | os.PathLike[str] | None = None) -> Home:
         if cls is Home:
             if is_postgres_url(db):
-                from runner.home_pg import PostgresHome
+                from runner.threads.postgres import PostgresHome
 
                 cls = PostgresHome
             else:
@@ -329,7 +329,8 @@ class SqliteHome(Home):
         self._checkpointer: Any = None
         self._store: Any = None
         self.retention: SqliteRetention = SqliteRetention(self.conn, self._lock)
-        """Prunes old checkpoints (`runner.retention`); shares the connection and its lock."""
+        """Prunes old checkpoints (`runner.threads.retention`); shares the connection and its
+        lock."""
         self.lease = threads_db.SqliteThreadLease(self.conn, self._lock)
         self.answers = threads_db.SqliteAnswerLog(self.conn, self._lock)
         self._journal: threads_db.ToolJournal | None = None
@@ -762,7 +763,8 @@ class Session:
     ) -> None:
         """`keep_checkpoints`: how many of each thread's latest checkpoints a turn leaves
         (`"all"`: every one); by default the database's setting, else
-        `runner.retention.DEFAULT_KEEP`. See `runner.retention` for what is always kept."""
+        `runner.threads.retention.DEFAULT_KEEP`. See `runner.threads.retention` for what is always
+        kept."""
         from runner.build import _as_spec, build_graph
         from runner.resolve import Resolver
 
@@ -897,7 +899,7 @@ class Session:
 
     def _claim(self, thread_id: str, decisions: Sequence[Decision]) -> tuple[dict[str, Any], bool]:
         """Answer the thread's pending approvals: a compare-and-set on the pending interrupts
-        (`runner.threads_db.AnswerLog`). Returns the resume value per interrupt, and whether
+        (`runner.threads.guards.AnswerLog`). Returns the resume value per interrupt, and whether
         this call recorded it; raises `AlreadyAnswered` when another answer came first.
 
         An answer whose process died before the thread went on is still the answer: the same
@@ -1016,7 +1018,7 @@ class Session:
         a run that was cut off. Failures become an `Error` event (never an exception), except
         `KeyboardInterrupt`.
 
-        The turn holds the thread's lease (`runner.threads_db`): while it runs, another process
+        The turn holds the thread's lease (`runner.threads.guards`): while it runs, another process
         (or session) gets a `ThreadBusy` error, or waits up to the session's `wait` seconds.
         Decisions are claimed before the lease is taken: of two answers to one approval, the
         first recorded runs, the other gets `AlreadyAnswered`.
@@ -1250,7 +1252,7 @@ class Session:
         return self.state(thread_id)
 
     def _prune(self, thread_id: str) -> RunWarning | None:
-        """Remove the thread's checkpoints that nothing needs any more (`runner.retention`);
+        """Remove the thread's checkpoints that nothing needs any more (`runner.threads.retention`);
         a failure costs only space, so it is a warning."""
         retention = self.home.retention
         if self.keep_checkpoints == "all":

@@ -428,7 +428,7 @@ def _split_system(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[d
 
 
 def _content_text(message: Any) -> str:
-    from runner.transcripts import text_of  # the text blocks of a message's content
+    from runner.threads.transcripts import text_of  # the text blocks of a message's content
 
     return text_of(getattr(message, "content", message))
 

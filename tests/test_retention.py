@@ -11,8 +11,8 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from runner.events import Final, Interrupt
-from runner.retention import CheckpointRow, kept_checkpoints, parse_keep
 from runner.run import Decision, Home, Session
+from runner.threads.retention import CheckpointRow, kept_checkpoints, parse_keep
 from tests.conftest import run_cli
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import spec_file

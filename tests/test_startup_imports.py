@@ -60,6 +60,6 @@ def test_the_threads_commands_do_not_import_langchain(tmp_path: Path) -> None:
         thread = session.run("hello").thread_id
     assert loaded_by_cli(["threads", "list", "--db", db], tmp_path) == []
     assert loaded_by_cli(["threads", "keep-checkpoints", "--db", db], tmp_path) == []
-    # the saved messages are read as plain values (runner.transcripts)
+    # the saved messages are read as plain values (runner.threads.transcripts)
     assert loaded_by_cli(["threads", "show", thread, "--db", db], tmp_path) == []
     assert loaded_by_cli(["threads", "rm", thread, "--yes", "--db", db], tmp_path) == []

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from runner import threads_db
 from runner.run import Home
-from runner.threads_db import TableThreadLease, ThreadBusy
+from runner.threads import guards as threads_db
+from runner.threads.guards import TableThreadLease, ThreadBusy
 from tests.conftest import ROOT
 from tests.fakes import ScriptedChatModel, ai
 
@@ -350,7 +350,7 @@ def test_the_async_postgres_journal_keeps_the_first_result(postgres_url: str) ->
     from psycopg.rows import dict_row
 
     from runner.middleware.journal import journal_for
-    from runner.threads_pg import AsyncPostgresToolJournal
+    from runner.threads.pg_guards import AsyncPostgresToolJournal
 
     async def roundtrip() -> tuple[Any, Any]:
         conn = await psycopg.AsyncConnection.connect(

@@ -9,8 +9,8 @@ import pytest
 
 from runner.events import Interrupt
 from runner.run import Session
-from runner.thread_tools import latest_transcript
-from runner.transcripts import Unreadable, _decode, saved_transcript
+from runner.threads.export import latest_transcript
+from runner.threads.transcripts import Unreadable, _decode, saved_transcript
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import call, reply, spec_file
 
@@ -61,6 +61,6 @@ def test_another_format_falls_back_to_langgraph(
         def unreadable(*args: object) -> None:
             raise Unreadable("test")
 
-        monkeypatch.setattr("runner.transcripts.saved_transcript", unreadable)
+        monkeypatch.setattr("runner.threads.transcripts.saved_transcript", unreadable)
         transcript = latest_transcript(session.home, thread)
     assert transcript is not None and transcript.messages[-1].text == "Hello there."

@@ -366,7 +366,7 @@ def _keep(value: str | None) -> int | Literal["all"] | None:
     """`--keep-checkpoints`: a number, `all`, or not given (None)."""
     if value is None:
         return None
-    from runner.retention import parse_keep
+    from runner.threads.retention import parse_keep
 
     try:
         keep = parse_keep(value)

@@ -1,6 +1,6 @@
 """`agentctl threads`: the saved threads: list, show, export, fork, search, delete, prune.
 
-Everything here reads the thread database (`runner.run.Home`, through `runner.thread_tools`): no
+Everything here reads the thread database (`runner.run.Home`, through `runner.threads.export`): no
 spec is loaded and no agent is built, so a thread stays readable after its spec moved, and
 nothing (no MCP server) starts.
 """
@@ -18,7 +18,7 @@ from runner.cli.options import db_option
 if TYPE_CHECKING:
     from runner.errors import RunError
     from runner.run import Home, ThreadInfo
-    from runner.threads_db import Holder
+    from runner.threads.guards import Holder
 
 
 json_option = click.option(
@@ -50,7 +50,7 @@ def list_threads(
 ) -> int:
     """The saved threads, most recently updated first: id, agent, last update (local time) and
     the first message. --json: a JSON list of thread records."""
-    from runner.thread_tools import thread_record
+    from runner.threads.export import thread_record
 
     home = _home(db)
     try:
@@ -99,7 +99,7 @@ def show_thread(
     --json: the thread record with its messages and pending approvals (or checkpoints)."""
     from runner.cli.render import result_summary, short_args
     from runner.errors import RunError
-    from runner.thread_tools import latest_transcript
+    from runner.threads.export import latest_transcript
 
     if show_checkpoints:
         return _show_checkpoints(thread_id, db, as_json=as_json)
@@ -160,7 +160,7 @@ def remove_thread(thread_id: str, yes: bool, db: Path | str | None) -> int:
     names that process (pid, host, since when); delete it when the run is over.
     """
     from runner.errors import RunError
-    from runner.threads_db import ThreadBusy
+    from runner.threads.guards import ThreadBusy
 
     home = _home(db)
     try:
@@ -216,7 +216,7 @@ def keep_checkpoints(value: str | None, db: Path | str | None) -> int:
     from, are always kept. Setting a value prunes every thread now and gives the freed space
     back to the file system; `agentctl run --keep-checkpoints` overrides it for one run.
     """
-    from runner.retention import DEFAULT_KEEP, describe_keep, parse_keep
+    from runner.threads.retention import DEFAULT_KEEP, describe_keep, parse_keep
 
     home = _home(db)
     try:
@@ -269,7 +269,7 @@ def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | str 
 
     JSON lines: a `thread` record first, then `message`, `tool_call`, `approval` and `file`
     records (fields: README, Thread tools)."""
-    from runner.thread_tools import export_jsonl, export_markdown
+    from runner.threads.export import export_jsonl, export_markdown
 
     home = _home(db)
     try:
@@ -306,7 +306,7 @@ def fork_thread(thread_id: str, at: str | None, db: Path | str | None) -> int:
     with `agentctl run SPEC --thread NEW`. Thread ID is not changed."""
     import shlex
 
-    from runner.thread_tools import fork_thread as fork
+    from runner.threads.export import fork_thread as fork
 
     home = _home(db)
     try:
@@ -341,7 +341,7 @@ def search_threads(
     """Find TEXT (case-insensitive) in the messages of every thread: what was said, tool calls
     and their arguments, tool results. One line per matching message, newest thread first;
     exits 1 when nothing matches."""
-    from runner.thread_tools import search_threads as search
+    from runner.threads.export import search_threads as search
 
     home = _home(db)
     try:
@@ -375,8 +375,8 @@ def search_threads(
 def prune_threads(older_than: str, dry_run: bool, db: Path | str | None) -> int:
     """Delete the threads not used for longer than AGE (their checkpoints, state files, pending
     approvals and registry entries). A thread that a process runs now is never deleted."""
-    from runner.thread_tools import parse_age
-    from runner.thread_tools import prune_threads as prune
+    from runner.threads.export import parse_age
+    from runner.threads.export import prune_threads as prune
 
     try:
         age = parse_age(older_than)
@@ -407,7 +407,7 @@ def prune_threads(older_than: str, dry_run: bool, db: Path | str | None) -> int:
 def _show_json(
     home: Home, thread_id: str, info: ThreadInfo | None, transcript: Any
 ) -> dict[str, Any]:
-    from runner.thread_tools import message_records, thread_record
+    from runner.threads.export import message_records, thread_record
 
     record = thread_record(home, thread_id, info)
     record.pop("type")
@@ -430,7 +430,7 @@ def _show_json(
 
 
 def _show_checkpoints(thread_id: str, db: Path | str | None, *, as_json: bool) -> int:
-    from runner.thread_tools import checkpoints
+    from runner.threads.export import checkpoints
 
     home = _home(db)
     try:

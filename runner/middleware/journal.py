@@ -9,7 +9,7 @@ finished before; when the call returns, its result (the `ToolMessage` or `Comman
 gets) is recorded and committed before anything else happens. So a call that finished is never
 run again; only a call in flight at the moment of a crash may run a second time.
 
-The journal is found from the run's checkpointer (`runner.threads_db.ToolJournal`, or its async
+The journal is found from the run's checkpointer (`runner.threads.guards.ToolJournal`, or its async
 twin `AsyncToolJournal`): agentctl's thread database attaches one (`runner.run.Home`), and a
 LangGraph checkpointer of a known type gets one in its own database, on its own connection and
 lock (`DERIVED`, matched on the checkpointer's class and its bases): `SqliteSaver` and
@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
-from runner.threads_db import AsyncToolJournal, ToolJournal
+from runner.threads.guards import AsyncToolJournal, ToolJournal
 
 __all__ = ["DERIVED", "ToolJournalMiddleware", "journal_for"]
 
@@ -50,25 +50,25 @@ _JOURNALS: weakref.WeakKeyDictionary[Any, Journal | None] = weakref.WeakKeyDicti
 
 
 def _sqlite(saver: Any) -> Journal:
-    from runner.threads_db import SqliteToolJournal
+    from runner.threads.guards import SqliteToolJournal
 
     return SqliteToolJournal(saver.conn, saver.lock, serde=saver.serde)
 
 
 def _async_sqlite(saver: Any) -> Journal:
-    from runner.threads_db import AsyncSqliteToolJournal
+    from runner.threads.guards import AsyncSqliteToolJournal
 
     return AsyncSqliteToolJournal(saver)
 
 
 def _postgres(saver: Any) -> Journal:
-    from runner.threads_pg import PostgresToolJournal
+    from runner.threads.pg_guards import PostgresToolJournal
 
     return PostgresToolJournal.of_saver(saver)
 
 
 def _async_postgres(saver: Any) -> Journal:
-    from runner.threads_pg import AsyncPostgresToolJournal
+    from runner.threads.pg_guards import AsyncPostgresToolJournal
 
     return AsyncPostgresToolJournal(saver)
 

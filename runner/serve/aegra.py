@@ -206,10 +206,11 @@ def _migrate(database: str) -> None:
 
 def _adopt_cli_threads(database: str) -> None:
     """The threads `agentctl run --db` started on this database before a server ran on it get
-    their row in Aegra's thread table (later ones get it from the CLI: `runner.home_pg`)."""
+    their row in Aegra's thread table (later ones get it from the CLI:
+    `runner.threads.postgres`)."""
     import psycopg
 
-    from runner.home_pg import ADOPT
+    from runner.threads.postgres import ADOPT
 
     with psycopg.connect(database, autocommit=True) as conn:
         found = conn.execute("SELECT to_regclass('agentctl_threads') IS NOT NULL").fetchone()

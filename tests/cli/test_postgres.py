@@ -163,8 +163,8 @@ def test_thread_tools_export_fork_search_prune_on_postgres(
     threads: one whose `write_file` approval was answered, one still waiting for it."""
     from datetime import UTC, datetime, timedelta
 
-    from runner import thread_tools
     from runner.run import Decision
+    from runner.threads import export as thread_tools
     from tests.conftest import AGENTS
 
     notes = "Write the release notes for agentctl 0.1.0"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import thread_tools
 from runner.run import Decision, Home, Session
+from runner.threads import export as thread_tools
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.fakes import ScriptedChatModel, ai
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import RunError
-from runner.transcripts import text_of
+from runner.threads.transcripts import text_of
 
 if TYPE_CHECKING:
     from runner.run import Home, ThreadInfo, Transcript
@@ -53,12 +53,12 @@ EXPORT_FORMAT = 1
 
 def latest_transcript(home: Home, thread_id: str) -> Transcript | None:
     """The latest checkpoint's messages and pending approvals. On SQLite, read without LangChain
-    when the checkpoint is plain msgpack (`runner.transcripts`, fast for `show` and `search`);
-    otherwise through the checkpointer."""
+    when the checkpoint is plain msgpack (`runner.threads.transcripts`, fast for `show` and
+    `search`); otherwise through the checkpointer."""
     import sqlite3
 
     from runner.run import Transcript
-    from runner.transcripts import Unreadable, saved_transcript
+    from runner.threads.transcripts import Unreadable, saved_transcript
 
     conn = getattr(home, "conn", None)
     lock = getattr(home, "_lock", None)
@@ -671,7 +671,7 @@ def prune_threads(
     older than `older_than`. A thread some process runs now is never deleted: its lease is
     taken first (held while it is deleted, so no run starts on it meanwhile); a dry run only
     asks who holds it."""
-    from runner.threads_db import ThreadBusy
+    from runner.threads.guards import ThreadBusy
 
     cutoff = (now or datetime.now(UTC)) - older_than
     deleted: list[ThreadInfo] = []

@@ -43,9 +43,9 @@ turn; when more than a quarter of the file (and at least `RECLAIM_MIN_BYTES`) is
 one full `VACUUM` in `agentctl threads keep-checkpoints` (it says so).
 
 Other checkpointers: `CheckpointRetention` is what the run loop and `agentctl threads` call.
-The Postgres one (`runner.home_pg.PostgresRetention`, for `--db postgresql://`) makes the same
-`kept_checkpoints` choice and also removes the channel values (`checkpoint_blobs`, stored once
-per version outside the checkpoints) that only removed checkpoints named; Postgres's autovacuum
+The Postgres one (`runner.threads.postgres.PostgresRetention`, for `--db postgresql://`) makes the
+same `kept_checkpoints` choice and also removes the channel values (`checkpoint_blobs`, stored
+once per version outside the checkpoints) that only removed checkpoints named; Postgres's autovacuum
 reuses the space.
 """
 
@@ -158,7 +158,8 @@ def kept_checkpoints(
 
 class CheckpointRetention(Protocol):
     """Prunes one checkpointer's storage; `runner.run.Session` calls `prune` after each turn,
-    `agentctl threads` the rest. `SqliteRetention` here, `runner.home_pg.PostgresRetention`."""
+    `agentctl threads` the rest. `SqliteRetention` here,
+    `runner.threads.postgres.PostgresRetention`."""
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest main-graph checkpoint, without reading its values

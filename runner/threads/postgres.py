@@ -3,8 +3,8 @@
 `PostgresHome` is `runner.run.Home` in a Postgres database: LangGraph's `PostgresSaver`
 (checkpoints) and `PostgresStore` (the store), the thread registry (`agentctl_threads`,
 `agentctl_thread_settings`), the database's settings (`agentctl_settings`) and the guards of
-`runner.threads_pg` (lease, answer log, tool journal), all tables of that one database. A thread
-started here continues from any process on any host that reaches the database, and from
+`runner.threads.pg_guards` (lease, answer log, tool journal), all tables of that one database. A
+thread started here continues from any process on any host that reaches the database, and from
 `agentctl serve --db` on the same database.
 
 Threads shared with `agentctl serve --db` (Aegra): the server keeps its own registry of threads,
@@ -20,7 +20,7 @@ URL SPEC --thread ID` continues them.
 
 One connection (autocommit, as LangGraph's Postgres classes want it) and one lock serve the
 checkpointer, the store and the tables, as in SQLite. Tables are created at open, idempotently,
-under an advisory lock (`runner.threads_pg.setup_lock`): processes opening a new database at
+under an advisory lock (`runner.threads.pg_guards.setup_lock`): processes opening a new database at
 once wait for each other.
 
 Durability: a checkpoint, a journaled tool result, an answer is committed when the call that
@@ -33,19 +33,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from runner import threads_db
 from runner.errors import RunError, first_line, redact
-from runner.retention import (
-    DEFAULT_KEEP,
-    CheckpointRow,
-    Pruned,
-    describe_keep,
-    keep_setting,
-    kept_checkpoints,
-)
-from runner.retention import SETTING as KEEP_SETTING
 from runner.run import _SETTINGS_TABLE, Home, ThreadInfo
-from runner.threads_pg import (
+from runner.threads import guards as threads_db
+from runner.threads.pg_guards import (
     SCHEMA,
     PostgresAnswerLog,
     PostgresDatabase,
@@ -54,6 +45,15 @@ from runner.threads_pg import (
     setup,
     setup_lock,
 )
+from runner.threads.retention import (
+    DEFAULT_KEEP,
+    CheckpointRow,
+    Pruned,
+    describe_keep,
+    keep_setting,
+    kept_checkpoints,
+)
+from runner.threads.retention import SETTING as KEEP_SETTING
 
 __all__ = ["PostgresHome", "PostgresRetention", "redact"]
 
@@ -264,7 +264,7 @@ class _ServedThreadLease(PostgresThreadLease):
 
 
 class PostgresRetention:
-    """`runner.retention.CheckpointRetention` for `langgraph-checkpoint-postgres`'s tables
+    """`runner.threads.retention.CheckpointRetention` for `langgraph-checkpoint-postgres`'s tables
     (`checkpoints`, `checkpoint_writes`, `checkpoint_blobs`)."""
 
     def __init__(self, db: PostgresDatabase) -> None:

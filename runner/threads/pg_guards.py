@@ -1,12 +1,12 @@
 """The thread database's guards on Postgres: the lease, the answer log and the tool journal.
 
-The same three tables as in SQLite (`runner.threads_db`), in the database of a `postgresql://`
+The same three tables as in SQLite (`runner.threads.guards`), in the database of a `postgresql://`
 thread database (`agentctl run --db postgresql://...`) or of any LangGraph Postgres
 checkpointer, beside its `checkpoints` tables:
 
 - `PostgresThreadLease`, `PostgresAnswerLog`, `PostgresToolJournal`: on a psycopg `Connection`
-  (or `ConnectionPool`) and the lock its other users share, as `runner.home_pg.PostgresHome`
-  and a sync `PostgresSaver` have them;
+  (or `ConnectionPool`) and the lock its other users share, as
+  `runner.threads.postgres.PostgresHome` and a sync `PostgresSaver` have them;
 - `AsyncPostgresToolJournal(saver)`: the tool journal of an `AsyncPostgresSaver`, on the saver's
   own connection or pool and lock. `runner.middleware.journal` makes one for any graph compiled
   with such a saver (the serve engine's own one included): a finished tool call is not run again
@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from runner.threads_db import (
+from runner.threads.guards import (
     JOURNAL_LOOKUP,
     JOURNAL_RECORD,
     Execute,
@@ -65,7 +65,7 @@ SCHEMA = (
     "scope TEXT NOT NULL, call_id TEXT NOT NULL, type TEXT NOT NULL, result BYTEA NOT NULL, "
     "recorded_at TEXT NOT NULL, PRIMARY KEY (thread_id, scope, call_id))",
 )
-"""The guards' tables in Postgres (`runner.threads_db.SCHEMA` is the SQLite twin)."""
+"""The guards' tables in Postgres (`runner.threads.guards.SCHEMA` is the SQLite twin)."""
 
 LOCK_SPACE = 0x61676374
 """First key of agentctl's advisory locks ("agct"): (LOCK_SPACE, 0) while creating tables,
@@ -140,7 +140,7 @@ def setup_lock(conn: Any) -> Iterator[None]:
 
 
 class PostgresDatabase:
-    """`runner.threads_db.Database` on a psycopg `Connection` (autocommit) or `ConnectionPool`,
+    """`runner.threads.guards.Database` on a psycopg `Connection` (autocommit) or `ConnectionPool`,
     and the lock every user of it shares."""
 
     order = "seq"
@@ -190,7 +190,7 @@ class PostgresDatabase:
 
 
 class PostgresThreadLease(TableThreadLease):
-    """`runner.threads_db.TableThreadLease` in Postgres. Holders on other hosts are judged by
+    """`runner.threads.guards.TableThreadLease` in Postgres. Holders on other hosts are judged by
     their heartbeat (each host's clock: keep them in sync to well under `ttl`)."""
 
     def __init__(self, conn: Any, lock: Any, *, ttl: float = 30.0) -> None:
@@ -219,7 +219,7 @@ class PostgresToolJournal(TableToolJournal):
 
 
 class AsyncPostgresToolJournal:
-    """`runner.threads_db.AsyncToolJournal` of a LangGraph `AsyncPostgresSaver`: its table in
+    """`runner.threads.guards.AsyncToolJournal` of a LangGraph `AsyncPostgresSaver`: its table in
     the saver's database, used through the saver's connection (an `AsyncConnection` with
     autocommit, or an `AsyncConnectionPool`) under the saver's lock. The table is created on
     first use. `arecord` returns once the row is committed."""

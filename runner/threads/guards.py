@@ -19,7 +19,7 @@ same connection under the same lock (see `runner.run.Home`):
 Each is written behind a small protocol (`ThreadLease`, `AnswerLog`, `ToolJournal`,
 `AsyncToolJournal`) with one implementation over a `Database`: the few operations they make, in
 SQLite's `?` parameter style and SQL both SQLite and Postgres run. `SqliteDatabase` is the SQLite
-thread database; `runner.threads_pg` holds the Postgres one (the same three tables in a
+thread database; `runner.threads.pg_guards` holds the Postgres one (the same three tables in a
 `postgresql://` thread database, and the async journal of an `AsyncPostgresSaver`). Every
 compare-and-set runs in `Database.transaction`, which makes the read and the write that depends
 on it one step for every process: SQLite's write lock (`BEGIN IMMEDIATE`), a Postgres advisory
@@ -81,7 +81,7 @@ SCHEMA = (
     "scope TEXT NOT NULL, call_id TEXT NOT NULL, type TEXT NOT NULL, result BLOB NOT NULL, "
     "recorded_at TEXT NOT NULL, PRIMARY KEY (thread_id, scope, call_id))",
 )
-"""The SQLite tables (`runner.threads_pg.SCHEMA` is the Postgres twin)."""
+"""The SQLite tables (`runner.threads.pg_guards.SCHEMA` is the Postgres twin)."""
 
 
 def setup(conn: sqlite3.Connection) -> None:
@@ -243,8 +243,8 @@ class ThreadLease(Protocol):
     releases it; a lease whose holder died is free again.
 
     Implemented once, as a table (`TableThreadLease`), for SQLite (`SqliteThreadLease`) and
-    Postgres (`runner.threads_pg.PostgresThreadLease`). (A session-level Postgres advisory lock
-    would also free itself when the holder's connection drops, but it ties the lease to one
+    Postgres (`runner.threads.pg_guards.PostgresThreadLease`). (A session-level Postgres advisory
+    lock would also free itself when the holder's connection drops, but it ties the lease to one
     connection of a pool and says nothing about who holds it.)
     """
 
