@@ -176,9 +176,9 @@ class AgentTools:
         from runner.run import Session
 
         if self.home is None:
-            from runner.run import Home
+            from runner.threads import open_home
 
-            self.home = Home(self.db)
+            self.home = open_home(self.db)
         return Session(
             tool.path, model=self.model, vars={**self.base_vars, **variables}, home=self.home
         )
@@ -186,10 +186,11 @@ class AgentTools:
     def _check_builds(self, tool: ServedTool) -> None:
         """Build an agent whose calls need inputs, with stand-ins for them, and close it."""
         from runner.loader import load_spec
-        from runner.run import Home, Session
+        from runner.run import Session
+        from runner.threads import open_home
 
         if self.home is None:
-            self.home = Home(self.db)
+            self.home = open_home(self.db)
         spec = load_spec(tool.path, vars=self.base_vars, require_inputs=False)
         Session(spec, model=self.model, home=self.home).resolved.close()
 

@@ -1,6 +1,7 @@
 """Run agents on persistent threads and report what happens as `RunEvent`s.
 
-A `Home` is the SQLite database `$AGENTCTL_HOME/agentctl.db` (default home `~/.agentctl`): LangGraph
+A `Home` (`runner.threads`) is the thread database, by default the SQLite file
+`$AGENTCTL_HOME/agentctl.db` (default home `~/.agentctl`): LangGraph
 checkpoints (every thread, resumable from another process, approvals pending included), the
 LangGraph store (`store` backends), and a small registry of threads for `agentctl threads`.
 
@@ -13,14 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,9 +43,18 @@ from runner.events import (
 )
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.spec.budgets import PriceSpec
-from runner.threads import guards as threads_db
-from runner.threads.retention import CheckpointRetention, SqliteRetention
-from runner.threads.transcripts import text_of
+from runner.threads import open_home
+from runner.threads.guards import AlreadyAnswered, Lease, ThreadBusy
+from runner.threads.home import (
+    Home,
+    ThreadInfo,
+    ThreadSettings,
+    Transcript,
+    default_home,
+    new_thread_id,
+    resume_settings,
+)
+from runner.threads.transcripts import pending_actions, text_of
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -64,7 +71,6 @@ __all__ = [
     "Home",
     "RunResult",
     "Session",
-    "SqliteHome",
     "ThreadInfo",
     "ThreadSettings",
     "Transcript",
@@ -78,296 +84,6 @@ DURABILITY: Literal["sync"] = "sync"
 """LangGraph's checkpoint durability for every turn: each step's checkpoint is committed before
 the next step starts ("async" would overlap the write with the next step, and a crash could lose
 a finished step; "exit" would write only when the run ends)."""
-
-
-def default_home() -> Path:
-    return Path(os.environ.get("AGENTCTL_HOME") or Path.home() / ".agentctl").expanduser()
-
-
-def new_thread_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class ThreadInfo:
-    thread_id: str
-    agent: str
-    spec: str | None
-    created_at: str
-    updated_at: str
-    first_message: str
-
-
-@dataclass(frozen=True)
-class ThreadSettings:
-    """The model (`--model`, None for the spec's own) and vars (`--var`) a thread started with."""
-
-    model: str | None
-    vars: dict[str, Any]
-
-    @staticmethod
-    def of(model: Any, vars: Mapping[str, Any] | None) -> ThreadSettings:
-        """The settings as the thread table keeps them: a `replay:` path made absolute (so the
-        thread resumes from any folder); a model object is not kept (None)."""
-        if isinstance(model, str) and model.startswith("replay:"):
-            model = f"replay:{Path(model.partition(':')[2]).expanduser().resolve()}"
-        return ThreadSettings(model if isinstance(model, str) else None, dict(vars or {}))
-
-    def describe(self) -> str:
-        model = f"--model {self.model}" if self.model else "the spec's model"
-        shown = " ".join(f"--var {k}={v}" for k, v in sorted(self.vars.items()))
-        return f"{model}{', ' + shown if shown else ''}"
-
-
-_SETTINGS_TABLE = (
-    "CREATE TABLE IF NOT EXISTS agentctl_thread_settings "
-    "(thread_id TEXT PRIMARY KEY, model TEXT, vars TEXT)"
-)
-
-
-def resume_settings(
-    home: Home, thread_id: str | None, model: str | None, vars: Mapping[str, Any]
-) -> tuple[str | None, dict[str, Any]]:
-    """The model and vars to resume a thread with: those given, else those it started with
-    (resuming without --model keeps its model, not the spec's)."""
-    from runner.spec.inputs import CliText
-
-    started = home.settings(thread_id) if thread_id else None
-    if started is None:
-        return model, dict(vars)
-    # `--var` values are kept as typed (text): read back, they are command-line text again
-    kept = {k: CliText(v) if isinstance(v, str) else v for k, v in started.vars.items()}
-    return (model if model is not None else started.model), dict(vars or kept)
-
-
-@dataclass(frozen=True)
-class Transcript:
-    """A thread's saved conversation, read from its last checkpoint without building the agent
-    (so it works when the spec has moved, and starts no MCP server)."""
-
-    messages: list[Any]
-    """LangChain messages: human, ai (with `tool_calls`), tool."""
-    pending: list[Action]
-    """The tool calls waiting for approval."""
-
-
-def is_postgres_url(db: object) -> bool:
-    """Whether `--db` names a Postgres thread database rather than a SQLite file."""
-    return isinstance(db, str) and db.startswith(("postgresql://", "postgres://"))
-
-
-class Home:
-    """The thread database: LangGraph checkpoints, the LangGraph store, the thread registry,
-    the settings threads started with, and the guards of `runner.threads.guards` (lease, answer log,
-    tool journal), with checkpoint retention (`runner.threads.retention`).
-
-    `Home(db)` opens the one `db` names: a `postgresql://` URL opens
-    `runner.threads.postgres.PostgresHome` (LangGraph's `PostgresSaver` and `PostgresStore` in that
-    database), anything else a SQLite file, `SqliteHome` (default `$AGENTCTL_HOME/agentctl.db`). The
-    registry and the guards are written once here, over `db` (`runner.threads.guards.Database`)."""
-
-    path: Path | str
-    """The SQLite file, or the Postgres URL without its password (for messages)."""
-    db: threads_db.Database
-    retention: CheckpointRetention
-    lease: threads_db.ThreadLease
-    answers: threads_db.AnswerLog
-    _lock: threading.Lock
-    """The one lock of the one connection the checkpointer, the store and the tables share."""
-
-    def __new__(cls, db: str | os.PathLike[str] | None = None) -> Home:
-        if cls is Home:
-            if is_postgres_url(db):
-                from runner.threads.postgres import PostgresHome
-
-                cls = PostgresHome
-            else:
-                cls = SqliteHome
-        return super().__new__(cls)
-
-    # One connection, one lock. The checkpointer and the store each serialise their use of the
-    # connection with a lock of their own; with separate locks, a subagent's checkpoint and a
-    # store write from another thread opened overlapping transactions ("cannot start a
-    # transaction within a transaction"), and separate connections met "database is locked".
-    # So both (and the thread registry) share `self._lock`; neither calls into the other while
-    # holding it.
-
-    # What each database implements (`Home(db)` makes one of them, never a bare `Home`):
-
-    @property
-    def checkpointer(self) -> Any:
-        """LangGraph's checkpointer on this database, carrying the tool journal
-        (`agentctl_journal`, where `runner.middleware.journal` finds it)."""
-        raise NotImplementedError
-
-    @property
-    def journal(self) -> threads_db.ToolJournal:
-        raise NotImplementedError
-
-    @property
-    def store(self) -> Any:
-        """LangGraph's store on this database (`store` backends)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def register(self, thread_id: str, *, agent: str, spec: str | None, first_message: str) -> None:
-        now = _now()
-        self.db.write(
-            "INSERT INTO agentctl_threads (thread_id, agent, spec, created_at, updated_at, "
-            "first_message) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) "
-            "DO UPDATE SET updated_at = excluded.updated_at",
-            [(thread_id, agent, spec, now, now, first_message[:500])],
-        )
-
-    # The model and vars a thread was started with: a table of its own (created in databases
-    # made before it existed), so resuming the thread without --model/--var keeps them.
-
-    def remember_settings(self, thread_id: str, settings: ThreadSettings) -> None:
-        """Record what a thread was started with; a thread keeps its first settings."""
-        self.db.write(
-            "INSERT INTO agentctl_thread_settings (thread_id, model, vars) VALUES (?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            [(thread_id, settings.model, json.dumps(settings.vars, sort_keys=True, default=str))],
-        )
-
-    def settings(self, thread_id: str) -> ThreadSettings | None:
-        """What the thread was started with; None for a thread started before they were kept."""
-        rows = self.db.fetch(
-            "SELECT model, vars FROM agentctl_thread_settings WHERE thread_id = ?", (thread_id,)
-        )
-        if not rows:
-            return None
-        return ThreadSettings(model=rows[0][0], vars=json.loads(rows[0][1] or "{}"))
-
-    def touch(self, thread_id: str) -> None:
-        self.db.write(
-            "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?",
-            [(_now(), thread_id)],
-        )
-
-    _THREAD = "SELECT thread_id, agent, spec, created_at, updated_at, first_message FROM "
-
-    def thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = self.db.fetch(self._THREAD + "agentctl_threads WHERE thread_id = ?", (thread_id,))
-        return ThreadInfo(*rows[0]) if rows else None
-
-    def threads(self, *, agent: str | None = None) -> list[ThreadInfo]:
-        query = self._THREAD + "agentctl_threads"
-        args: tuple[Any, ...] = ()
-        if agent:
-            query += " WHERE agent = ?"
-            args = (agent,)
-        # newest first; within one second (the timestamps' precision), the later registered
-        rows = self.db.fetch(query + f" ORDER BY updated_at DESC, {self.db.order} DESC", args)
-        return [ThreadInfo(*row) for row in rows]
-
-    def transcript(self, thread_id: str) -> Transcript | None:
-        """The thread's messages and pending approvals; None when it has no checkpoint."""
-        from types import SimpleNamespace
-
-        saved = self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
-        if saved is None:
-            return None
-        messages = list(saved.checkpoint.get("channel_values", {}).get("messages") or [])
-        interrupts = [
-            interrupt
-            for _task, channel, value in saved.pending_writes or ()
-            if channel == "__interrupt__"
-            for interrupt in value
-        ]
-        pending = pending_actions(SimpleNamespace(interrupts=interrupts))
-        return Transcript(messages, [action for _, actions in pending for action in actions])
-
-    def delete(self, thread_id: str) -> bool:
-        found = self.thread(thread_id) is not None
-        self.retention.delete_thread(thread_id)
-        with self.db.transaction(thread_id) as execute:
-            for table in ("agentctl_threads", "agentctl_thread_settings", *threads_db.TABLES):
-                execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
-        self.retention.reclaim()
-        return found
-
-    def freeze(self) -> None:
-        """Take the database lock for good, for a process about to `os._exit`: the writes under
-        way on this connection have committed, and no other starts."""
-        self._lock.acquire()
-
-
-class SqliteHome(Home):
-    """The thread database in a SQLite file."""
-
-    def __init__(self, db: str | os.PathLike[str] | None = None) -> None:
-        path = Path(db) if db is not None else default_home() / "agentctl.db"
-        self.path = path.expanduser()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-            SqliteRetention.prepare_new_database(self.conn)
-            # Durability (README "Crashes and concurrent runs"): write-ahead log, so readers
-            # never block the writer and a killed writer leaves no half-written page; NORMAL
-            # sync, so a commit is safe from a process crash once it returns (the OS has it)
-            # and costs no fsync per checkpoint; an OS crash or power cut may lose the last
-            # commits, never the database.
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, "
-                "agent TEXT, spec TEXT, created_at TEXT, updated_at TEXT, first_message TEXT)"
-            )
-            self.conn.execute(_SETTINGS_TABLE)
-            threads_db.setup(self.conn)  # commits
-        except (OSError, sqlite3.Error) as exc:
-            raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
-        self._lock = threading.Lock()
-        self.db = threads_db.SqliteDatabase(self.conn, self._lock)
-        self._checkpointer: Any = None
-        self._store: Any = None
-        self.retention: SqliteRetention = SqliteRetention(self.conn, self._lock)
-        """Prunes old checkpoints (`runner.threads.retention`); shares the connection and its
-        lock."""
-        self.lease = threads_db.SqliteThreadLease(self.conn, self._lock)
-        self.answers = threads_db.SqliteAnswerLog(self.conn, self._lock)
-        self._journal: threads_db.ToolJournal | None = None
-
-    @property
-    def checkpointer(self) -> Any:
-        if self._checkpointer is None:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-
-            saver = SqliteSaver(self.conn)
-            saver.lock = self._lock
-            saver.setup()
-            # the tool journal (runner.middleware.journal) finds its table through the saver
-            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
-            self._checkpointer = saver
-        return self._checkpointer
-
-    @property
-    def journal(self) -> threads_db.ToolJournal:
-        if self._journal is None:
-            self._journal = threads_db.SqliteToolJournal(self.conn, self._lock)
-        return self._journal
-
-    @property
-    def store(self) -> Any:
-        if self._store is None:
-            from langgraph.store.sqlite import SqliteStore
-
-            store = SqliteStore(self.conn)
-            store.lock = self._lock
-            store.setup()
-            self._store = store
-        return self._store
-
-    def close(self) -> None:
-        with self._lock:  # not while another thread is in the middle of a write
-            self.conn.close()
 
 
 @dataclass(frozen=True)
@@ -618,49 +334,6 @@ class _Finished:
     interrupts: tuple[Any, ...] = ()
 
 
-def pending_actions(
-    state: Any, agents: Mapping[str, str] | None = None
-) -> list[tuple[str, list[Action]]]:
-    """(interrupt id, actions) for each approval the thread waits on; `agents` names the agent
-    behind each interrupt id when the stream showed it."""
-    found: list[tuple[str, list[Action]]] = []
-    for interrupt in getattr(state, "interrupts", ()) or ():
-        value = interrupt.value
-        agent = (agents or {}).get(interrupt.id)
-        actions: list[Action] = []
-        if isinstance(value, dict) and value.get("type") == "ask_user":
-            from runner.middleware.ask_user import question_action
-
-            actions.append(question_action(value, agent))
-        elif isinstance(value, dict) and "action_requests" in value:
-            configs = {c.get("action_name"): c for c in value.get("review_configs", [])}
-            for request in value["action_requests"]:
-                config = configs.get(request.get("name"), {})
-                actions.append(
-                    Action(
-                        name=request.get("name", ""),
-                        args=dict(request.get("args") or {}),
-                        id=request.get("id"),
-                        description=request.get("description"),
-                        allowed_decisions=list(
-                            config.get("allowed_decisions", ["approve", "edit", "reject"])
-                        ),
-                        agent=agent,
-                    )
-                )
-        else:
-            actions.append(
-                Action(
-                    name="interrupt",
-                    args={"value": value},
-                    allowed_decisions=["approve"],
-                    agent=agent,
-                )
-            )
-        found.append((interrupt.id, actions))
-    return found
-
-
 # --------------------------------------------------------------------------- recording
 
 
@@ -769,7 +442,7 @@ class Session:
         from runner.resolve import Resolver
 
         self.spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
-        self.home = home or Home(db)
+        self.home = home or open_home(db)
         resolver = Resolver(model=model, local_context=local_context)
         self.resolved: ResolvedAgent = resolver.resolve(self.spec)
         self._cassettes = resolver.cassettes
@@ -794,7 +467,7 @@ class Session:
         self._finished: tuple[str, str, dict[str, Any]] | None = None
         self.wait = wait
         """Seconds a turn waits for a thread another process runs (None: fail at once)."""
-        self._kept: dict[str, threads_db.Lease] | None = None
+        self._kept: dict[str, Lease] | None = None
 
     @contextmanager
     def holding_threads(self) -> Iterator[None]:
@@ -908,7 +581,7 @@ class Session:
         if not pending:
             last = self.home.answers.last(thread_id)
             if last is not None:
-                raise threads_db.AlreadyAnswered(
+                raise AlreadyAnswered(
                     f"thread {thread_id} has no approval waiting: {last.describe()}"
                 )
             hint = ""
@@ -935,7 +608,7 @@ class Session:
         )
         if same and all(a.process_gone for a in recorded.values()):
             return {iid: a.resume for iid, a in recorded.items()}, False
-        raise threads_db.AlreadyAnswered(f"thread {thread_id}: {earlier.describe()}")
+        raise AlreadyAnswered(f"thread {thread_id}: {earlier.describe()}")
 
     def _input(
         self,
@@ -954,7 +627,7 @@ class Session:
             if not {iid for iid, _ in pending} >= set(claimed):
                 last = self.home.answers.last(thread_id)
                 told = last.describe() if last else "already answered"
-                raise threads_db.AlreadyAnswered(f"thread {thread_id}: {told}")
+                raise AlreadyAnswered(f"thread {thread_id}: {told}")
             return Command(resume=claimed)
         if message is not None:
             return {"messages": [*self._answer_dangling(state), HumanMessage(content=message)]}
@@ -1049,7 +722,7 @@ class Session:
             try:
                 held = kept.get(thread_id) if kept is not None else None
                 lease = held or self.home.lease.acquire(thread_id)
-            except threads_db.ThreadBusy as busy:
+            except ThreadBusy as busy:
                 if not self.wait:
                     raise
                 yield RunWarning(
@@ -1059,7 +732,7 @@ class Session:
                     f"({busy.holder.describe()}); waiting for it",
                 )
                 lease = self.home.lease.acquire(thread_id, wait=self.wait)
-        except threads_db.ThreadBusy as exc:
+        except ThreadBusy as exc:
             if fresh and claimed:  # it could not run: the approval waits as before
                 self.home.answers.withdraw(thread_id, list(claimed))
             yield Error(agent=self.name, message=str(exc), kind="ThreadBusy", thread_id=thread_id)

@@ -309,7 +309,8 @@ def test_a_database_from_before_thread_settings_gets_their_table(tmp_path: Path)
     """Threads of an older database have no settings: resuming them takes what is given."""
     import sqlite3
 
-    from runner.run import Home, ThreadSettings, resume_settings
+    from runner.run import ThreadSettings, resume_settings
+    from runner.threads import open_home
 
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as conn:
@@ -318,7 +319,7 @@ def test_a_database_from_before_thread_settings_gets_their_table(tmp_path: Path)
             "created_at TEXT, updated_at TEXT, first_message TEXT)"
         )
         conn.execute("INSERT INTO agentctl_threads VALUES ('t1', 'a', NULL, '', '', 'hi')")
-    home = Home(db)
+    home = open_home(db)
     try:
         assert home.settings("t1") is None
         assert resume_settings(home, "t1", None, {"x": 1}) == (None, {"x": 1})

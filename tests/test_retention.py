@@ -11,7 +11,8 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from runner.events import Final, Interrupt
-from runner.run import Decision, Home, Session
+from runner.run import Decision, Session
+from runner.threads import open_home
 from runner.threads.retention import CheckpointRow, kept_checkpoints, parse_keep
 from tests.conftest import run_cli
 from tests.fakes import ScriptedChatModel
@@ -143,7 +144,7 @@ def test_keep_all_keeps_every_checkpoint(tmp_path: Path) -> None:
 
 
 def test_the_database_setting_applies_and_a_run_overrides_it(tmp_path: Path) -> None:
-    home = Home(tmp_path / "db")
+    home = open_home(tmp_path / "db")
     home.retention.store_keep(2)
     home.close()
     with session(tmp_path) as s:
@@ -298,7 +299,7 @@ def test_a_database_from_before_is_switched_to_incremental_vacuum_once(tmp_path:
     conn.execute("CREATE TABLE agentctl_threads (thread_id TEXT PRIMARY KEY)")
     conn.commit()
     conn.close()
-    home = Home(db)
+    home = open_home(db)
     try:
         assert not home.retention.incremental()  # an existing file keeps its mode on opening
     finally:
@@ -306,7 +307,7 @@ def test_a_database_from_before_is_switched_to_incremental_vacuum_once(tmp_path:
     changed = run_cli("threads", "keep-checkpoints", "5", "--db", str(db), cwd=tmp_path)
     assert changed.returncode == 0, changed.stderr
     assert "rewriting the database once" in changed.stderr
-    home = Home(db)
+    home = open_home(db)
     try:
         assert home.retention.incremental() and home.retention.stored_keep() == (True, 5)
     finally:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from runner.events import Error, Final, Interrupt, Start, TextDelta, ToolCall, ToolResult, Usage
-from runner.run import Decision, Home, Session
+from runner.run import Decision, Session
+from runner.threads import open_home
 from tests.conftest import ROOT
 
 SPINE = ROOT / "tests" / "data" / "spine"
@@ -51,7 +52,7 @@ def test_a_thread_continues_in_a_new_session(spine: Path, tmp_path: Path) -> Non
         assert isinstance(result.interrupt, Interrupt)
         messages = session.values(thread)["messages"]
     assert [m.type for m in messages][:5] == ["human", "ai", "tool", "ai", "human"]
-    info = Home(db).thread(thread)
+    info = open_home(db).thread(thread)
     assert info is not None and info.agent == "calc" and info.first_message == "add"
 
 
@@ -132,7 +133,7 @@ def test_transcript_reads_a_thread_without_building_its_agent(spine: Path, tmp_p
         thread = session.run("add").thread_id
         session.run("now shout", thread_id=thread)
     spine.unlink()  # the spec is gone; the thread is still readable
-    home = Home(db)
+    home = open_home(db)
     transcript = home.transcript(thread)
     assert transcript is not None
     assert [(m.type, m.text) for m in transcript.messages] == [

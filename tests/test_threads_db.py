@@ -20,6 +20,7 @@ import pytest
 
 from runner.run import Home
 from runner.threads import guards as threads_db
+from runner.threads import open_home
 from runner.threads.guards import TableThreadLease, ThreadBusy
 from tests.conftest import ROOT
 from tests.fakes import ScriptedChatModel, ai
@@ -31,9 +32,9 @@ CRASH = ROOT / "tests" / "data" / "crash"
 def home(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """The thread database in SQLite and in Postgres (a fresh database of the test's own)."""
     if request.param == "postgres":
-        opened = Home(request.getfixturevalue("postgres_url"))
+        opened = open_home(request.getfixturevalue("postgres_url"))
     else:
-        opened = Home(tmp_path / "threads.db")
+        opened = open_home(tmp_path / "threads.db")
     yield opened
     opened.close()
 
@@ -323,14 +324,14 @@ def test_processes_opening_a_new_postgres_database_at_once_do_not_collide(
     barrier = threading.Barrier(4)
     failures: list[BaseException] = []
 
-    def open_home() -> None:
+    def open_one() -> None:
         barrier.wait()
         try:
-            Home(postgres_url).close()
+            open_home(postgres_url).close()
         except BaseException as exc:
             failures.append(exc)
 
-    openers = [threading.Thread(target=open_home) for _ in range(4)]
+    openers = [threading.Thread(target=open_one) for _ in range(4)]
     for opener in openers:
         opener.start()
     for opener in openers:
@@ -350,7 +351,7 @@ def test_the_async_postgres_journal_keeps_the_first_result(postgres_url: str) ->
     from psycopg.rows import dict_row
 
     from runner.middleware.journal import journal_for
-    from runner.threads.pg_guards import AsyncPostgresToolJournal
+    from runner.threads.postgres import AsyncPostgresToolJournal
 
     async def roundtrip() -> tuple[Any, Any]:
         conn = await psycopg.AsyncConnection.connect(

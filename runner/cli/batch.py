@@ -36,6 +36,7 @@ def run_batch_file(
     from runner.cli.render import shown_spec
     from runner.cli.session import is_terminal, local_context_for
     from runner.run import Home, Session
+    from runner.threads import open_home
 
     lines = read_batch(batch)
     results = ResultsFile(out) if out is not None else None
@@ -44,7 +45,7 @@ def run_batch_file(
         skip = results.done(lines) if results is not None else set()
         if results is not None:
             results.keep_only(lines, skip)
-        home = Home(db)
+        home = open_home(db)
         shared_home = home
 
         def make_session(line_vars: dict[str, Any]) -> Session:

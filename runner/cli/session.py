@@ -468,9 +468,10 @@ def open_session(
 ) -> Session:
     """The `Session` of `agentctl run` (one-shot or chat): on the thread database `db`, with the
     model and vars a resumed thread started with unless given, and the local context of `spec`."""
-    from runner.run import Home, Session, resume_settings
+    from runner.run import Session, resume_settings
+    from runner.threads import open_home
 
-    home = Home(db)
+    home = open_home(db)
     try:
         model, variables = resume_settings(home, thread_id, model, variables)
         return Session(

@@ -481,11 +481,11 @@ def _highlight(snippet: str, text: str) -> str:
 
 
 def _home(db: Path | str | None) -> Home:
-    from runner.run import Home
+    from runner.threads import open_home
 
     if db is None:  # the group's --db, if given
         db = click.get_current_context().find_object(str) or None
-    return Home(db)
+    return open_home(db)
 
 
 def _about(info: ThreadInfo | None) -> str:

@@ -29,7 +29,6 @@ __all__ = [
     "answer_of",
     "ask_user_request",
     "checked_answer",
-    "question_action",
 ]
 
 ASK_USER_TYPE = "ask_user"
@@ -67,18 +66,6 @@ def answer_of(resume: Any) -> str:
     if isinstance(resume, dict) and "answer" in resume:
         resume = resume["answer"]
     return resume if isinstance(resume, str) else str(resume)
-
-
-def question_action(value: dict[str, Any], agent: str | None) -> Action:
-    """A pending question as the `Action` an `Interrupt` event lists: named `ask_user`, its
-    `args` the question and the choices (None for a free answer), decided by `answer`."""
-    return Action(
-        name=ASK_USER_TOOL,
-        args={"question": str(value.get("question", "")), "choices": value.get("choices")},
-        id=value.get("tool_call_id"),
-        allowed_decisions=["answer"],
-        agent=agent,
-    )
 
 
 def checked_answer(action: Action, decision: Any) -> str:

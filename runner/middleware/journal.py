@@ -50,25 +50,25 @@ _JOURNALS: weakref.WeakKeyDictionary[Any, Journal | None] = weakref.WeakKeyDicti
 
 
 def _sqlite(saver: Any) -> Journal:
-    from runner.threads.guards import SqliteToolJournal
+    from runner.threads.sqlite import SqliteToolJournal
 
     return SqliteToolJournal(saver.conn, saver.lock, serde=saver.serde)
 
 
 def _async_sqlite(saver: Any) -> Journal:
-    from runner.threads.guards import AsyncSqliteToolJournal
+    from runner.threads.sqlite import AsyncSqliteToolJournal
 
     return AsyncSqliteToolJournal(saver)
 
 
 def _postgres(saver: Any) -> Journal:
-    from runner.threads.pg_guards import PostgresToolJournal
+    from runner.threads.postgres import PostgresToolJournal
 
     return PostgresToolJournal.of_saver(saver)
 
 
 def _async_postgres(saver: Any) -> Journal:
-    from runner.threads.pg_guards import AsyncPostgresToolJournal
+    from runner.threads.postgres import AsyncPostgresToolJournal
 
     return AsyncPostgresToolJournal(saver)
 

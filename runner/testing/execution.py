@@ -86,7 +86,8 @@ def run_case(
 ) -> CaseResult:
     """Run case `index` of `loaded` in `folder` (created; the caller removes it) and check it."""
     from runner.loader import load_spec
-    from runner.run import Home, Session, new_thread_id
+    from runner.run import Session, new_thread_id
+    from runner.threads import open_home
 
     case = loaded.spec.cases[index]
     where = loaded.case_location(index)
@@ -106,7 +107,7 @@ def run_case(
         db = folder / "agentctl.db"
         if record is not None:
             record.unlink(missing_ok=True)
-        session = Session(spec, model=model, home=Home(db), record=record)
+        session = Session(spec, model=model, home=open_home(db), record=record)
         thread_id = new_thread_id()
         result.thread_id, result.db = thread_id, str(db)
         first = case.input if case.input is not None else _first_message(case)

@@ -24,7 +24,7 @@ from runner.errors import RunError
 from runner.threads.transcripts import text_of
 
 if TYPE_CHECKING:
-    from runner.run import Home, ThreadInfo, Transcript
+    from runner.threads.home import Home, ThreadInfo, Transcript
 
 __all__ = [
     "CheckpointInfo",
@@ -57,7 +57,7 @@ def latest_transcript(home: Home, thread_id: str) -> Transcript | None:
     `search`); otherwise through the checkpointer."""
     import sqlite3
 
-    from runner.run import Transcript
+    from runner.threads.home import Transcript
     from runner.threads.transcripts import Unreadable, saved_transcript
 
     conn = getattr(home, "conn", None)
@@ -537,7 +537,7 @@ def fork_thread(home: Home, thread_id: str, *, at: str | None = None) -> Fork:
 
     A subagent that was in the middle of its run at that checkpoint (waiting for approval) is
     copied with it: its latest checkpoint that ran under the chosen one."""
-    from runner.run import new_thread_id
+    from runner.threads.home import new_thread_id
 
     info = _require(home, thread_id)
     saved = _resolve_checkpoint(home, thread_id, at)

@@ -1,7 +1,7 @@
 """What keeps a thread whole when processes crash or meet: a lease, an answer log, a tool journal.
 
 Three small tables live beside LangGraph's checkpoints in the thread database, written on the
-same connection under the same lock (see `runner.run.Home`):
+same connection under the same lock (see `runner.threads.home.Home`):
 
 - `agentctl_leases`: which process runs a thread now. One runner per thread: a second process
   gets `ThreadBusy` naming the holder (pid, host, since when), or waits. A holder that dies loses
@@ -18,9 +18,10 @@ same connection under the same lock (see `runner.run.Home`):
 
 Each is written behind a small protocol (`ThreadLease`, `AnswerLog`, `ToolJournal`,
 `AsyncToolJournal`) with one implementation over a `Database`: the few operations they make, in
-SQLite's `?` parameter style and SQL both SQLite and Postgres run. `SqliteDatabase` is the SQLite
-thread database; `runner.threads.pg_guards` holds the Postgres one (the same three tables in a
-`postgresql://` thread database, and the async journal of an `AsyncPostgresSaver`). Every
+SQLite's `?` parameter style and SQL both SQLite and Postgres run. `runner.threads.sqlite` holds
+the SQLite `Database` (and the async journal of an `AsyncSqliteSaver`), `runner.threads.postgres`
+the Postgres one (and the async journal of an `AsyncPostgresSaver`); the tables are
+`runner.threads.schema`'s. Every
 compare-and-set runs in `Database.transaction`, which makes the read and the write that depends
 on it one step for every process: SQLite's write lock (`BEGIN IMMEDIATE`), a Postgres advisory
 lock on the thread.
@@ -32,67 +33,31 @@ import contextlib
 import json
 import os
 import socket
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from runner.errors import RunError
+from runner.threads.schema import now
 
 __all__ = [
-    "TABLES",
     "AlreadyAnswered",
     "Answer",
     "AnswerLog",
-    "AsyncSqliteToolJournal",
     "AsyncToolJournal",
     "Database",
     "Holder",
     "Lease",
-    "SqliteAnswerLog",
-    "SqliteDatabase",
-    "SqliteThreadLease",
-    "SqliteToolJournal",
     "TableAnswerLog",
     "TableThreadLease",
     "TableToolJournal",
     "ThreadBusy",
     "ThreadLease",
     "ToolJournal",
-    "setup",
 ]
-
-TABLES = ("agentctl_leases", "agentctl_answers", "agentctl_tool_journal")
-"""The guards' tables; each has a `thread_id` column (`Home.delete` deletes by it)."""
-
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS agentctl_leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, "
-    "pid INTEGER NOT NULL, host TEXT NOT NULL, started TEXT, since TEXT NOT NULL, "
-    "heartbeat REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS agentctl_answers (thread_id TEXT NOT NULL, "
-    "interrupt_id TEXT NOT NULL, summary TEXT NOT NULL, resume TEXT NOT NULL, "
-    "pid INTEGER NOT NULL, host TEXT NOT NULL, answered_at TEXT NOT NULL, "
-    "PRIMARY KEY (thread_id, interrupt_id))",
-    "CREATE TABLE IF NOT EXISTS agentctl_tool_journal (thread_id TEXT NOT NULL, "
-    "scope TEXT NOT NULL, call_id TEXT NOT NULL, type TEXT NOT NULL, result BLOB NOT NULL, "
-    "recorded_at TEXT NOT NULL, PRIMARY KEY (thread_id, scope, call_id))",
-)
-"""The SQLite tables (`runner.threads.pg_guards.SCHEMA` is the Postgres twin)."""
-
-
-def setup(conn: sqlite3.Connection) -> None:
-    """Create the three tables in a SQLite database (idempotent)."""
-    for statement in SCHEMA:
-        conn.execute(statement)
-    conn.commit()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 HOST = socket.gethostname()
@@ -125,22 +90,6 @@ def process_alive(pid: int, started: str | None) -> bool:
     return True
 
 
-@contextmanager
-def _immediate(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Connection]:
-    """One write transaction, begun with SQLite's write lock held (so a read in it and the write
-    that depends on it are one step for every process), committed or rolled back."""
-    with lock:
-        if conn.in_transaction:
-            conn.commit()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.commit()
-
-
 Execute = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 """Runs one statement inside a `Database.transaction`; the rows it returns (none for a write)."""
 
@@ -165,31 +114,6 @@ class Database(Protocol):
     def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run `sql` for each of `rows`, committed when it returns."""
         ...
-
-
-class SqliteDatabase:
-    """`Database` on a SQLite connection and the lock every user of it shares."""
-
-    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
-    order = "rowid"
-
-    def __init__(self, conn: sqlite3.Connection, lock: Any) -> None:
-        self.conn = conn
-        self.lock = lock
-
-    @contextmanager
-    def transaction(self, key: str) -> Iterator[Execute]:
-        with _immediate(self.conn, self.lock) as conn:
-            yield lambda sql, args: conn.execute(sql, args).fetchall()
-
-    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.lock:
-            return self.conn.execute(sql, args).fetchall()
-
-    def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self.lock:
-            self.conn.executemany(sql, rows)
-            self.conn.commit()
 
 
 # --------------------------------------------------------------------------- the lease
@@ -243,7 +167,7 @@ class ThreadLease(Protocol):
     releases it; a lease whose holder died is free again.
 
     Implemented once, as a table (`TableThreadLease`), for SQLite (`SqliteThreadLease`) and
-    Postgres (`runner.threads.pg_guards.PostgresThreadLease`). (A session-level Postgres advisory
+    Postgres (`runner.threads.postgres.PostgresThreadLease`). (A session-level Postgres advisory
     lock would also free itself when the holder's connection drops, but it ties the lease to one
     connection of a pool and says nothing about who holds it.)
     """
@@ -312,7 +236,7 @@ class TableThreadLease:
                 "token = excluded.token, pid = excluded.pid, host = excluded.host, "
                 "started = excluded.started, since = excluded.since, "
                 "heartbeat = excluded.heartbeat",
-                (thread_id, token, os.getpid(), HOST, self._started, _now(), time.time()),
+                (thread_id, token, os.getpid(), HOST, self._started, now(), time.time()),
             )
         return None
 
@@ -370,13 +294,6 @@ class TableThreadLease:
                 )
             except self.db.errors:
                 return  # closed or failing: the holder's process check still guards the row
-
-
-class SqliteThreadLease(TableThreadLease):
-    """`TableThreadLease` in a SQLite thread database."""
-
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, ttl: float = 30.0):
-        super().__init__(SqliteDatabase(conn, lock), ttl=ttl)
 
 
 # --------------------------------------------------------------------------- approvals
@@ -444,12 +361,12 @@ class TableAnswerLog:
                 )
                 if rows:
                     return _answer(rows[0])
-            now = _now()
+            answered_at = now()
             for iid, (summary, resume) in answers.items():
                 execute(
                     f"INSERT INTO agentctl_answers (thread_id, {self._COLUMNS}) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (thread_id, iid, summary, json.dumps(resume), os.getpid(), HOST, now),
+                    (thread_id, iid, summary, json.dumps(resume), os.getpid(), HOST, answered_at),
                 )
         return None
 
@@ -478,13 +395,6 @@ class TableAnswerLog:
             (thread_id,),
         )
         return _answer(rows[0]) if rows else None
-
-
-class SqliteAnswerLog(TableAnswerLog):
-    """`TableAnswerLog` in a SQLite thread database."""
-
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
-        super().__init__(SqliteDatabase(conn, lock))
 
 
 # --------------------------------------------------------------------------- the tool journal
@@ -526,7 +436,7 @@ def journal_row(thread_id: str, scope: str, call_id: str, serde: Any, result: An
     """The `agentctl_tool_journal` row of a result: stored with LangGraph's checkpoint
     serializer (messages, `Command`s), as the checkpointer stores values."""
     kind, data = serde.dumps_typed(result)
-    return (thread_id, scope, call_id, kind, bytes(data), _now())
+    return (thread_id, scope, call_id, kind, bytes(data), now())
 
 
 def journal_result(serde: Any, row: Sequence[Any] | None) -> Any | None:
@@ -548,68 +458,3 @@ class TableToolJournal:
 
     def record(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
         self.db.write(JOURNAL_RECORD, [journal_row(thread_id, scope, call_id, self.serde, result)])
-
-
-class SqliteToolJournal(TableToolJournal):
-    """`TableToolJournal` in a SQLite database, sharing the checkpointer's connection and lock
-    (creates the tables)."""
-
-    def __init__(self, conn: sqlite3.Connection, lock: Any, *, serde: Any = None) -> None:
-        super().__init__(SqliteDatabase(conn, lock), serde=serde)
-        with lock:
-            setup(conn)
-
-
-class AsyncSqliteToolJournal:
-    """`AsyncToolJournal` for LangGraph's `AsyncSqliteSaver` (aiosqlite), on its connection and
-    lock."""
-
-    def __init__(self, saver: Any) -> None:
-        self.saver = saver
-        self.serde = saver.serde
-        self._ready = False
-
-    async def _setup(self) -> None:
-        if not self._ready:
-            await self.saver.setup()  # connects, like the saver's own first call
-            async with self.saver.lock:
-                for statement in SCHEMA:
-                    await self.saver.conn.execute(statement)
-                await self.saver.conn.commit()
-            self._ready = True
-
-    async def alookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
-        await self._setup()
-        async with self.saver.lock:  # one trip to aiosqlite's thread: query and rows
-            rows = await self.saver.conn.execute_fetchall(
-                "SELECT type, result FROM agentctl_tool_journal "
-                "WHERE thread_id = ? AND scope = ? AND call_id = ?",
-                (thread_id, scope, call_id),
-            )
-        row = next(iter(rows), None)
-        return None if row is None else self.serde.loads_typed((row[0], row[1]))
-
-    async def arecord(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
-        kind, data = self.serde.dumps_typed(result)
-        row = (thread_id, scope, call_id, kind, data, _now())
-        conn = self.saver.conn
-        async with self.saver.lock:
-            run_in_thread = getattr(conn, "_execute", None)
-            if run_in_thread is not None and hasattr(conn, "_conn"):
-                # The insert and its commit in one trip to aiosqlite's thread, not two
-                # (`_execute` runs a function there; aiosqlite's own helpers are built on it).
-                await run_in_thread(_insert_and_commit, conn, row)
-                return
-            await conn.execute(_INSERT_JOURNAL, row)
-            await conn.commit()
-
-
-_INSERT_JOURNAL = "INSERT OR IGNORE INTO agentctl_tool_journal VALUES (?, ?, ?, ?, ?, ?)"
-
-
-def _insert_and_commit(conn: Any, row: tuple[Any, ...]) -> None:
-    """On aiosqlite's thread: record one journal row and commit (`conn._conn` is the sqlite3
-    connection it wraps)."""
-    sqlite_conn = conn._conn
-    sqlite_conn.execute(_INSERT_JOURNAL, row)
-    sqlite_conn.commit()

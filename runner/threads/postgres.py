@@ -1,9 +1,9 @@
 """The thread database on Postgres: `agentctl run --db postgresql://...`.
 
-`PostgresHome` is `runner.run.Home` in a Postgres database: LangGraph's `PostgresSaver`
+`PostgresHome` is `runner.threads.home.Home` in a Postgres database: LangGraph's `PostgresSaver`
 (checkpoints) and `PostgresStore` (the store), the thread registry (`agentctl_threads`,
 `agentctl_thread_settings`), the database's settings (`agentctl_settings`) and the guards of
-`runner.threads.pg_guards` (lease, answer log, tool journal), all tables of that one database. A
+`runner.threads.guards` (lease, answer log, tool journal), all tables of that one database. A
 thread started here continues from any process on any host that reaches the database, and from
 `agentctl serve --db` on the same database.
 
@@ -20,50 +20,271 @@ URL SPEC --thread ID` continues them.
 
 One connection (autocommit, as LangGraph's Postgres classes want it) and one lock serve the
 checkpointer, the store and the tables, as in SQLite. Tables are created at open, idempotently,
-under an advisory lock (`runner.threads.pg_guards.setup_lock`): processes opening a new database at
-once wait for each other.
+under an advisory lock (`setup_lock`): processes opening a new database at once wait for each
+other.
 
 Durability: a checkpoint, a journaled tool result, an answer is committed when the call that
 writes it returns (autocommit; the server's own `synchronous_commit`, on by default, decides
 whether a commit is flushed to disk before it is acknowledged).
+
+The guards on Postgres: the same three tables as in SQLite (`runner.threads.guards`), in the
+database of a `postgresql://` thread database (`agentctl run --db postgresql://...`) or of any
+LangGraph Postgres checkpointer, beside its `checkpoints` tables:
+
+- `PostgresThreadLease`, `PostgresAnswerLog`, `PostgresToolJournal`: on a psycopg `Connection`
+  (or `ConnectionPool`) and the lock its other users share, as `PostgresHome` and a sync
+  `PostgresSaver` have them;
+- `AsyncPostgresToolJournal(saver)`: the tool journal of an `AsyncPostgresSaver`, on the saver's
+  own connection or pool and lock. `runner.middleware.journal` makes one for any graph compiled
+  with such a saver (the serve engine's own one included): a finished tool call is not run again
+  when its step runs again after a crash.
+
+Every compare-and-set (taking a lease, claiming an answer) is one transaction that first takes
+a transaction-level advisory lock on the thread (`pg_advisory_xact_lock`), so a read and the
+write that depends on it are one step for every process on every host. The tables are created
+idempotently under another advisory lock, so two processes starting at once do not collide in
+`CREATE TABLE IF NOT EXISTS` (which Postgres does not make safe against itself). Statements
+run on an autocommit connection: what `write` returns from is committed.
+
+psycopg is imported only here (the `postgres` extra), and only when a database is opened.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from runner.errors import RunError, first_line, redact
-from runner.run import _SETTINGS_TABLE, Home, ThreadInfo
-from runner.threads import guards as threads_db
-from runner.threads.pg_guards import (
-    SCHEMA,
-    PostgresAnswerLog,
-    PostgresDatabase,
-    PostgresThreadLease,
-    PostgresToolJournal,
-    setup,
-    setup_lock,
+from runner.threads.guards import (
+    JOURNAL_LOOKUP,
+    JOURNAL_RECORD,
+    Execute,
+    TableAnswerLog,
+    TableThreadLease,
+    TableToolJournal,
+    ToolJournal,
+    journal_result,
+    journal_row,
 )
-from runner.threads.retention import (
-    DEFAULT_KEEP,
-    CheckpointRow,
-    Pruned,
-    describe_keep,
-    keep_setting,
-    kept_checkpoints,
-)
-from runner.threads.retention import SETTING as KEEP_SETTING
+from runner.threads.home import Home, ThreadInfo
+from runner.threads.retention import TableRetention
+from runner.threads.schema import GUARDS, migrate
 
-__all__ = ["PostgresHome", "PostgresRetention", "redact"]
+__all__ = [
+    "ADOPT",
+    "AsyncPostgresToolJournal",
+    "PostgresAnswerLog",
+    "PostgresDatabase",
+    "PostgresHome",
+    "PostgresRetention",
+    "PostgresThreadLease",
+    "PostgresToolJournal",
+    "asetup",
+    "redact",
+    "setup",
+    "setup_lock",
+]
 
-TABLES = (
-    *SCHEMA,
-    "CREATE TABLE IF NOT EXISTS agentctl_threads (thread_id TEXT PRIMARY KEY, agent TEXT, "
-    "spec TEXT, created_at TEXT, updated_at TEXT, first_message TEXT, seq BIGSERIAL)",
-    _SETTINGS_TABLE,
-    "CREATE TABLE IF NOT EXISTS agentctl_settings (key TEXT PRIMARY KEY, value TEXT)",
-)
+LOCK_SPACE = 0x61676374
+"""First key of agentctl's advisory locks ("agct"): (LOCK_SPACE, 0) while creating tables,
+(LOCK_SPACE, hashtext(thread id)) while a compare-and-set on a thread runs."""
+
+SETUP_LOCK = (LOCK_SPACE, 0)
+"""The advisory lock held while tables are created."""
+
+POLL = 0.05
+"""Seconds between tries for the setup lock."""
+
+_TRY_SETUP = "SELECT pg_try_advisory_xact_lock(%s, %s)"
+
+
+def sql(text: str) -> str:
+    """A statement written with SQLite's `?` parameters, in psycopg's `%s` style."""
+    return text.replace("?", "%s")
+
+
+def setup(conn: Any, statements: Iterable[str] = GUARDS["postgres"]) -> None:
+    """Create tables (the guards', for a checkpointer agentctl did not open, by default)
+    idempotently, in one transaction holding the setup
+    lock: two processes creating them at once wait for each other instead of failing.
+
+    The lock is tried, not waited for, between short transactions: LangGraph's migrations
+    (`CREATE INDEX CONCURRENTLY`, in another process holding the lock) wait for every open
+    transaction to end, and one waiting for the lock would never end."""
+    from psycopg.rows import tuple_row
+
+    while True:
+        with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(_TRY_SETUP, SETUP_LOCK)
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                for statement in statements:
+                    cur.execute(statement)
+                return
+        time.sleep(POLL)
+
+
+async def asetup(conn: Any, statements: Iterable[str] = GUARDS["postgres"]) -> None:
+    """`setup` on a psycopg `AsyncConnection`."""
+    from psycopg.rows import tuple_row
+
+    while True:
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(_TRY_SETUP, SETUP_LOCK)
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                for statement in statements:
+                    await cur.execute(statement)
+                return
+        await asyncio.sleep(POLL)
+
+
+@contextmanager
+def setup_lock(conn: Any) -> Iterator[None]:
+    """Hold the setup lock at session level on `conn` (autocommit) for the block, tried between
+    short statements as in `setup`: LangGraph's own migrations run in it."""
+    from psycopg.rows import tuple_row
+
+    with conn.cursor(row_factory=tuple_row) as cur:
+        while True:
+            cur.execute("SELECT pg_try_advisory_lock(%s, %s)", SETUP_LOCK)
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                break
+            time.sleep(POLL)
+        try:
+            yield
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(%s, %s)", SETUP_LOCK)
+
+
+class PostgresDatabase:
+    """`runner.threads.guards.Database` on a psycopg `Connection` (autocommit) or `ConnectionPool`,
+    and the lock every user of it shares."""
+
+    order = "seq"
+
+    def __init__(self, conn: Any, lock: Any) -> None:
+        import psycopg
+
+        self.conn = conn
+        self.lock = lock
+        self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        from psycopg.rows import tuple_row
+        from psycopg_pool import ConnectionPool
+
+        with self.lock:
+            if isinstance(self.conn, ConnectionPool):
+                with self.conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                    yield cur
+            else:
+                with self.conn.cursor(row_factory=tuple_row) as cur:
+                    yield cur
+
+    @contextmanager
+    def transaction(self, key: str) -> Iterator[Execute]:
+        with self._cursor() as cur, cur.connection.transaction():
+            cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_SPACE, key))
+
+            def execute(statement: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+                cur.execute(sql(statement), args)
+                return cur.fetchall() if cur.description else []
+
+            yield execute
+
+    def fetch(self, statement: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._cursor() as cur:
+            cur.execute(sql(statement), args)
+            return list(cur.fetchall())
+
+    def write(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        with self._cursor() as cur, cur.connection.transaction():
+            cur.executemany(sql(statement), rows)
+
+
+class PostgresThreadLease(TableThreadLease):
+    """`runner.threads.guards.TableThreadLease` in Postgres. Holders on other hosts are judged by
+    their heartbeat (each host's clock: keep them in sync to well under `ttl`)."""
+
+    def __init__(self, conn: Any, lock: Any, *, ttl: float = 30.0) -> None:
+        super().__init__(PostgresDatabase(conn, lock), ttl=ttl)
+
+
+class PostgresAnswerLog(TableAnswerLog):
+    def __init__(self, conn: Any, lock: Any) -> None:
+        super().__init__(PostgresDatabase(conn, lock))
+
+
+class PostgresToolJournal(TableToolJournal):
+    """The tool journal of a sync Postgres thread database or `PostgresSaver`."""
+
+    def __init__(self, conn: Any, lock: Any, *, serde: Any = None) -> None:
+        super().__init__(PostgresDatabase(conn, lock), serde=serde)
+
+    @classmethod
+    def of_saver(cls, saver: Any) -> PostgresToolJournal:
+        """The journal in a `PostgresSaver`'s database, on its connection and lock (creates
+        the tables)."""
+        journal = cls(saver.conn, saver.lock, serde=saver.serde)
+        with journal.db._cursor() as cur:  # type: ignore[attr-defined]
+            setup(cur.connection)
+        return journal
+
+
+class AsyncPostgresToolJournal:
+    """`runner.threads.guards.AsyncToolJournal` of a LangGraph `AsyncPostgresSaver`: its table in
+    the saver's database, used through the saver's connection (an `AsyncConnection` with
+    autocommit, or an `AsyncConnectionPool`) under the saver's lock. The table is created on
+    first use. `arecord` returns once the row is committed."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self.serde = saver.serde
+        self._ready = False
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        from psycopg_pool import AsyncConnectionPool
+
+        async with self.saver.lock:
+            if isinstance(self.saver.conn, AsyncConnectionPool):
+                async with self.saver.conn.connection() as conn:
+                    yield conn
+            else:
+                yield self.saver.conn
+
+    async def _setup(self, conn: Any) -> None:
+        if not self._ready:
+            await asetup(conn)
+            self._ready = True
+
+    async def alookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
+        from psycopg.rows import tuple_row
+
+        async with self._connection() as conn:
+            await self._setup(conn)
+            async with conn.cursor(row_factory=tuple_row) as cur:
+                await cur.execute(sql(JOURNAL_LOOKUP), (thread_id, scope, call_id))
+                row = await cur.fetchone()
+        return journal_result(self.serde, row)
+
+    async def arecord(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
+        row = journal_row(thread_id, scope, call_id, self.serde, result)
+        async with self._connection() as conn:
+            await self._setup(conn)
+            async with conn.transaction(), conn.cursor() as cur:
+                await cur.execute(sql(JOURNAL_RECORD), row)
+
 
 SERVER_USER = "anonymous"
 """The identity Aegra gives every request when no authentication is configured (serve configures
@@ -126,16 +347,18 @@ class PostgresHome(Home):
         self._journal = PostgresToolJournal(self.conn, self._lock)
         try:
             self._checkpointer, self._store = self._setup()
-        except psycopg.Error as exc:
+        except (psycopg.Error, RunError) as exc:
             self.conn.close()
+            if isinstance(exc, RunError):
+                raise
             raise RunError(
                 f"cannot set up the thread database {self.path}: {first_line(exc)}"
             ) from None
 
     def _setup(self) -> tuple[Any, Any]:
-        """Create every table (LangGraph's migrations included) while holding the setup lock
-        at session level: LangGraph's migrations run statements that cannot run inside a
-        transaction (`CREATE INDEX CONCURRENTLY`)."""
+        """Create and migrate every table (agentctl's, `runner.threads.schema`, then LangGraph's)
+        while holding the setup lock at session level: LangGraph's migrations run statements
+        that cannot run inside a transaction (`CREATE INDEX CONCURRENTLY`)."""
         from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.store.postgres import PostgresStore
 
@@ -145,9 +368,9 @@ class PostgresHome(Home):
         store = PostgresStore(self.conn)
         store.lock = self._lock
         with setup_lock(self.conn):
+            migrate(self.db, "postgres", str(self.path))  # first: a newer database is refused
             saver.setup()
             store.setup()
-            setup(self.conn, TABLES)  # the same lock again: a session has its own locks
         return saver, store
 
     @property
@@ -228,7 +451,7 @@ class PostgresHome(Home):
         return sorted(found + served, key=lambda t: t.updated_at, reverse=True)
 
     @property
-    def journal(self) -> threads_db.ToolJournal:
+    def journal(self) -> ToolJournal:
         return self._journal
 
     @property
@@ -263,121 +486,41 @@ class _ServedThreadLease(PostgresThreadLease):
         return super()._try(thread_id, token)
 
 
-class PostgresRetention:
-    """`runner.threads.retention.CheckpointRetention` for `langgraph-checkpoint-postgres`'s tables
-    (`checkpoints`, `checkpoint_writes`, `checkpoint_blobs`)."""
+class PostgresRetention(TableRetention):
+    """`runner.threads.retention.TableRetention` for `langgraph-checkpoint-postgres`'s tables
+    (`checkpoints`, `checkpoint_writes`, `checkpoint_blobs`); autovacuum makes the space of
+    removed rows reusable, so there is nothing to give back."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
-        self.db = db
+    WRITES = "checkpoint_writes"
+    ROWS = (
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+        "metadata->>'source', metadata->'parents'->>'' "
+        "FROM checkpoints WHERE thread_id = ?"
+    )
+    OWN = ("checkpoint_blobs", "checkpoints")
 
-    def stored_keep(self) -> tuple[bool, int | None]:
-        rows = self.db.fetch("SELECT value FROM agentctl_settings WHERE key = ?", (KEEP_SETTING,))
-        return keep_setting(rows[0][0] if rows else None)
+    def values_of(self, execute: Execute, thread_id: str, gone: list[tuple[str, str]]) -> set[Any]:
+        """The channel values (`checkpoint_blobs`) the removed checkpoints name; those of a
+        checkpoint being written right now (another process, without the lease) are never among
+        them."""
+        removed = set(gone)
+        return {
+            (ns, channel, version)
+            for ns, cid, channel, version in execute(
+                "SELECT c.checkpoint_ns, c.checkpoint_id, v.key, v.value FROM checkpoints c, "
+                "jsonb_each_text(c.checkpoint -> 'channel_versions') v "
+                "WHERE c.thread_id = ? AND c.checkpoint_id = ANY(?)",
+                (thread_id, [cid for _, cid in gone]),
+            )
+            if (ns, cid) in removed
+        }
 
-    def store_keep(self, keep: int | None) -> None:
-        self.db.write(
-            "INSERT INTO agentctl_settings (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [(KEEP_SETTING, describe_keep(keep))],
-        )
-
-    def effective_keep(self) -> int | None:
-        found, keep = self.stored_keep()
-        return keep if found else DEFAULT_KEEP
-
-    def prune(self, thread_id: str, keep: int | None) -> Pruned:
-        if keep is None:
-            return Pruned()
-        with self.db.transaction(thread_id) as execute:
-            rows = [
-                CheckpointRow(*row)
-                for row in execute(
-                    "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                    "metadata->>'source', metadata->'parents'->>'' "
-                    "FROM checkpoints WHERE thread_id = ?",
-                    (thread_id,),
-                )
-            ]
-            if len(rows) <= keep:
-                return Pruned()
-            waited = {
-                (ns, cid)
-                for ns, cid in execute(
-                    "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM checkpoint_writes "
-                    "WHERE thread_id = ? AND channel = '__interrupt__'",
-                    (thread_id,),
-                )
-            }
-            kept = kept_checkpoints(rows, waited, keep)
-            gone = [(r.namespace, r.checkpoint_id) for r in rows]
-            gone = [key for key in gone if key not in kept]
-            if not gone:
-                return Pruned()
-            # The channel values only removed checkpoints name: those of a checkpoint being
-            # written right now (another process, without the lease) are never among them.
-            removed = set(gone)
-            values = {
-                (ns, channel, version)
-                for ns, cid, channel, version in execute(
-                    "SELECT c.checkpoint_ns, c.checkpoint_id, v.key, v.value FROM checkpoints c, "
-                    "jsonb_each_text(c.checkpoint -> 'channel_versions') v "
-                    "WHERE c.thread_id = ? AND c.checkpoint_id = ANY(?)",
-                    (thread_id, [cid for _, cid in gone]),
-                )
-                if (ns, cid) in removed
-            }
-            writes = 0
-            for ns, cid in gone:
-                writes += len(
-                    execute(
-                        "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? "
-                        "AND checkpoint_id = ? RETURNING 1",
-                        (thread_id, ns, cid),
-                    )
-                )
-                execute(
-                    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND checkpoint_id = ?",
-                    (thread_id, ns, cid),
-                )
-            for ns, channel, version in values:
-                execute(
-                    "DELETE FROM checkpoint_blobs b WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND channel = ? AND version = ? AND NOT EXISTS (SELECT 1 FROM checkpoints k "
-                    "WHERE k.thread_id = b.thread_id AND k.checkpoint_ns = b.checkpoint_ns "
-                    "AND k.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
-                    (thread_id, ns, channel, version),
-                )
-        return Pruned(checkpoints=len(gone), writes=writes)
-
-    def prune_all(self, keep: int | None) -> Pruned:
-        total = Pruned()
-        for (thread_id,) in self.db.fetch("SELECT DISTINCT thread_id FROM checkpoints"):
-            done = self.prune(thread_id, keep)
-            total = Pruned(total.checkpoints + done.checkpoints, total.writes + done.writes)
-        return total
-
-    def latest_checkpoint_id(self, thread_id: str) -> str | None:
-        rows = self.db.fetch(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-            "ORDER BY checkpoint_id DESC LIMIT 1",
-            (thread_id,),
-        )
-        return str(rows[0][0]) if rows else None
-
-    def has_checkpoints(self, thread_id: str) -> bool:
-        return bool(
-            self.db.fetch("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
-        )
-
-    def delete_thread(self, thread_id: str) -> None:
-        with self.db.transaction(thread_id) as execute:
-            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
-                execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
-
-    def reclaim(self, *, force: bool = False) -> int:
-        """Postgres's autovacuum makes the space of removed rows reusable; nothing to do."""
-        return 0
-
-    def incremental(self) -> bool:
-        return True
+    def drop_values(self, execute: Execute, thread_id: str, values: set[Any]) -> None:
+        for ns, channel, version in values:
+            execute(
+                "DELETE FROM checkpoint_blobs b WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND channel = ? AND version = ? AND NOT EXISTS (SELECT 1 FROM checkpoints k "
+                "WHERE k.thread_id = b.thread_id AND k.checkpoint_ns = b.checkpoint_ns "
+                "AND k.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
+                (thread_id, ns, channel, version),
+            )

@@ -42,28 +42,32 @@ turn; when more than a quarter of the file (and at least `RECLAIM_MIN_BYTES`) is
 (`PRAGMA incremental_vacuum`). A database made before incremental auto-vacuum is switched over by
 one full `VACUUM` in `agentctl threads keep-checkpoints` (it says so).
 
-Other checkpointers: `CheckpointRetention` is what the run loop and `agentctl threads` call.
-The Postgres one (`runner.threads.postgres.PostgresRetention`, for `--db postgresql://`) makes the
-same `kept_checkpoints` choice and also removes the channel values (`checkpoint_blobs`, stored
-once per version outside the checkpoints) that only removed checkpoints named; Postgres's autovacuum
-reuses the space.
+Both databases: `CheckpointRetention` is what the run loop and `agentctl threads` call, and
+`TableRetention` is its one implementation over a `runner.threads.guards.Database`: the settings,
+the choice (`kept_checkpoints`) and the prune are written once. A database differs only in what
+its subclass says: the name of LangGraph's writes table and how a checkpoint's metadata is read
+(`runner.threads.sqlite.SqliteRetention`), and, on Postgres, removing the channel values
+(`checkpoint_blobs`, stored once per version outside the checkpoints) that only removed
+checkpoints named, and leaving the space to autovacuum (`runner.threads.postgres`).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from runner.threads.guards import Database, Execute
 
 __all__ = [
     "DEFAULT_KEEP",
+    "RECLAIM_MIN_BYTES",
+    "SETTING",
     "CheckpointRetention",
     "CheckpointRow",
     "Pruned",
-    "SqliteRetention",
+    "TableRetention",
     "kept_checkpoints",
     "parse_keep",
 ]
@@ -212,60 +216,61 @@ def keep_setting(value: object) -> tuple[bool, int | None]:
         return False, None
 
 
-class SqliteRetention:
-    """Retention for `langgraph-checkpoint-sqlite`'s tables (`checkpoints`, `writes`) on the
-    connection and lock that `runner.run.Home` shares with the checkpointer."""
+Key = tuple[str, str]
+"""(checkpoint namespace, checkpoint id)."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
-        self.conn = conn
-        self.lock = lock
 
-    # ----------------------------------------------------------------------- setup
+class TableRetention:
+    """`CheckpointRetention` over a thread database's `Database`, for LangGraph's checkpoint
+    tables; a subclass names its dialect's differences (see the module docstring)."""
 
-    @staticmethod
-    def prepare_new_database(conn: sqlite3.Connection) -> None:
-        """Incremental auto-vacuum on a database that has no table yet (the mode can change
-        only before the first table, or with a full VACUUM)."""
-        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
-            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    WRITES = "writes"
+    """LangGraph's table of a checkpoint's pending writes."""
+    ROWS = (
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+        "json_extract(CAST(metadata AS TEXT), '$.source'), "
+        "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"') "
+        "FROM checkpoints WHERE thread_id = ?"
+    )
+    """A thread's checkpoints as `CheckpointRow`s: ids, parent, metadata source and root."""
+    OWN: tuple[str, ...] = ("checkpoints",)
+    """The checkpointer's tables with rows per thread, other than the writes table."""
 
-    def _has_tables(self) -> bool:
-        found = self.conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-            "AND name IN ('checkpoints', 'writes')"
-        ).fetchone()[0]
-        return bool(found == 2)
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # ----------------------------------------------------------------------- per dialect
+
+    def ready(self) -> bool:
+        """Whether LangGraph's tables exist yet (a checkpointer creates them when first used)."""
+        return True
+
+    def values_of(self, execute: Execute, thread_id: str, gone: list[Key]) -> set[Any]:
+        """What the checkpoints `gone` name outside their rows, read before they are deleted,
+        for `drop_values`; nothing by default."""
+        return set()
+
+    def drop_values(self, execute: Execute, thread_id: str, values: set[Any]) -> None:
+        """Remove those of `values` that no kept checkpoint names (after the delete, in the
+        prune's transaction); nothing by default."""
+
+    def reclaim(self, *, force: bool = False) -> int:
+        return 0
+
+    def incremental(self) -> bool:
+        return True
 
     # ----------------------------------------------------------------------- settings
 
     def stored_keep(self) -> tuple[bool, int | None]:
-        """(whether the database has its own setting, that setting)."""
-        with self.lock:
-            if not self._settings_table():
-                return False, None
-            row = self.conn.execute(
-                "SELECT value FROM agentctl_settings WHERE key = ?", (SETTING,)
-            ).fetchone()
-        return keep_setting(None if row is None else row[0])
+        rows = self.db.fetch("SELECT value FROM agentctl_settings WHERE key = ?", (SETTING,))
+        return keep_setting(rows[0][0] if rows else None)
 
     def store_keep(self, keep: int | None) -> None:
-        with self.lock:
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS agentctl_settings (key TEXT PRIMARY KEY, value TEXT)"
-            )
-            self.conn.execute(
-                "INSERT INTO agentctl_settings VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (SETTING, describe_keep(keep)),
-            )
-            self.conn.commit()
-
-    def _settings_table(self) -> bool:
-        return (
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentctl_settings'"
-            ).fetchone()
-            is not None
+        self.db.write(
+            "INSERT INTO agentctl_settings (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [(SETTING, describe_keep(keep))],
         )
 
     def effective_keep(self) -> int | None:
@@ -275,128 +280,72 @@ class SqliteRetention:
     # ----------------------------------------------------------------------- pruning
 
     def prune(self, thread_id: str, keep: int | None) -> Pruned:
-        if keep is None:
+        if keep is None or not self.ready():
             return Pruned()
-        with self.lock:
-            if not self._has_tables():
-                return Pruned()
-            rows = [
-                CheckpointRow(ns, cid, parent, source, root)
-                for ns, cid, parent, source, root in self.conn.execute(
-                    "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                    "json_extract(CAST(metadata AS TEXT), '$.source'), "
-                    "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"') "
-                    "FROM checkpoints WHERE thread_id = ?",
-                    (thread_id,),
-                )
-            ]
+        with self.db.transaction(thread_id) as execute:
+            rows = [CheckpointRow(*row) for row in execute(self.ROWS, (thread_id,))]
             if len(rows) <= keep:
                 return Pruned()
             waited = {
                 (ns, cid)
-                for ns, cid in self.conn.execute(
-                    "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM writes "
+                for ns, cid in execute(
+                    f"SELECT DISTINCT checkpoint_ns, checkpoint_id FROM {self.WRITES} "
                     "WHERE thread_id = ? AND channel = '__interrupt__'",
                     (thread_id,),
                 )
             }
             kept = kept_checkpoints(rows, waited, keep)
-            gone = [
-                (thread_id, r.namespace, r.checkpoint_id)
-                for r in rows
-                if (r.namespace, r.checkpoint_id) not in kept
-            ]
+            gone = [(r.namespace, r.checkpoint_id) for r in rows]
+            gone = [key for key in gone if key not in kept]
             if not gone:
                 return Pruned()
-            try:
-                writes = self.conn.executemany(
-                    "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND checkpoint_id = ?",
-                    gone,
-                ).rowcount
-                self.conn.executemany(
+            values = self.values_of(execute, thread_id, gone)
+            writes = 0
+            for ns, cid in gone:
+                writes += len(
+                    execute(
+                        f"DELETE FROM {self.WRITES} WHERE thread_id = ? AND checkpoint_ns = ? "
+                        "AND checkpoint_id = ? RETURNING 1",
+                        (thread_id, ns, cid),
+                    )
+                )
+                execute(
                     "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
                     "AND checkpoint_id = ?",
-                    gone,
+                    (thread_id, ns, cid),
                 )
-                self.conn.commit()
-            except BaseException:
-                self.conn.rollback()
-                raise
-        return Pruned(checkpoints=len(gone), writes=max(writes, 0))
-
-    def latest_checkpoint_id(self, thread_id: str) -> str | None:
-        """The id of the thread's latest main-graph checkpoint, without reading it."""
-        with self.lock:
-            if not self._has_tables():
-                return None
-            row = self.conn.execute(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-                "ORDER BY checkpoint_id DESC LIMIT 1",
-                (thread_id,),
-            ).fetchone()
-        return None if row is None else str(row[0])
-
-    def has_checkpoints(self, thread_id: str) -> bool:
-        with self.lock:
-            if not self._has_tables():
-                return False
-            row = self.conn.execute(
-                "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,)
-            ).fetchone()
-        return row is not None
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Every checkpoint and write of a thread (what `SqliteSaver.delete_thread` does, without
-        importing LangGraph: `agentctl threads rm` stays light)."""
-        with self.lock:
-            if not self._has_tables():
-                return
-            self.conn.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
-            self.conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
-            self.conn.commit()
+            self.drop_values(execute, thread_id, values)
+        return Pruned(checkpoints=len(gone), writes=writes)
 
     def prune_all(self, keep: int | None) -> Pruned:
-        """Every thread in the database (after lowering `keep`)."""
-        with self.lock:
-            if not self._has_tables():
-                return Pruned()
-            found = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints")
-            threads = [thread_id for (thread_id,) in found]
+        if not self.ready():
+            return Pruned()
         total = Pruned()
-        for thread_id in threads:
+        for (thread_id,) in self.db.fetch("SELECT DISTINCT thread_id FROM checkpoints"):
             done = self.prune(thread_id, keep)
             total = Pruned(total.checkpoints + done.checkpoints, total.writes + done.writes)
         return total
 
-    # ----------------------------------------------------------------------- space
+    def latest_checkpoint_id(self, thread_id: str) -> str | None:
+        if not self.ready():
+            return None
+        rows = self.db.fetch(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread_id,),
+        )
+        return str(rows[0][0]) if rows else None
 
-    def sizes(self) -> tuple[int, int]:
-        """(file size, free bytes inside it) from the page counts."""
-        with self.lock:
-            page = self.conn.execute("PRAGMA page_size").fetchone()[0]
-            pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
-            free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
-        return pages * page, free * page
+    def has_checkpoints(self, thread_id: str) -> bool:
+        return self.ready() and bool(
+            self.db.fetch("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
+        )
 
-    def incremental(self) -> bool:
-        with self.lock:
-            return bool(self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2)
-
-    def reclaim(self, *, force: bool = False) -> int:
-        size, free = self.sizes()
-        if not force and (free < RECLAIM_MIN_BYTES or free * 4 < size):
-            return 0
-        with self.lock:
-            if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-                # It frees one page per step, and `execute` steps it once (`fetchall` too, on
-                # SQLite 3.40); `executescript` runs it to its end.
-                self.conn.commit()
-                self.conn.executescript("PRAGMA incremental_vacuum;")
-            elif force:
-                # A database from before incremental auto-vacuum: one full rewrite switches it.
-                self.conn.commit()
-                self.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                self.conn.execute("VACUUM")
-        after, _ = self.sizes()
-        return max(size - after, 0)
+    def delete_thread(self, thread_id: str) -> None:
+        """Every checkpoint and write of a thread (what the savers' `delete_thread` does, without
+        importing LangGraph: `agentctl threads rm` stays light)."""
+        if not self.ready():
+            return
+        with self.db.transaction(thread_id) as execute:
+            for table in (self.WRITES, *self.OWN):
+                execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))

@@ -14,13 +14,22 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from runner.events import Action
+from runner.spec.ask_user import ASK_USER_TOOL
 
-__all__ = ["SavedMessage", "Unreadable", "saved_transcript"]
+__all__ = [
+    "SavedMessage",
+    "Unreadable",
+    "pending_actions",
+    "question_action",
+    "saved_transcript",
+    "text_of",
+]
 
 # LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
 _SINGLE_ARG, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2 = range(6)
@@ -101,7 +110,6 @@ def saved_transcript(
 ) -> tuple[list[SavedMessage], list[Action]] | None:
     """The messages and pending approvals of the thread's latest checkpoint (None without
     one), from LangGraph's SQLite tables; `Unreadable` when they are not plain msgpack."""
-    from runner.run import pending_actions
 
     with lock:
         tables = conn.execute(
@@ -135,3 +143,56 @@ def saved_transcript(
             interrupts.append(SimpleNamespace(id=item.get("id", ""), value=item["value"]))
     pending = pending_actions(SimpleNamespace(interrupts=interrupts))
     return messages, [action for _, actions in pending for action in actions]
+
+
+def pending_actions(
+    state: Any, agents: Mapping[str, str] | None = None
+) -> list[tuple[str, list[Action]]]:
+    """(interrupt id, actions) for each approval the thread waits on; `agents` names the agent
+    behind each interrupt id when the stream showed it."""
+    found: list[tuple[str, list[Action]]] = []
+    for interrupt in getattr(state, "interrupts", ()) or ():
+        value = interrupt.value
+        agent = (agents or {}).get(interrupt.id)
+        actions: list[Action] = []
+        if isinstance(value, dict) and value.get("type") == "ask_user":
+            actions.append(question_action(value, agent))
+        elif isinstance(value, dict) and "action_requests" in value:
+            configs = {c.get("action_name"): c for c in value.get("review_configs", [])}
+            for request in value["action_requests"]:
+                config = configs.get(request.get("name"), {})
+                actions.append(
+                    Action(
+                        name=request.get("name", ""),
+                        args=dict(request.get("args") or {}),
+                        id=request.get("id"),
+                        description=request.get("description"),
+                        allowed_decisions=list(
+                            config.get("allowed_decisions", ["approve", "edit", "reject"])
+                        ),
+                        agent=agent,
+                    )
+                )
+        else:
+            actions.append(
+                Action(
+                    name="interrupt",
+                    args={"value": value},
+                    allowed_decisions=["approve"],
+                    agent=agent,
+                )
+            )
+        found.append((interrupt.id, actions))
+    return found
+
+
+def question_action(value: dict[str, Any], agent: str | None) -> Action:
+    """A pending question as the `Action` an `Interrupt` event lists: named `ask_user`, its
+    `args` the question and the choices (None for a free answer), decided by `answer`."""
+    return Action(
+        name=ASK_USER_TOOL,
+        args={"question": str(value.get("question", "")), "choices": value.get("choices")},
+        id=value.get("tool_call_id"),
+        allowed_decisions=["answer"],
+        agent=agent,
+    )

@@ -82,9 +82,9 @@ class Runs:
         return process.returncode, events(out), err
 
     def home(self) -> Any:
-        from runner.run import Home
+        from runner.threads import open_home
 
-        return Home(self.db or self.cwd / "agentctl.db")
+        return open_home(self.db or self.cwd / "agentctl.db")
 
     def effects(self) -> list[str]:
         return self.log.read_text().split()

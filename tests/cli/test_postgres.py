@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from runner.run import Home, Session
+from runner.run import Session
+from runner.threads import open_home
 from tests.conftest import ROOT, run_cli
 
 
@@ -74,7 +75,7 @@ def test_threads_list_show_rm_on_postgres(spine: Path, tmp_path: Path, postgres_
     assert "user: now shout" in shown.stdout
     removed = run_cli("threads", "--db", postgres_url, "rm", done, "--yes", cwd=tmp_path)
     assert removed.returncode == 0, removed.stderr
-    home = Home(postgres_url)
+    home = open_home(postgres_url)
     try:
         assert [t.thread_id for t in home.threads()] == [waiting]
         assert not home.retention.has_checkpoints(done)
@@ -98,7 +99,7 @@ def test_retention_on_postgres_removes_old_checkpoints_and_their_values(
         assert session.run("shout", thread_id=thread).interrupt is not None
         approved = session.run(thread_id=thread, decisions=[Decision("approve")])
         assert approved.content == "I shouted."
-    home = Home(postgres_url)
+    home = open_home(postgres_url)
     try:
 
         def count(table: str) -> int:
@@ -116,7 +117,7 @@ def test_retention_on_postgres_removes_old_checkpoints_and_their_values(
     assert after["checkpoints"] == 3 and pruned.checkpoints == before["checkpoints"] - 3
     assert after["checkpoint_writes"] < before["checkpoint_writes"]
     assert after["checkpoint_blobs"] < before["checkpoint_blobs"]
-    home = Home(postgres_url)
+    home = open_home(postgres_url)
     try:
         transcript = home.transcript(thread)  # decodes every channel value it names
     finally:
@@ -218,7 +219,7 @@ def test_thread_tools_export_fork_search_prune_on_postgres(
 
     kept = run_cli("threads", "prune", "--older-than", "30d", *db, cwd=tmp_path)
     assert (kept.returncode, kept.stdout) == (0, "")
-    home = Home(postgres_url)
+    home = open_home(postgres_url)
     try:
         lease = home.lease.acquire(waiting.thread_id)  # as a run in progress holds it
         later = datetime.now(UTC) + timedelta(days=31)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.run import Decision, Home, Session
+from runner.run import Decision, Session
 from runner.threads import export as thread_tools
+from runner.threads import open_home
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.fakes import ScriptedChatModel, ai
 
@@ -253,7 +254,7 @@ def test_prune_deletes_old_threads_but_never_a_running_one(tmp_path: Path) -> No
     with Session(tmp_path / "spine" / "agent.yaml", db=db) as session:
         old = session.run("add two and three").thread_id
         running = session.run("add two and three").thread_id
-    home = Home(db)
+    home = open_home(db)
     try:
         later = datetime.now(UTC) + timedelta(days=31)
         lease = home.lease.acquire(running)  # as a run in progress holds it
@@ -331,7 +332,7 @@ def test_fork_of_a_thread_waiting_inside_a_subagent(tmp_path: Path) -> None:
 def test_fork_of_a_thread_without_checkpoints(tmp_path: Path) -> None:
     from runner.errors import RunError
 
-    home = Home(tmp_path / "a.db")
+    home = open_home(tmp_path / "a.db")
     try:
         home.register("t-1", agent="calc", spec=None, first_message="hi")
         with pytest.raises(RunError, match="thread t-1 has no checkpoint yet: nothing to fork"):

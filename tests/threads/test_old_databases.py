@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.run import Decision, Home, Session
+from runner.run import Decision, Session
+from runner.threads import open_home
 from tests.conftest import ROOT
 
 OLD = ROOT / "tests" / "data" / "threads_v1"
@@ -29,7 +30,7 @@ def showcase(tmp_path: Path) -> Path:
 
 
 def _resume_and_read(db: str, showcase: Path, waiting: str, finished: str) -> None:
-    home = Home(db)
+    home = open_home(db)
     try:
         assert [t.thread_id for t in home.threads()] == [finished, waiting]
         info = home.thread(waiting)

@@ -1,0 +1,294 @@
+"""The thread database in a SQLite file (the default, `$AGENTCTL_HOME/agentctl.db`).
+
+`SqliteHome` is `runner.threads.home.Home` on one `sqlite3` connection shared, under one lock, by
+LangGraph's `SqliteSaver` and `SqliteStore` and agentctl's tables (`runner.threads.schema`). Here
+too: the `Database` the guards of `runner.threads.guards` run on (a compare-and-set is one
+`BEGIN IMMEDIATE` transaction), their SQLite classes, the tool journal of an `AsyncSqliteSaver`,
+and the retention's SQLite side (`SqliteRetention`: which tables, and giving space back).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from runner.errors import RunError
+from runner.threads.guards import (
+    Execute,
+    TableAnswerLog,
+    TableThreadLease,
+    TableToolJournal,
+    ToolJournal,
+)
+from runner.threads.home import Home, default_home
+from runner.threads.retention import RECLAIM_MIN_BYTES, TableRetention
+from runner.threads.schema import GUARDS, migrate, now
+
+__all__ = [
+    "AsyncSqliteToolJournal",
+    "SqliteAnswerLog",
+    "SqliteDatabase",
+    "SqliteHome",
+    "SqliteRetention",
+    "SqliteThreadLease",
+    "SqliteToolJournal",
+    "setup",
+]
+
+
+def setup(conn: sqlite3.Connection) -> None:
+    """Create the guards' tables in a SQLite database (idempotent), for a checkpointer agentctl
+    did not open; a thread database gets them from its migrations (`runner.threads.schema`)."""
+    for statement in GUARDS["sqlite"]:
+        conn.execute(statement)
+    conn.commit()
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Connection]:
+    """One write transaction, begun with SQLite's write lock held (so a read in it and the write
+    that depends on it are one step for every process), committed or rolled back."""
+    with lock:
+        if conn.in_transaction:
+            conn.commit()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+class SqliteDatabase:
+    """`Database` on a SQLite connection and the lock every user of it shares."""
+
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    order = "rowid"
+
+    def __init__(self, conn: sqlite3.Connection, lock: Any) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    @contextmanager
+    def transaction(self, key: str) -> Iterator[Execute]:
+        with _immediate(self.conn, self.lock) as conn:
+            yield lambda sql, args: conn.execute(sql, args).fetchall()
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.lock:
+            self.conn.executemany(sql, rows)
+            self.conn.commit()
+
+
+class SqliteThreadLease(TableThreadLease):
+    """`TableThreadLease` in a SQLite thread database."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, ttl: float = 30.0):
+        super().__init__(SqliteDatabase(conn, lock), ttl=ttl)
+
+
+class SqliteAnswerLog(TableAnswerLog):
+    """`TableAnswerLog` in a SQLite thread database."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        super().__init__(SqliteDatabase(conn, lock))
+
+
+class SqliteToolJournal(TableToolJournal):
+    """`TableToolJournal` in a SQLite database, sharing the checkpointer's connection and lock
+    (creates the tables)."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: Any, *, serde: Any = None) -> None:
+        super().__init__(SqliteDatabase(conn, lock), serde=serde)
+        with lock:
+            setup(conn)
+
+
+class AsyncSqliteToolJournal:
+    """`AsyncToolJournal` for LangGraph's `AsyncSqliteSaver` (aiosqlite), on its connection and
+    lock."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self.serde = saver.serde
+        self._ready = False
+
+    async def _setup(self) -> None:
+        if not self._ready:
+            await self.saver.setup()  # connects, like the saver's own first call
+            async with self.saver.lock:
+                for statement in GUARDS["sqlite"]:
+                    await self.saver.conn.execute(statement)
+                await self.saver.conn.commit()
+            self._ready = True
+
+    async def alookup(self, thread_id: str, scope: str, call_id: str) -> Any | None:
+        await self._setup()
+        async with self.saver.lock:  # one trip to aiosqlite's thread: query and rows
+            rows = await self.saver.conn.execute_fetchall(
+                "SELECT type, result FROM agentctl_tool_journal "
+                "WHERE thread_id = ? AND scope = ? AND call_id = ?",
+                (thread_id, scope, call_id),
+            )
+        row = next(iter(rows), None)
+        return None if row is None else self.serde.loads_typed((row[0], row[1]))
+
+    async def arecord(self, thread_id: str, scope: str, call_id: str, result: Any) -> None:
+        kind, data = self.serde.dumps_typed(result)
+        row = (thread_id, scope, call_id, kind, data, now())
+        conn = self.saver.conn
+        async with self.saver.lock:
+            run_in_thread = getattr(conn, "_execute", None)
+            if run_in_thread is not None and hasattr(conn, "_conn"):
+                # The insert and its commit in one trip to aiosqlite's thread, not two
+                # (`_execute` runs a function there; aiosqlite's own helpers are built on it).
+                await run_in_thread(_insert_and_commit, conn, row)
+                return
+            await conn.execute(_INSERT_JOURNAL, row)
+            await conn.commit()
+
+
+_INSERT_JOURNAL = "INSERT OR IGNORE INTO agentctl_tool_journal VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _insert_and_commit(conn: Any, row: tuple[Any, ...]) -> None:
+    """On aiosqlite's thread: record one journal row and commit (`conn._conn` is the sqlite3
+    connection it wraps)."""
+    sqlite_conn = conn._conn
+    sqlite_conn.execute(_INSERT_JOURNAL, row)
+    sqlite_conn.commit()
+
+
+class SqliteRetention(TableRetention):
+    """`runner.threads.retention.TableRetention` for `langgraph-checkpoint-sqlite`'s tables
+    (`checkpoints`, `writes`), on the connection and lock `SqliteHome` shares with the
+    checkpointer; space goes back to the file system by incremental auto-vacuum."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        super().__init__(db)
+        self.conn = db.conn
+        self.lock = db.lock
+
+    def ready(self) -> bool:
+        found = self.db.fetch(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+            "AND name IN ('checkpoints', 'writes')"
+        )[0][0]
+        return bool(found == 2)
+
+    def sizes(self) -> tuple[int, int]:
+        """(file size, free bytes inside it) from the page counts."""
+        with self.lock:
+            page = self.conn.execute("PRAGMA page_size").fetchone()[0]
+            pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+            free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return pages * page, free * page
+
+    def incremental(self) -> bool:
+        with self.lock:
+            return bool(self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2)
+
+    def reclaim(self, *, force: bool = False) -> int:
+        size, free = self.sizes()
+        if not force and (free < RECLAIM_MIN_BYTES or free * 4 < size):
+            return 0
+        with self.lock:
+            if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+                # It frees one page per step, and `execute` steps it once (`fetchall` too, on
+                # SQLite 3.40); `executescript` runs it to its end.
+                self.conn.commit()
+                self.conn.executescript("PRAGMA incremental_vacuum;")
+            elif force:
+                # A database from before incremental auto-vacuum: one full rewrite switches it.
+                self.conn.commit()
+                self.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                self.conn.execute("VACUUM")
+        after, _ = self.sizes()
+        return max(size - after, 0)
+
+
+def prepare_new_database(conn: sqlite3.Connection) -> None:
+    """Incremental auto-vacuum on a database that has no table yet (the mode can change only
+    before the first table, or with a full VACUUM)."""
+    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+
+
+class SqliteHome(Home):
+    """The thread database in a SQLite file."""
+
+    def __init__(self, db: str | os.PathLike[str] | None = None) -> None:
+        path = Path(db) if db is not None else default_home() / "agentctl.db"
+        self.path = path.expanduser()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            prepare_new_database(self.conn)
+            # Durability (README "Crashes and concurrent runs"): write-ahead log, so readers
+            # never block the writer and a killed writer leaves no half-written page; NORMAL
+            # sync, so a commit is safe from a process crash once it returns (the OS has it)
+            # and costs no fsync per checkpoint; an OS crash or power cut may lose the last
+            # commits, never the database.
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self._lock = threading.Lock()
+            self.db = SqliteDatabase(self.conn, self._lock)
+            migrate(self.db, "sqlite", str(self.path))
+        except (OSError, sqlite3.Error, RunError) as exc:
+            if hasattr(self, "conn"):
+                self.conn.close()
+            if isinstance(exc, RunError):
+                raise
+            raise RunError(f"cannot open the thread database {self.path}: {exc}") from None
+        self._checkpointer: Any = None
+        self._store: Any = None
+        self.retention: SqliteRetention = SqliteRetention(self.db)
+        """Prunes old checkpoints (`runner.threads.retention`); shares the connection and its
+        lock."""
+        self.lease = SqliteThreadLease(self.conn, self._lock)
+        self.answers = SqliteAnswerLog(self.conn, self._lock)
+        self._journal: ToolJournal | None = None
+
+    @property
+    def checkpointer(self) -> Any:
+        if self._checkpointer is None:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            saver = SqliteSaver(self.conn)
+            saver.lock = self._lock
+            saver.setup()
+            # the tool journal (runner.middleware.journal) finds its table through the saver
+            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
+            self._checkpointer = saver
+        return self._checkpointer
+
+    @property
+    def journal(self) -> ToolJournal:
+        if self._journal is None:
+            self._journal = SqliteToolJournal(self.conn, self._lock)
+        return self._journal
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            from langgraph.store.sqlite import SqliteStore
+
+            store = SqliteStore(self.conn)
+            store.lock = self._lock
+            store.setup()
+            self._store = store
+        return self._store
+
+    def close(self) -> None:
+        with self._lock:  # not while another thread is in the middle of a write
+            self.conn.close()
