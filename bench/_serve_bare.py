@@ -9,7 +9,7 @@ import os
 from _common import step
 from langchain.agents import create_agent
 
-from runner.models import init_model
+from runner.agent.models import init_model
 
 graph = create_agent(
     init_model(f"replay:{os.environ['BENCH_SERVE_CASSETTE']}", agent="bare", is_main=True),

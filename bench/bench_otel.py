@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--verbose", action="store_true", help="print every figure")
     args = parser.parse_args()
-    from runner import telemetry
+    from runner.run import telemetry
 
     with tempfile.TemporaryDirectory() as folder:
         spec = spec_file(Path(folder), "traced")

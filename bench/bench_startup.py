@@ -44,7 +44,7 @@ REPORT = f"import sys, time; sys.stderr.write('{MARK}%r\\n' % time.time())"
 # the wall-clock time of its first call on stderr.
 FIRST_CALL = f"""
 import sys, time
-import runner.models as models
+import runner.agent.models as models
 original = models.ReplayChatModel._stream
 def stream(self, *args, **kwargs):
     sys.stderr.write("{MARK}%r\\n" % time.time())

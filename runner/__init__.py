@@ -24,8 +24,8 @@ _EXPORTS = {
     "RunError": "runner.errors",
     "RunnerError": "runner.errors",
     "SpecError": "runner.errors",
-    "build_agent": "runner.build",
-    "load_spec": "runner.loader",
+    "build_agent": "runner.agent.build",
+    "load_spec": "runner.load.loader",
 }
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from runner.build import build_agent
+    from runner.agent.build import build_agent
     from runner.errors import (
         BuildError,
         Problem,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         RunnerError,
         SpecError,
     )
-    from runner.loader import load_spec
+    from runner.load.loader import load_spec
     from runner.spec import AgentSpec
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from runner.attachments import read_attachment
 from runner.errors import RunError
 from runner.run import Session
+from runner.run.attachments import read_attachment
 from tests.conftest import ROOT, run_cli
 from tests.fakes import ScriptedChatModel, ai
 

@@ -149,7 +149,7 @@ def test_a_cost_budget_needs_prices(tmp_path: Path) -> None:
             """
         },
     )
-    from runner.validate import validate_file
+    from runner.check.validate import validate_file
 
     assert [str(p) for p in validate_file(path)] == [
         "b.yaml:4:15: model.fallbacks[0]: anthropic:claude-haiku-4-5 has no `price`; "
@@ -163,7 +163,7 @@ def test_a_cost_budget_needs_prices(tmp_path: Path) -> None:
 
 def test_a_model_override_without_a_price_cannot_keep_a_cost_budget(tmp_path: Path) -> None:
     path = agent(tmp_path, "{cost: 1}")
-    from runner.resolve import Resolver
+    from runner.agent.resolve import Resolver
 
     spec = runner.load_spec(path)
     with pytest.raises(ResolutionError, match=r"the price of openai:gpt-4\.1 .* is not known"):

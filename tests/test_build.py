@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 import runner
-from runner.build import middleware_chain
+from runner.agent.build import middleware_chain
+from runner.agent.resolve import Resolver
 from runner.errors import ResolutionError, SpecError
-from runner.resolve import Resolver
 from tests.conftest import ROOT
 from tests.fakes import ScriptedChatModel, ai
 

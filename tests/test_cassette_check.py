@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from runner.check.validate import validate_file
 from runner.errors import RunnerError, SpecError
-from runner.loader import load_spec
-from runner.validate import validate_file
-from runner.yamlsource import interpolate
+from runner.load.loader import load_spec
+from runner.load.source import interpolate
 from tests.conftest import run_cli
 from tests.spec.files import write_files as write
 
@@ -132,7 +132,7 @@ RUN_TIME_ERRORS = {
 
 @pytest.mark.parametrize("case", sorted(RUN_TIME_ERRORS))
 def test_validate_reports_what_run_refuses_with_the_same_message(tmp_path: Path, case: str) -> None:
-    from runner.build import build_agent
+    from runner.agent.build import build_agent
 
     write(tmp_path, {"a.yaml": RUN_TIME_ERRORS[case], "c.cassette.yaml": "- content: hi\n"})
     with pytest.raises(RunnerError) as caught:
@@ -141,7 +141,7 @@ def test_validate_reports_what_run_refuses_with_the_same_message(tmp_path: Path,
     assert len(problems) == 1, problems
     assert str(problems[0]) == str(caught.value)
     if case != "cassette":  # inspect names models without opening them
-        from runner.inspection import describe
+        from runner.agent.inspect import describe
 
         with pytest.raises(RunnerError) as described:
             describe(tmp_path / "a.yaml")

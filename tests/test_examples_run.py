@@ -23,8 +23,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 import runner
-from runner.resolve import Resolver
-from runner.validate import find_specs
+from runner.agent.resolve import Resolver
+from runner.check.validate import find_specs
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.middleware.helpers import timeless
 

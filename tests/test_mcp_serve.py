@@ -207,7 +207,7 @@ async def test_streamable_http_lists_and_calls(http_server: str) -> None:
 
 
 def test_vars_become_optional_arguments(tmp_path: Path) -> None:
-    from runner.mcp_server import AgentTools
+    from runner.serve.mcp import AgentTools
 
     (tmp_path / "a.yaml").write_text(
         "version: 1\nname: greeter\ndescription: Greets\nmodel: replay:a.cassette.yaml\n"
@@ -265,7 +265,7 @@ def test_without_the_mcp_extra_it_says_what_to_install(
 def test_typed_inputs_become_arguments_and_questions_are_left_to_a_person(
     tmp_path: Path,
 ) -> None:
-    from runner.mcp_server import AgentTools
+    from runner.serve.mcp import AgentTools
 
     (tmp_path / "a.yaml").write_text(
         "version: 1\nname: briefer\ndescription: Briefs\nmodel: replay:a.cassette.yaml\n"

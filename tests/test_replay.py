@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from runner.cassette import load_cassette
+from runner.agent.models import ReplayChatModel, init_model
 from runner.errors import RunError, SpecError
-from runner.models import ReplayChatModel, init_model
+from runner.replay.cassette import load_cassette
 
 
 def write(tmp_path: Path, text: str, name: str = "c.cassette.yaml") -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.skills import discover, parse_skill, skills_section
+from runner.load.skills import discover, parse_skill, skills_section
 
 SEED_SKILL = """\
 ---

@@ -16,10 +16,10 @@ import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import runner
-from runner.build import middleware_chain, subagent_middleware
+from runner.agent.build import middleware_chain, subagent_middleware
+from runner.agent.resolve import ResolvedAgent, Resolver
+from runner.check.validate import find_specs
 from runner.middleware.prompt import preview_prompt
-from runner.resolve import ResolvedAgent, Resolver
-from runner.validate import find_specs
 from tests.conftest import AGENTS, ROOT
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"

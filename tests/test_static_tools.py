@@ -1,4 +1,4 @@
-"""`runner.static_tools` knows each agent's tools without building it: its lists must be the ones a
+"""`runner.check.tools` knows each agent's tools without building it: its lists must be the ones a
 build makes, and its argument models the schemas the harness tools give the model."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 import runner
-from runner.build import middleware_chain, subagent_middleware
-from runner.resolve import ResolvedAgent, Resolver
-from runner.static_tools import static_agents
-from runner.tool_args import BUILTIN_TOOL_ARGS
-from runner.validate import find_specs
+from runner.agent.build import middleware_chain, subagent_middleware
+from runner.agent.resolve import ResolvedAgent, Resolver
+from runner.check.tool_args import BUILTIN_TOOL_ARGS
+from runner.check.tools import static_agents
+from runner.check.validate import find_specs
 from tests.conftest import AGENTS
 from tests.spec.files import write_files as write
 

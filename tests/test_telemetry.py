@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from runner import telemetry
-from runner.run import Decision, Session
+from runner.run import Decision, Session, telemetry
 from tests.conftest import run_cli
 from tests.otlp import Receiver, received_spans, receiver  # noqa: F401 (a fixture)
 
@@ -291,7 +290,7 @@ def test_when_tracing_is_on(flag: bool, env: dict[str, str], expected: bool) -> 
 
 
 def test_masker_hides_interpolated_and_key_like_values() -> None:
-    from runner.yamlsource import interpolate
+    from runner.load.source import interpolate
 
     env = {"MY_DB": "postgres://u:hunter22@db/x", "OPENAI_API_KEY": "sk-live-abcdefgh", "N": "1"}
     assert interpolate("${MY_DB}", env) == "postgres://u:hunter22@db/x"

@@ -1,4 +1,4 @@
-"""`agentctl run SPEC --batch FILE`: drive `runner.batch` and show its progress.
+"""`agentctl run SPEC --batch FILE`: drive `runner.run.batch` and show its progress.
 
 Results go to `--out` (resumable) or, without it, to stdout as JSON lines. Progress goes to
 stderr: a bar on a terminal, one plain line per finished input elsewhere (logs, CI).
@@ -32,10 +32,10 @@ def run_batch_file(
     quiet: bool,
 ) -> int:
     """Run every line of `batch`; exit code 0 when every line has a successful result, else 1."""
-    from runner.batch import ResultsFile, iter_status, read_batch, run_batch
     from runner.cli.render import shown_spec
     from runner.cli.session import is_terminal, local_context_for
     from runner.run import Home, Session
+    from runner.run.batch import ResultsFile, iter_status, read_batch, run_batch
     from runner.threads import open_home
 
     lines = read_batch(batch)
@@ -75,7 +75,7 @@ def run_batch_file(
         else:
 
             def emit(record: dict[str, Any]) -> None:
-                from runner.batch import result_line
+                from runner.run.batch import result_line
 
                 sys.stdout.write(result_line(record))
                 sys.stdout.flush()

@@ -32,10 +32,10 @@ from runner.spec.ask_user import ASK_USER_TOOL
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from runner.attachments import Attachment
     from runner.cli.approvals import TerminalApprover
     from runner.cli.terminal import TerminalRenderer
     from runner.run import Session
+    from runner.run.attachments import Attachment
 
 COMMANDS = {
     "/help": "these commands and keys",
@@ -196,7 +196,7 @@ class Chat:
     def _attach(self, argument: str) -> None:
         """Queue a file for the next message (checked now: a missing file, an image the model
         cannot take)."""
-        from runner.attachments import check_images, read_attachment
+        from runner.run.attachments import check_images, read_attachment
 
         if not argument.strip():
             queued = ", ".join(a.name for a in self.attachments) or "nothing"

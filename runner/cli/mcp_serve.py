@@ -1,4 +1,4 @@
-"""`agentctl mcp serve`: agent files as the tools of an MCP server (see `runner.mcp_server`)."""
+"""`agentctl mcp serve`: agent files as the tools of an MCP server (see `runner.serve.mcp`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from runner.cli.options import otel_options
 
 if TYPE_CHECKING:
-    from runner.mcp_server import AgentTools
+    from runner.serve.mcp import AgentTools
 
 
 @click.group(short_help="Serve agents as MCP tools (stdio or streamable HTTP).")
@@ -69,7 +69,7 @@ def serve(
     import anyio
 
     from runner.cli.options import parse_vars
-    from runner.mcp_server import (
+    from runner.serve.mcp import (
         AgentTools,
         bind,
         build_server,

@@ -53,10 +53,10 @@ def otel_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextmanager
 def tracing(otel: bool, content: bool) -> Iterator[None]:
-    """Trace the runs inside when asked (`runner.telemetry.requested`), and export the spans
+    """Trace the runs inside when asked (`runner.run.telemetry.requested`), and export the spans
     left before returning. An endpoint variable alone, without the `otel` extra installed,
     warns and runs untraced; `--otel` without it is an error."""
-    from runner import telemetry
+    from runner.run import telemetry
 
     if not telemetry.requested(otel):
         if otel and not content:

@@ -26,9 +26,9 @@ from runner.events import Action, Interrupt, RunEvent
 from runner.run import Decision
 
 if TYPE_CHECKING:
-    from runner.attachments import Attachment
     from runner.cli.approvals import TerminalApprover
     from runner.run import Session
+    from runner.run.attachments import Attachment
 
 
 def decisions_from_flags(
@@ -309,7 +309,7 @@ class JsonLines:
     """`--output jsonl`: every event as one JSON line, nothing else."""
 
     def handle(self, event: RunEvent) -> None:
-        from runner.run import to_json_line
+        from runner.run.session import to_json_line
 
         click.echo(to_json_line(event))
 
@@ -560,8 +560,8 @@ def run_turns(
 
 def read_attachments(paths: Sequence[Path]) -> list[Attachment]:
     """`--attach` files read and classified; a missing or too large one is a usage error."""
-    from runner.attachments import read_attachment
     from runner.errors import RunError
+    from runner.run.attachments import read_attachment
 
     try:
         return [read_attachment(path) for path in paths]
@@ -572,8 +572,8 @@ def read_attachments(paths: Sequence[Path]) -> list[Attachment]:
 def check_attachments(session: Session, attachments: Sequence[Attachment]) -> None:
     """An image for a model that takes none is a usage error, said before the run starts (the
     session is closed)."""
-    from runner.attachments import check_images
     from runner.errors import RunError
+    from runner.run.attachments import check_images
 
     try:
         check_images(session.resolved, list(attachments))

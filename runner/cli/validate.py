@@ -37,9 +37,9 @@ def validate(
     (include fragments like `_base.yaml`). A problem in a file that several of them include is
     printed once, with the files it was found through.
     """
+    from runner.check.validate import FileReport, LoadCache, check_file, find_specs
     from runner.cli.options import parse_vars
     from runner.errors import Problem, display_path
-    from runner.validate import FileReport, LoadCache, check_file, find_specs
 
     variables = parse_vars(vars_)
     failed = checked = 0

@@ -1,6 +1,6 @@
 """The harness: the middleware chain a deep agent runs with, one concern per module.
 
-The chain, in order (assembled in one place, `runner.build.middleware_chain`):
+The chain, in order (assembled in one place, `runner.agent.build.middleware_chain`):
 
 | # | middleware            | why it sits there                                                    |
 |---|-----------------------|----------------------------------------------------------------------|

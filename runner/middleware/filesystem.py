@@ -331,8 +331,8 @@ class FilesystemMiddleware(AgentMiddleware):
         images: bool = False,
     ) -> None:
         """`images`: whether the agent's model can look at images in tool results (see
-        `runner.resolve.ResolvedModel.images`); `read_file` returns them as image content then,
-        and a plain answer saying it cannot otherwise."""
+        `runner.agent.resolve.ResolvedModel.images`); `read_file` returns them as image content
+        then, and a plain answer saying it cannot otherwise."""
         super().__init__()
         self.provider = provider
         self.images = images

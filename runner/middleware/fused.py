@@ -11,7 +11,7 @@ unwrapped before the outer hook sees the response; the state updates of every la
 inner first, in one command. The middleware keep their state schema, tools and node hooks; only
 their wrap hooks move into the fused one.
 
-`runner.build.middleware_chain` still lists the chain as documented (that is what `inspect`
+`runner.agent.build.middleware_chain` still lists the chain as documented (that is what `inspect`
 shows); `build_graph` fuses it just before compiling.
 """
 

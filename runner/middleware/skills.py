@@ -20,8 +20,8 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import OmitFromInput, OmitFromOutput
 
 from runner.backends import BackendError, BackendProvider
+from runner.load.skills import SKILL_FILE, Skill, parse_skill, skill_from, skills_section
 from runner.middleware.prompt import PromptSection
-from runner.skills import SKILL_FILE, Skill, parse_skill, skill_from, skills_section
 
 log = logging.getLogger("agentctl")
 

@@ -39,9 +39,9 @@ def collect_agents(
     `keep_broken` (`serve --dev`), a file that does not validate is returned with its problems
     instead, named by its `name:` if it has a readable one, else by its file name.
     """
+    from runner.check.validate import find_specs, validate_file
     from runner.errors import display_path
-    from runner.loader import load_spec
-    from runner.validate import find_specs, validate_file
+    from runner.load.loader import load_spec
 
     problems: list[Problem] = []
     found: list[ServedAgent] = []

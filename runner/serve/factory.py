@@ -131,7 +131,7 @@ class GraphFactory:
     def _refuse_file_inputs(self, path: str, vars: Mapping[str, Any]) -> None:
         """A `file` input's value is a path the server reads into the prompt: a client choosing
         it could read any file the server can. Only `agentctl serve --var` sets one."""
-        from runner.loader import load_spec
+        from runner.load.loader import load_spec
 
         spec = load_spec(
             Path(path), vars=self.base_vars, require_inputs=False, allow_unused_vars=True
@@ -150,9 +150,9 @@ class GraphFactory:
     ) -> _Built:
         from langgraph.store.memory import InMemoryStore
 
-        from runner.build import build_graph
-        from runner.loader import load_spec
-        from runner.resolve import Resolver
+        from runner.agent.build import build_graph
+        from runner.agent.resolve import Resolver
+        from runner.load.loader import load_spec
 
         spec = load_spec(Path(path), vars=vars, require_inputs=require)
         resolved = Resolver(model=model).resolve(spec)

@@ -14,8 +14,8 @@ agents:                  # replies per agent name; the main agent is the spec's 
 
 A plain list instead of `agents:` holds the main agent's replies. A reply may set `delay`
 (seconds, to imitate a slow model) and `usage` (token counts; estimated when absent). Reading a
-cassette and playing it is `runner.cassette`'s; this module is the format only (pure data, like
-the agent spec), so `json_schema("cassette")` needs nothing above `runner.spec`.
+cassette and playing it is `runner.replay.cassette`'s; this module is the format only (pure data,
+like the agent spec), so `json_schema("cassette")` needs nothing above `runner.spec`.
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ class OpenApiSpec(SpecModel):
     timeout: float = Field(default=30, gt=0)
     """Seconds before a call fails."""
     _operations: dict[str, Any] = PrivateAttr(default_factory=dict)
-    """The listed operations as the loader read them (`runner.openapi.Operation` by id)."""
+    """The listed operations as the loader read them (`runner.load.openapi.Operation` by id)."""
     _servers: list[str] = PrivateAttr(default_factory=list)
 
 

@@ -85,7 +85,7 @@ def run_case(
     loaded: LoadedTestFile, index: int, options: RunOptions, *, judge: Judge, folder: Path
 ) -> CaseResult:
     """Run case `index` of `loaded` in `folder` (created; the caller removes it) and check it."""
-    from runner.loader import load_spec
+    from runner.load.loader import load_spec
     from runner.run import Session, new_thread_id
     from runner.threads import open_home
 

@@ -107,7 +107,7 @@ class Judge:
 
     def _model(self, model_id: str) -> Any:
         if model_id not in self._models:
-            from runner.models import init_model
+            from runner.agent.models import init_model
             from runner.spec.model import _check_model_id
 
             try:

@@ -15,9 +15,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
-from runner.spec_errors import problems_from_validation
+from runner.load.problems import problems_from_validation
+from runner.load.source import KeyPath, SourceMap, read_yaml
 from runner.testing.spec import TestFileSpec
-from runner.yamlsource import KeyPath, SourceMap, read_yaml
 
 __all__ = [
     "TEST_FILE_SUFFIXES",

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 from langchain_core.tools import StructuredTool, ToolException
 
-from runner.openapi import Operation, Param
+from runner.load.openapi import Operation, Param
 from runner.spec import HttpTool, OpenApiTool
 from runner.spec.declared_tools import HttpToolSpec, fill, placeholders
 

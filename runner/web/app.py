@@ -59,9 +59,9 @@ class _Agents:
 
     def load(self, agent: WebAgent) -> _Loaded:
         """The file's spec (None when it has problems) and its problems (blocking)."""
+        from runner.check.validate import validate_file
         from runner.errors import Problem, RunnerError, display_path
-        from runner.loader import load_spec
-        from runner.validate import validate_file
+        from runner.load.loader import load_spec
 
         try:
             mtime = os.stat(agent.path).st_mtime_ns

@@ -19,6 +19,7 @@ from runner.backends import (
     merge_files,
     provider_from_spec,
 )
+from runner.check.validate import find_specs
 from runner.errors import BuildError
 from runner.spec import (
     CompositeBackendSpec,
@@ -27,7 +28,6 @@ from runner.spec import (
     StateBackendSpec,
     StoreBackendSpec,
 )
-from runner.validate import find_specs
 
 
 def test_no_backend_means_state() -> None:

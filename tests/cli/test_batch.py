@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.batch import ResultsFile, read_batch
+from runner.run.batch import ResultsFile, read_batch
 from tests.conftest import ROOT, run_cli
 
 

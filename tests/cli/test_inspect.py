@@ -42,8 +42,8 @@ def test_every_example_describes_as_json() -> None:
     """The library behind `inspect --json`, for every example (in-process: one CLI run above)."""
     import json as jsonlib
 
-    from runner.inspection import describe
-    from runner.validate import find_specs
+    from runner.agent.inspect import describe
+    from runner.check.validate import find_specs
 
     for path, _ in find_specs([AGENTS]):
         info = jsonlib.loads(jsonlib.dumps(describe(path)))
@@ -66,9 +66,9 @@ def test_every_example_describes_as_json() -> None:
 
 def test_the_chain_shown_is_the_chain_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """With fallbacks too, which need model objects: inspect resolves without models."""
-    from runner.build import middleware_chain, subagent_middleware
-    from runner.inspection import describe
-    from runner.resolve import Resolver
+    from runner.agent.build import middleware_chain, subagent_middleware
+    from runner.agent.inspect import describe
+    from runner.agent.resolve import Resolver
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.validate import is_agent_file_name
+from runner.check.validate import is_agent_file_name
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.spec.files import write_files as write
 from tests.spec.test_corpus import BROKEN, CORPUS, CORPUS_ENV, expected_problems

@@ -16,8 +16,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.store.memory import InMemoryStore
 
 import runner
+from runner.agent.resolve import Resolver
 from runner.errors import BuildError
-from runner.resolve import Resolver
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import (
     MODES,

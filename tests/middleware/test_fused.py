@@ -20,9 +20,9 @@ from langchain_core.tools import tool
 from langgraph.types import Command
 
 import runner
-from runner.build import fused_chain, middleware_chain
+from runner.agent.build import fused_chain, middleware_chain
+from runner.agent.resolve import Resolver
 from runner.middleware.fused import FusedModelCalls, FusedToolCalls, fuse_wrap_hooks, has_hook
-from runner.resolve import Resolver
 from tests.fakes import ScriptedChatModel, ai
 
 

@@ -13,9 +13,9 @@ from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 import runner
+from runner.agent.resolve import Resolver
 from runner.backends import FileData, StateBackend
 from runner.middleware.filesystem import MAX_IMAGE_BYTES
-from runner.resolve import Resolver
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import MODES, call, reply, spec_file
 

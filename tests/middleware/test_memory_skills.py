@@ -160,7 +160,7 @@ class TestMemory:
 
     def test_memory_is_not_inherited_by_subagents(self, tmp_path: Path) -> None:
         (tmp_path / "AGENTS.md").write_text("secret preference\n", encoding="utf-8")
-        resolved = runner.resolve.Resolver(with_models=False).resolve(
+        resolved = runner.agent.resolve.Resolver(with_models=False).resolve(
             runner.load_spec(
                 spec(
                     tmp_path,

@@ -223,7 +223,7 @@ def test_a_misspelt_rule_key_is_a_located_error(folder: Path) -> None:
 
 
 def test_a_rule_naming_no_tool_is_a_located_validate_error(folder: Path) -> None:
-    from runner.validate import validate_file
+    from runner.check.validate import validate_file
 
     path = spec_file(
         folder,
@@ -242,7 +242,7 @@ def test_a_rule_naming_no_tool_is_a_located_validate_error(folder: Path) -> None
 
 
 def test_inspect_lists_the_rules_in_force(folder: Path) -> None:
-    from runner.inspection import describe
+    from runner.agent.inspect import describe
 
     path = spec_file(
         folder,

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 import runner
-from runner.build import middleware_chain
+from runner.agent.build import middleware_chain
+from runner.agent.resolve import Resolver
 from runner.events import Interrupt, TextDelta, ToolCall, ToolResult
-from runner.resolve import Resolver
 from runner.run import Decision, Session
 from tests.conftest import ROOT
 
@@ -219,12 +219,12 @@ class AllAtOnce:
 def test_parallel_task_calls_run_concurrently_sync_and_async(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runner.models
+    import runner.agent.models
 
     agent = runner.build_agent(parallel_spec(tmp_path, 5, 0.01))
     gate = AllAtOnce(5)
-    monkeypatch.setattr(runner.models, "time", SimpleNamespace(sleep=gate.sleep))
-    monkeypatch.setattr(runner.models, "asyncio", SimpleNamespace(sleep=gate.asleep))
+    monkeypatch.setattr(runner.agent.models, "time", SimpleNamespace(sleep=gate.sleep))
+    monkeypatch.setattr(runner.agent.models, "asyncio", SimpleNamespace(sleep=gate.asleep))
     result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
     assert [m.text for m in result["messages"] if m.type == "tool"] == [
         f"w{i} done" for i in range(5)

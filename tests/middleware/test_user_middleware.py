@@ -8,8 +8,8 @@ from pathlib import Path
 from langgraph.checkpoint.memory import InMemorySaver
 
 import runner
-from runner.build import middleware_chain
-from runner.resolve import Resolver
+from runner.agent.build import middleware_chain
+from runner.agent.resolve import Resolver
 from tests.fakes import ScriptedChatModel, ai
 from tests.middleware.helpers import spec_file
 

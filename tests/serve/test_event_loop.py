@@ -48,7 +48,7 @@ def spec(tmp_path: Path) -> Path:
 def test_a_run_on_an_event_loop_makes_no_blocking_call(spec: Path, tmp_path: Path) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from runner.build import build_agent
+    from runner.agent.build import build_agent
 
     graph = build_agent(spec, checkpointer=InMemorySaver())
 
@@ -76,9 +76,9 @@ def test_the_skills_hook_has_an_async_twin_off_the_loop(spec: Path, tmp_path: Pa
     one does the same work, folder creation included, in a worker thread."""
     from langgraph.store.memory import InMemoryStore
 
-    from runner.loader import load_spec
+    from runner.agent.resolve import Resolver
+    from runner.load.loader import load_spec
     from runner.middleware.skills import BackendSkillsMiddleware
-    from runner.resolve import Resolver
 
     resolved = Resolver().resolve(load_spec(spec))
     assert resolved.backend is not None

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import runner
-from runner.validate import find_specs
+from runner.check.validate import find_specs
 from tests.conftest import AGENTS, ROOT
 
 EXAMPLES = sorted(path for path, _ in find_specs([AGENTS]))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import runner
-from runner import yamlsource
 from runner.errors import SpecError
-from runner.yamlsource import read_yaml
+from runner.load import source as yamlsource
+from runner.load.source import read_yaml
 from tests.conftest import ROOT
 
 
@@ -143,7 +143,7 @@ def _files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "cassette": (
             [
                 "-c",
-                "from runner.cassette import load_cassette; import sys\n"
+                "from runner.replay.cassette import load_cassette; import sys\n"
                 f"try:\n    load_cassette({str(cassette)!r})\n"
                 "except Exception as exc:\n    print(exc, file=sys.stderr); sys.exit(2)",
             ],

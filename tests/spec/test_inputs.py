@@ -105,7 +105,7 @@ def test_a_missing_required_input_is_an_error_to_run_not_to_validate(agent: Path
     # validate and inspect render the prompts with a stand-in
     spec = runner.load_spec(agent, require_inputs=False)
     assert spec.prompt == "<topic>|2|None|False|0.5|None"
-    from runner.validate import validate_file
+    from runner.check.validate import validate_file
 
     assert validate_file(agent) == []
 

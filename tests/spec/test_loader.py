@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import runner
-import runner.loader
+import runner.load.loader
 from runner.spec import (
     CompositeBackendSpec,
     FilesystemBackendSpec,
@@ -280,13 +280,13 @@ def test_a_file_refd_from_two_places_is_read_once(
         },
     )
     reads: list[str] = []
-    original = runner.loader.read_source
+    original = runner.load.loader.read_source
 
     def counting_read_source(path: Path, **kwargs: int) -> str:
         reads.append(path.name)
         return original(path, **kwargs)
 
-    monkeypatch.setattr(runner.loader, "read_source", counting_read_source)
+    monkeypatch.setattr(runner.load.loader, "read_source", counting_read_source)
     spec = runner.load_spec(path)
     assert sorted(reads) == ["a.yaml", "main.yaml", "shared.yaml"]
     via_a = spec.subagents[0]
@@ -591,7 +591,7 @@ def test_a_seed_name_and_ours_together_is_an_error(tmp_path: Path) -> None:
 def test_agentctl_python_is_the_running_interpreter_unless_set(tmp_path: Path) -> None:
     import sys
 
-    from runner.yamlsource import read_yaml
+    from runner.load.source import read_yaml
 
     text = "command: ${AGENTCTL_PYTHON}\n"
     assert read_yaml(text, "a.yaml", {}).value == {"command": sys.executable}

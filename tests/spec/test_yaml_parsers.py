@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner import yamlsource
-from runner.yamlsource import Document, Pos, read_yaml
+from runner.load import source as yamlsource
+from runner.load.source import Document, Pos, read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(

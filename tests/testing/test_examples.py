@@ -8,9 +8,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from runner.check.validate import find_specs
 from runner.testing import test_json_schema_text
 from runner.testing.loader import load_test_file
-from runner.validate import find_specs
 from tests.conftest import AGENTS, ROOT, run_cli
 
 TEST_FILES = sorted(AGENTS.glob("*.test.yaml"))

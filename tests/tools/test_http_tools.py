@@ -16,10 +16,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 import runner
-from runner.inspection import describe
+from runner.agent.inspect import describe
+from runner.check.validate import validate_file
 from runner.spec import HttpTool
 from runner.tools.http import tools_from_http
-from runner.validate import validate_file
 from tests.fakes import ScriptedChatModel, ai
 
 API = """\

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 import runner
+from runner.agent.resolve import Resolver
 from runner.errors import ResolutionError
 from runner.events import Final, Interrupt, ToolResult
-from runner.resolve import Resolver
 from runner.run import Decision, Session
 from tests.conftest import AGENTS, ROOT, run_cli
 
@@ -238,7 +238,7 @@ async def test_ainvoke_from_the_callers_loop(tmp_path: Path) -> None:
     )
     resolved = Resolver().resolve(runner.load_spec(path))
     try:
-        from runner.build import build_graph
+        from runner.agent.build import build_graph
 
         graph = build_graph(resolved)
         state = await graph.ainvoke({"messages": [{"role": "user", "content": "which?"}]})
@@ -248,7 +248,7 @@ async def test_ainvoke_from_the_callers_loop(tmp_path: Path) -> None:
 
 
 def test_inspect_starts_lists_and_stops_the_server(tmp_path: Path, start_log: Path) -> None:
-    from runner.inspection import describe
+    from runner.agent.inspect import describe
 
     server = stdio_server(env={"MCP_TEST_STARTS": "${MCP_TEST_STARTS}"}, include=["search"])
     info = describe(write_agent(tmp_path, [server], []))

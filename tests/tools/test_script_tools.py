@@ -15,8 +15,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 import runner
+from runner.check.validate import validate_file
 from runner.errors import SpecError
-from runner.validate import validate_file
 from tests.fakes import ScriptedChatModel, ai
 
 HOSTILE = [

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.tools import BaseTool
 
-    from runner.cassette import Cassette
+    from runner.replay.cassette import Cassette
     from runner.spec import McpServer
     from runner.tools.mcp import McpServers
 
@@ -371,8 +371,8 @@ class Resolver:
         is_main: bool,
         locate: Callable[[str], Problem],
     ) -> BaseChatModel:
+        from runner.agent.models import init_model
         from runner.errors import SpecError
-        from runner.models import init_model
 
         try:
             return init_model(
@@ -383,7 +383,7 @@ class Resolver:
         except SpecError:
             missing = model_id.startswith("replay:") and not Path(model_id[7:]).is_file()
             if missing:  # located at the key that names it, with the path it resolved to
-                from runner.cassette_check import missing_cassette
+                from runner.check.cassettes import missing_cassette
 
                 raise SpecError(locate(missing_cassette(Path(model_id[7:])))) from None
             raise  # a broken cassette: its own file and line
@@ -410,7 +410,7 @@ class Resolver:
 
                 if isinstance(entry, OpenApiTool) and not entry.openapi._operations:
                     # a spec built in Python, not loaded from a file: read its document now
-                    from runner.openapi import read_operations
+                    from runner.load.openapi import read_operations
 
                     def locate_api(path: KeyPath, message: str, at: KeyPath = at) -> Problem:
                         return locator((*at, "openapi", *path), message)
@@ -424,7 +424,7 @@ class Resolver:
                 from runner.tools.script import script_tool
 
                 if backend is None or not backend.can_execute:
-                    from runner.static_tools import script_message
+                    from runner.check.tools import script_message
 
                     kind = spec.backend.kind if spec.backend is not None else "state"
                     raise BuildError.at(locator((*at, "script"), script_message(kind)))
@@ -657,9 +657,9 @@ class Resolver:
         from pathlib import Path
 
         from runner.backends import Mount
+        from runner.load.skills import discover
         from runner.middleware.memory import MemoryFile, MemoryMiddleware
         from runner.middleware.skills import BackendSkillsMiddleware, SkillsMiddleware, Source
-        from runner.skills import discover
 
         taken = {p.rstrip("/") for p in backend.route_prefixes}
         mounts: list[Mount] = []
@@ -758,7 +758,7 @@ class Resolver:
         )
         for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
             if kind == "fraction" and not window:
-                from runner.static_tools import fraction_message
+                from runner.check.tools import fraction_message
 
                 raise BuildError.at(
                     locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
@@ -801,8 +801,8 @@ class Resolver:
         *,
         images: bool,
     ) -> Any:
+        from runner.check.tools import execute_message
         from runner.middleware.filesystem import FilesystemMiddleware
-        from runner.static_tools import execute_message
 
         settings = core.filesystem
         if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:

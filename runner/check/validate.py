@@ -3,7 +3,7 @@
 A file is valid when it loads (`runner.load_spec`: YAML, schema, paths, prompts, refs) and passes
 the static checks that need no model and no network: those `run` makes before it starts
 (`interrupt_on` names, `execute` without a shell backend, skills folders, replay cassettes, with
-the same messages) and the cassettes it plays, checked against it (`runner.cassette_check`).
+the same messages) and the cassettes it plays, checked against it (`runner.check.cassettes`).
 A cassette file (by name or content) is checked as a cassette. Nothing here imports langchain.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, SpecError, display_path
-from runner.loader import _host_path, load_spec
+from runner.load.loader import _host_path, load_spec
 from runner.spec import AgentSpec
 from runner.spec.cassette import CASSETTE_SUFFIXES
 
@@ -44,7 +44,7 @@ def not_an_agent(path: Path) -> str | None:
     or has the agent schema line at its top, counts as an agent file, so its problems show."""
     import difflib
 
-    from runner.yamlsource import read_source, read_yaml
+    from runner.load.source import read_source, read_yaml
 
     try:
         text = read_source(path)
@@ -134,7 +134,7 @@ def check_file(
     cache: LoadCache | None = None,
 ) -> FileReport:
     """`validate_file`, with a note for a cassette checked without an agent."""
-    from runner.cassette_check import cassette_problems
+    from runner.check.cassettes import cassette_problems
 
     path = Path(path)
     named = path.name.endswith(CASSETTE_SUFFIXES)
@@ -196,8 +196,8 @@ def _load(
 
 def looks_like_cassette(path: Path) -> bool:
     """A cassette by name, or a YAML file whose content is one (see `is_cassette`)."""
-    from runner.cassette_check import is_cassette
-    from runner.yamlsource import read_source, read_yaml
+    from runner.check.cassettes import is_cassette
+    from runner.load.source import read_source, read_yaml
 
     if path.name.endswith(CASSETTE_SUFFIXES):
         return True
@@ -220,7 +220,7 @@ def agents_playing(
     """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
     one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
     Files that do not load are left out (validating them shows why)."""
-    from runner.yamlsource import read_source
+    from runner.load.source import read_source
 
     target = cassette.resolve()
     stem = cassette.name
@@ -251,7 +251,7 @@ def agents_playing(
 
 
 def _replayed(spec: AgentSpec) -> set[Path]:
-    from runner.static_tools import static_agents
+    from runner.check.tools import static_agents
 
     return {
         Path(m.partition(":")[2]).resolve()
@@ -304,16 +304,16 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
     """What `run` refuses before it starts, found without building: tool names in
     `interrupt_on`, `execute` in `filesystem.tools` or a `script:` tool without a shell
     backend, a `fraction` threshold that a replay model cannot size, and the replay cassettes
-    (see `runner.cassette_check`). The messages are the ones `run` prints. Also a `permissions`
+    (see `runner.check.cassettes`). The messages are the ones `run` prints. Also a `permissions`
     rule matching no tool, which `run` accepts (the rule never applies) and `validate` reports."""
-    from runner.spec import ScriptTool
-    from runner.static_tools import (
+    from runner.check.tools import (
         execute_message,
         fraction_message,
         script_message,
         static_agents,
         unknown_tool_message,
     )
+    from runner.spec import ScriptTool
 
     problems: list[Problem] = []
     agents = static_agents(spec)
@@ -359,7 +359,7 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
     )
     if not cassettes or not any(i.startswith("replay:") for i in ids):
         return problems  # (and the cassette checks are not imported)
-    from runner.cassette_check import replay_problems
+    from runner.check.cassettes import replay_problems
 
     return problems + replay_problems(spec)
 
@@ -370,7 +370,7 @@ def _permission_problems(agent: Any, agents: list[Any]) -> list[Problem]:
     Skipped when some agent's tools are only known after a build."""
     from fnmatch import fnmatchcase
 
-    from runner.static_tools import unknown_tool_message
+    from runner.check.tools import unknown_tool_message
 
     if any(a.open for a in agents):
         return []
@@ -392,7 +392,7 @@ def _permission_problems(agent: Any, agents: list[Any]) -> list[Problem]:
 def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> list[Problem]:
     """The host skills folders named at the top of a file that did not load (so its other
     problems and these show together): missing folders and bad SKILL.md files."""
-    from runner.yamlsource import read_source, read_yaml
+    from runner.load.source import read_source, read_yaml
 
     try:
         doc = read_yaml(read_source(path), display_path(path), env)
@@ -414,7 +414,7 @@ def _skill_problems_of_unloaded(path: Path, env: Mapping[str, str] | None) -> li
 def _skills_folder_problems(folder: Path, at: Problem) -> list[Problem]:
     """A missing host skills folder (located where `at` is, the key that names it), or the
     problems of its SKILL.md files (located in them)."""
-    from runner.skills import discover
+    from runner.load.skills import discover
 
     if not folder.is_dir():
         return [replace(at, message=f"skills folder not found: {display_path(folder)}")]

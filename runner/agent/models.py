@@ -2,7 +2,7 @@
 
 Providers go through LangChain's `init_chat_model`; a provider whose package is missing is a
 `ResolutionError` that says which extra to install. `replay:path/to/cassette.yaml` plays back
-recorded replies (see `runner.cassette`) with no network, streaming them in chunks when the
+recorded replies (see `runner.replay.cassette`) with no network, streaming them in chunks when the
 caller streams.
 
 Two things are changed on the models LangChain makes (`harden`), because real servers need them:
@@ -32,8 +32,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict
 
-from runner.cassette import Cassette, CassetteReply, load_cassette
 from runner.errors import ResolutionError, RunError, first_line
+from runner.replay.cassette import Cassette, CassetteReply, load_cassette
 
 __all__ = [
     "EXTRAS",
@@ -181,7 +181,7 @@ def _mark_non_objects(response: Any) -> dict[str, Any] | None:
 
 
 class ReplayChatModel(BaseChatModel):
-    """Plays one agent's replies from a cassette (see `runner.cassette` for the rules)."""
+    """Plays one agent's replies from a cassette (see `runner.replay.cassette` for the rules)."""
 
     cassette: Any
     agent: str
@@ -233,7 +233,7 @@ class ReplayChatModel(BaseChatModel):
             have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
             fix = "record more replies (agentctl run --record) or shorten the run"
             if not replies:  # most likely a misspelt agent name in the cassette
-                from runner.spec_errors import did_you_mean
+                from runner.load.problems import did_you_mean
 
                 names = sorted(cassette.agents)
                 hint = did_you_mean(self.agent, names)

@@ -110,8 +110,8 @@ def parse_skill(
     text: str, shown: str, *, folder_name: str | None
 ) -> tuple[SkillFrontMatter | None, list[Problem]]:
     """Validate a SKILL.md's front matter; problems are located in `shown` (its display path)."""
-    from runner.spec_errors import problems_from_validation
-    from runner.yamlsource import Loc, Pos, SourceMap, read_yaml
+    from runner.load.problems import problems_from_validation
+    from runner.load.source import Loc, Pos, SourceMap, read_yaml
 
     found = _front_matter(text)
     if found is None:
@@ -188,7 +188,7 @@ def discover(folders: Iterable[tuple[Path, str]]) -> SkillSet:
     """Skills in host folders, each given with the agent path it is mounted at (`/skills/`).
     Later folders override earlier ones by name; problems are collected, bad skills skipped."""
     from runner.errors import display_path
-    from runner.yamlsource import read_source
+    from runner.load.source import read_source
 
     found = SkillSet()
     for folder, agent_prefix in folders:

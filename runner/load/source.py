@@ -31,7 +31,7 @@ packages installed with it."""
 
 INTERPOLATED: set[str] = set()
 """Every value a `${VAR}` took from the environment in this process: API keys and passwords
-among them, which traces must never show (`runner.telemetry` masks them)."""
+among them, which traces must never show (`runner.run.telemetry` masks them)."""
 
 
 @dataclass(frozen=True)

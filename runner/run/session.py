@@ -61,9 +61,9 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
 
-    from runner.attachments import Attachment
+    from runner.agent.resolve import LocalContext, ResolvedAgent
     from runner.backends import FileInfo
-    from runner.resolve import LocalContext, ResolvedAgent
+    from runner.run.attachments import Attachment
     from runner.spec import AgentSpec
 
 __all__ = [
@@ -348,7 +348,7 @@ class _Recorder:
         self.lock = threading.Lock()
         self.agents: dict[str, list[dict[str, Any]]] = {}
         if append and path.exists():
-            from runner.cassette import load_cassette
+            from runner.replay.cassette import load_cassette
 
             existing = load_cassette(path)
             for name, replies in existing.agents.items():
@@ -438,8 +438,8 @@ class Session:
         (`"all"`: every one); by default the database's setting, else
         `runner.threads.retention.DEFAULT_KEEP`. See `runner.threads.retention` for what is always
         kept."""
-        from runner.build import _as_spec, build_graph
-        from runner.resolve import Resolver
+        from runner.agent.build import _as_spec, build_graph
+        from runner.agent.resolve import Resolver
 
         self.spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
         self.home = home or open_home(db)
@@ -696,7 +696,7 @@ class Session:
         Decisions are claimed before the lease is taken: of two answers to one approval, the
         first recorded runs, the other gets `AlreadyAnswered`.
 
-        `attachments` (`runner.attachments.read_attachment`) go with `message`: images as image
+        `attachments` (`runner.run.attachments.read_attachment`) go with `message`: images as image
         content, text inlined, other files into the agent's backend under /attachments/.
         """
         new_thread = thread_id is None
@@ -771,10 +771,12 @@ class Session:
         try:
             graph_input = self._input(thread_id, message, claimed, state or _Finished(values={}))
             if attachments and message is not None:
-                from runner.attachments import attach
+                from runner.run.attachments import attach
 
                 values = dict(state.values or {}) if state is not None else {}
-                content, files = attach(self, thread_id, message, list(attachments), values)
+                content, files = attach(
+                    self.resolved, self.home.store, thread_id, message, list(attachments), values
+                )
                 graph_input["messages"][-1].content = content
                 if files:
                     graph_input["files"] = files
@@ -1065,7 +1067,7 @@ def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> st
             f"the run stopped at its limit of {limit} model calls; raise "
             f"`limits.model_calls`{_where(spec, ('limits', 'model_calls'))} if the agent needs more"
         )
-    from runner.models import describe_provider_error
+    from runner.agent.models import describe_provider_error
 
     provider_error = describe_provider_error(exc)
     if provider_error is not None:

@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from runner.build import _as_spec, middleware_chain, subagent_middleware
+from runner.agent.build import _as_spec, middleware_chain, subagent_middleware
+from runner.agent.resolve import LocalContext, Resolver
 from runner.middleware.prompt import preview_prompt
-from runner.resolve import LocalContext, Resolver
 
 
 def describe(
@@ -21,8 +21,8 @@ def describe(
 ) -> dict[str, Any]:
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
     spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars, require_inputs=False)
+    from runner.check.validate import static_problems
     from runner.errors import SpecError
-    from runner.validate import static_problems
 
     if problems := static_problems(spec, cassettes=False):  # what a build would refuse
         raise SpecError(sorted(set(problems)))

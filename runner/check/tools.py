@@ -14,7 +14,7 @@ The spec's own tools are known by name only where the spec says it without runni
 name); an MCP server by its `include:` list (with its `prefix:`). A factory (`import:` with
 `args:`), an MCP server without `include:` and `middleware:` entries may add tools whose names only
 a build knows: such an agent's list is *open*, and names missing from it are not reported.
-The harness tools' arguments are in `runner.tool_args`. `tests/test_static_tools.py` compares
+The harness tools' arguments are in `runner.check.tool_args`. `tests/test_static_tools.py` compares
 these lists and those arguments with built agents.
 """
 
@@ -123,7 +123,7 @@ def fraction_message(model_id: str) -> str:
 
 def unknown_tool_message(name: str, agent: str, tools: list[str]) -> str:
     """The message for a tool name that an agent lacks; `run` and `validate` both use it."""
-    from runner.spec_errors import did_you_mean
+    from runner.load.problems import did_you_mean
 
     names = sorted(set(tools))
     hint = did_you_mean(name, names)

@@ -128,7 +128,7 @@ class AgentTools:
         """Validate every agent file under `paths` (a `SpecError` lists every problem of every
         file) and build each agent once, so a file that cannot be built fails here, before the
         server starts."""
-        from runner.loader import load_spec
+        from runner.load.loader import load_spec
         from runner.serve.agents import collect_agents
 
         base_vars = dict(vars or {})
@@ -185,7 +185,7 @@ class AgentTools:
 
     def _check_builds(self, tool: ServedTool) -> None:
         """Build an agent whose calls need inputs, with stand-ins for them, and close it."""
-        from runner.loader import load_spec
+        from runner.load.loader import load_spec
         from runner.run import Session
         from runner.threads import open_home
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware
 
+from runner.agent.resolve import ResolvedAgent, Resolver
 from runner.errors import BuildError
 from runner.middleware.prompt import PromptSection, split_for_user_middleware, static_prompt
-from runner.resolve import ResolvedAgent, Resolver
 from runner.spec import AgentSpec
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
     entries are skipped: a subagent may lack some of its parent's tools)."""
     if not agent.is_main and "interrupt_on" not in agent.spec.model_fields_set:
         return
-    from runner.static_tools import unknown_tool_message
+    from runner.check.tools import unknown_tool_message
 
     for name in agent.interrupt_on:
         if name in tools:
@@ -254,7 +254,7 @@ def _as_spec(
         if vars:
             raise BuildError("`vars` apply when loading a spec; pass a path, or load it with them")
         return spec_or_path
-    from runner.loader import load_spec
+    from runner.load.loader import load_spec
 
     return load_spec(
         Path(spec_or_path),

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, Tag, ValidationError
 
 from runner.errors import Problem
+from runner.load.source import KeyPath, SourceMap
 from runner.spec.agent import FILESYSTEM_TOOLS
 from runner.spec.base import (
     ENTRY_ERROR,
@@ -26,7 +27,6 @@ from runner.spec.base import (
     NAME_RULE,
     describe,
 )
-from runner.yamlsource import KeyPath, SourceMap
 
 # Keys people bring from other tools, and the key that means the same here.
 KEY_SYNONYMS = {

@@ -5,7 +5,7 @@ plays it (`model: replay:...`, a fallback, a subagent's or the summarizer's mode
 sits next to the agent file its name comes from (`coder.cassette.yaml`, `coder.*.cassette.yaml`
 serve `coder.yaml`, the convention for `--model replay:...` cassettes). Each reply list must
 belong to an agent that plays the cassette; each tool call must name a tool that agent has (see
-`runner.static_tools` for which names are known without a build), with arguments the harness
+`runner.check.tools` for which names are known without a build), with arguments the harness
 tools accept; a `task` call must name one of its subagents. Nothing here imports langchain.
 """
 
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.cassette import MAIN, CassetteDocument, read_cassette
+from runner.check.tools import StaticAgent, static_agents
 from runner.errors import Problem, SpecError
+from runner.load.problems import did_you_mean
+from runner.replay.cassette import MAIN, CassetteDocument, read_cassette
 from runner.spec import AgentSpec
 from runner.spec.cassette import CASSETTE_SUFFIXES
-from runner.spec_errors import did_you_mean
-from runner.static_tools import StaticAgent, static_agents
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -201,14 +201,14 @@ def _check_call(
     args: dict[str, Any],
     at: tuple[str | int, ...],
 ) -> list[Problem]:
-    from runner.static_tools import unknown_tool_message
-    from runner.tool_args import BUILTIN_TOOL_ARGS
+    from runner.check.tool_args import BUILTIN_TOOL_ARGS
+    from runner.check.tools import unknown_tool_message
 
     if name == agent.answer_tool:
         return []  # the structured answer: checked against `response_format` by the model
     if not agent.has_tool(name):
         if agent.open:
-            return []  # a tool whose name only a build knows (see runner.static_tools)
+            return []  # a tool whose name only a build knows (see runner.check.tools)
         return [
             document.problem((*at, "name"), unknown_tool_message(name, agent.name, agent.tools))
         ]

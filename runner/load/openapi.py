@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import Problem
-from runner.yamlsource import SourceMap, read_source, read_yaml
+from runner.load.source import SourceMap, read_source, read_yaml
 
 if TYPE_CHECKING:
     from runner.spec import OpenApiSpec
@@ -106,7 +106,7 @@ def read_operations(
     entry's `spec` key), an invalid document (located in the document), an unknown
     `operationId` (at its place in `operations`), no server and no `base_url`."""
     from runner.errors import display_path
-    from runner.spec_errors import did_you_mean
+    from runner.load.problems import did_you_mean
 
     shown = display_path(entry.spec)
     document = read_document(Path(entry.spec), shown)

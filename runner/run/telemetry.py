@@ -105,7 +105,7 @@ class Masker:
         self._secrets: list[str] = []
 
     def secrets(self) -> list[str]:
-        from runner.yamlsource import INTERPOLATED
+        from runner.load.source import INTERPOLATED
 
         key = (len(INTERPOLATED), len(self._env))
         if key != self._key:

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from runner.errors import RunError
 
 if TYPE_CHECKING:
-    from runner.resolve import ResolvedAgent
-    from runner.run import Session
+    from runner.agent.resolve import ResolvedAgent
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -137,7 +136,11 @@ def _free_path(backend: Any, name: str, taken: set[str]) -> str:
 
 
 def _put_files(
-    session: Session, thread_id: str, files: list[Attachment], values: dict[str, Any]
+    agent: ResolvedAgent,
+    store: Any,
+    thread_id: str,
+    files: list[Attachment],
+    values: dict[str, Any],
 ) -> tuple[list[str], dict[str, Any]]:
     """Put `files` into the agent's backend as the thread sees it; (their paths, the update of
     the thread's `files` state for those that live there)."""
@@ -145,17 +148,17 @@ def _put_files(
 
     from runner.backends import BackendError
 
-    provider = session.resolved.backend
+    provider = agent.backend
     if provider is None:
-        raise RunError(f"agent {session.name} has no file backend to put attachments in")
+        raise RunError(f"agent {agent.name} has no file backend to put attachments in")
     # a backend whose root is per thread (`root_dir: ./ws/{thread_id}`) finds it in the config
     token = var_child_runnable_config.set({"configurable": {"thread_id": thread_id}})
     try:
-        backend = provider.get(values, session.home.store)
+        backend = provider.get(values, store)
         writer = getattr(backend, "write_bytes", None)
         if writer is None:
             raise RunError(
-                f"agent {session.name}'s backend cannot hold attached files "
+                f"agent {agent.name}'s backend cannot hold attached files "
                 f"({', '.join(a.name for a in files)})"
             )
         paths: list[str] = []
@@ -176,18 +179,20 @@ def _put_files(
 
 
 def attach(
-    session: Session,
+    agent: ResolvedAgent,
+    store: Any,
     thread_id: str,
     text: str,
     attachments: list[Attachment],
     values: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The content blocks of a message `text` with `attachments`, and the update of the
-    thread's `files` state (for attachments put into a `state` backend). `values` is the
-    thread's state as the turn found it."""
-    check_images(session.resolved, attachments)
+    thread's `files` state (for attachments put into a `state` backend). `agent` and `store`
+    (the thread database's, for `store` backends) are the session's; `values` is the thread's
+    state as the turn found it."""
+    check_images(agent, attachments)
     files = [a for a in attachments if a.kind == "file"]
-    paths, update = _put_files(session, thread_id, files, values) if files else ([], {})
+    paths, update = _put_files(agent, store, thread_id, files, values) if files else ([], {})
     where = dict(zip((id(a) for a in files), paths, strict=True))
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for attachment in attachments:

@@ -34,6 +34,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError
+from runner.load.source import SourceMap
 from runner.spec.cassette import (
     CASSETTE_SUFFIXES,
     CassetteFile,
@@ -41,7 +42,6 @@ from runner.spec.cassette import (
     CassetteToolCall,
     CassetteUsage,
 )
-from runner.yamlsource import SourceMap
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -112,7 +112,7 @@ class Cassette:
 
 @dataclass(frozen=True)
 class CassetteDocument:
-    """A cassette as read, with where each value is (for `runner.cassette_check`)."""
+    """A cassette as read, with where each value is (for `runner.check.cassettes`)."""
 
     shown: str
     """The path as messages show it."""
@@ -135,8 +135,8 @@ class CassetteDocument:
 def read_cassette(path: str | Path) -> CassetteDocument:
     """Parse and validate a cassette file; problems are located like spec problems (SpecError)."""
     from runner.errors import display_path
-    from runner.spec_errors import problems_from_validation
-    from runner.yamlsource import Pos, read_source, read_yaml
+    from runner.load.problems import problems_from_validation
+    from runner.load.source import Pos, read_source, read_yaml
 
     path = Path(path)
     shown = display_path(path)

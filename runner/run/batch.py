@@ -62,7 +62,7 @@ def _hash(text: str) -> str:
 
 def _parse_line(number: int, text: str, where: str) -> BatchLine:
     """A line as the batch runs it; a problem (with the file and line) when it cannot run."""
-    from runner.spec_errors import did_you_mean
+    from runner.load.problems import did_you_mean
 
     raw_hash = _hash(text.strip())
     try:

@@ -18,6 +18,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
+from runner.load.problems import problems_from_validation
+from runner.load.source import (
+    Document,
+    KeyPath,
+    Pos,
+    SourceMap,
+    SourceTooLarge,
+    format_path,
+    merge,
+    read_source,
+    read_yaml,
+)
+from runner.load.templates import TemplateProblem, render
 from runner.spec import (
     AgentSpec,
     FilesystemBackendSpec,
@@ -35,19 +48,6 @@ from runner.spec.agent import AgentCore
 from runner.spec.backend import backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
-from runner.spec_errors import problems_from_validation
-from runner.templating import TemplateProblem, render
-from runner.yamlsource import (
-    Document,
-    KeyPath,
-    Pos,
-    SourceMap,
-    SourceTooLarge,
-    format_path,
-    merge,
-    read_source,
-    read_yaml,
-)
 
 __all__ = ["load_spec"]
 
@@ -112,7 +112,7 @@ class _UsedVars(dict[str, Any]):
 
 def _unused_vars(loader: _Loader, path: Path) -> list[Problem]:
     """`--var` names that neither a prompt reads nor a file declares: typos, most likely."""
-    from runner.spec_errors import did_you_mean
+    from runner.load.problems import did_you_mean
 
     problems: list[Problem] = []
     known = sorted(loader.used_vars)
@@ -483,8 +483,9 @@ class _Loader:
 
     def _read_openapi(self, entry: OpenApiSpec, smap: SourceMap, at: KeyPath) -> None:
         """Read the entry's OpenAPI document (relative to the file naming it) and keep the
-        operations it lists; its problems are located (see `runner.openapi.read_operations`)."""
-        from runner.openapi import read_operations
+        operations it lists; its problems are located (see
+        `runner.load.openapi.read_operations`)."""
+        from runner.load.openapi import read_operations
 
         entry.spec = str(_host_path(entry.spec, _base_dir(smap, (*at, "spec"))))
         self.problems += read_operations(entry, lambda path, m: smap.problem((*at, *path), m))
