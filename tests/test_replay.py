@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from runner.agent.models import ReplayChatModel, init_model
+from runner.agent.models import init_model
 from runner.errors import RunError, SpecError
 from runner.replay.cassette import load_cassette
+from runner.replay.model import ReplayChatModel
 
 
 def write(tmp_path: Path, text: str, name: str = "c.cassette.yaml") -> Path:

@@ -2,8 +2,7 @@
 
 Providers go through LangChain's `init_chat_model`; a provider whose package is missing is a
 `ResolutionError` that says which extra to install. `replay:path/to/cassette.yaml` plays back
-recorded replies (see `runner.replay.cassette`) with no network, streaming them in chunks when the
-caller streams.
+recorded replies with no network (`runner.replay.model.ReplayChatModel`).
 
 Two things are changed on the models LangChain makes (`harden`), because real servers need them:
 token usage is asked for in streamed replies too (`stream_usage`, which langchain-openai turns
@@ -15,30 +14,20 @@ ends the run. What happens to invalid calls then is `runner.middleware.replies`'
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
-import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForLLMRun,
-    CallbackManagerForLLMRun,
-)
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import ConfigDict
+from langchain_core.outputs import ChatResult
 
-from runner.errors import ResolutionError, RunError, first_line
-from runner.replay.cassette import Cassette, CassetteReply, load_cassette
+from runner.errors import ResolutionError, first_line
+from runner.replay.cassette import Cassette, load_cassette
+from runner.replay.model import ReplayChatModel
 
 __all__ = [
     "EXTRAS",
     "ReplayChatModel",
-    "approx_tokens",
     "init_model",
     "provider_of",
 ]
@@ -46,16 +35,9 @@ __all__ = [
 # Providers with an agentctl extra; others name their LangChain package.
 EXTRAS = {"openai": "openai", "anthropic": "anthropic", "ollama": "ollama"}
 
-_CHUNK = re.compile(r"\S+\s*|\s+")
-
 
 def provider_of(model_id: str) -> str:
     return model_id.partition(":")[0]
-
-
-def approx_tokens(text: str) -> int:
-    """Tokens estimated at 4 characters each, the harness-wide rule."""
-    return (len(text) + 3) // 4
 
 
 def init_model(
@@ -178,244 +160,6 @@ def _mark_non_objects(response: Any) -> dict[str, Any] | None:
                 function["arguments"] = _MARK + raw
                 found = True
     return data if found else None
-
-
-class ReplayChatModel(BaseChatModel):
-    """Plays one agent's replies from a cassette (see `runner.replay.cassette` for the rules)."""
-
-    cassette: Any
-    agent: str
-    is_main: bool = True
-    shown_path: str = ""
-    """The cassette's path as messages show it, worked out when the model is made: reading the
-    working directory on a server's event loop is a blocking call (`serve --dev` fails the run)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    def model_post_init(self, context: Any) -> None:
-        if not self.shown_path:
-            from runner.errors import display_path
-
-            self.shown_path = display_path(self.cassette.path)
-
-    @property
-    def _llm_type(self) -> str:
-        return "replay"
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {"cassette": str(self.cassette.path), "agent": self.agent}
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ReplayChatModel:
-        return self
-
-    # ----------------------------------------------------------------------- selection
-
-    def _next(self, messages: list[BaseMessage]) -> tuple[int, CassetteReply]:
-        cassette: Cassette = self.cassette
-        _warn_failed_tools(messages, self.shown_path)
-        replies = cassette.replies_for(self.agent, is_main=self.is_main)
-        decided: int | None = None
-        ai_count = 0
-        for message in reversed(messages):
-            if message.type != "ai":
-                continue
-            meta = message.response_metadata or {}
-            if decided is None and meta.get("replay_agent") == self.agent:
-                decided = int(meta["replay_index"]) + 1
-            ai_count += 1
-        if decided is None and (self.is_main or ai_count):
-            decided = ai_count  # a history without tags: continue after its AI messages
-        index = cassette.claim(self.agent, decided, _thread_id())
-        if index >= len(replies):
-            from runner.errors import display_path
-
-            have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
-            fix = "record more replies (agentctl run --record) or shorten the run"
-            if not replies:  # most likely a misspelt agent name in the cassette
-                from runner.load.problems import did_you_mean
-
-                names = sorted(cassette.agents)
-                hint = did_you_mean(self.agent, names)
-                found = ", ".join(names) or "none (a plain list is the main agent's)"
-                fix = (
-                    f"{'did you mean ' + repr(hint) + '? ' if hint else ''}its agents: {found}; "
-                    f"agentctl validate {display_path(cassette.path)} checks the names"
-                )
-            raise RunError(
-                f"replay cassette {display_path(cassette.path)} has {have} for agent "
-                f"{self.agent!r}, and the run asked for reply {index + 1}; {fix}"
-            )
-        return index, replies[index]
-
-    def _message(self, index: int, reply: CassetteReply, messages: list[BaseMessage]) -> AIMessage:
-        tool_calls = [
-            {"name": call.name, "args": call.args, "id": call.id or f"call_{uuid.uuid4().hex[:24]}"}
-            for call in reply.tool_calls
-        ]
-        if reply.usage is not None:
-            usage_in, usage_out = reply.usage.input_tokens, reply.usage.output_tokens
-        else:
-            usage_in = sum(approx_tokens(str(m.content)) for m in messages)
-            usage_out = approx_tokens(str(reply.content)) + sum(
-                approx_tokens(str(c["args"])) for c in tool_calls
-            )
-        content: Any = reply.content
-        return AIMessage(
-            content=content,
-            tool_calls=tool_calls,
-            response_metadata={
-                "model_provider": "replay",
-                "model_name": Path(self.cassette.path).name,
-                "replay_agent": self.agent,
-                "replay_index": index,
-            },
-            usage_metadata={
-                "input_tokens": usage_in,
-                "output_tokens": usage_out,
-                "total_tokens": usage_in + usage_out,
-            },
-        )
-
-    # ----------------------------------------------------------------------- generation
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        index, reply = self._next(messages)
-        if reply.delay:
-            time.sleep(reply.delay)
-        return ChatResult(
-            generations=[ChatGeneration(message=self._message(index, reply, messages))]
-        )
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        index, reply = self._next(messages)
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-        return ChatResult(
-            generations=[ChatGeneration(message=self._message(index, reply, messages))]
-        )
-
-    def _chunks(self, message: AIMessage) -> Iterator[AIMessageChunk]:
-        text = message.content if isinstance(message.content, str) else ""
-        pieces = _CHUNK.findall(text) if text else []
-        for piece in pieces:
-            yield AIMessageChunk(content=piece, id=message.id)
-        yield AIMessageChunk(
-            content="" if pieces else message.content,
-            id=message.id,
-            tool_call_chunks=[
-                {
-                    "name": c["name"],
-                    "args": _json(c["args"]),
-                    "id": c["id"],
-                    "index": i,
-                    "type": "tool_call_chunk",
-                }
-                for i, c in enumerate(message.tool_calls)
-            ],
-            response_metadata=message.response_metadata,
-            usage_metadata=message.usage_metadata,
-            chunk_position="last",
-        )
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        index, reply = self._next(messages)
-        if reply.delay:
-            time.sleep(reply.delay)
-        for chunk in self._chunks(self._message(index, reply, messages)):
-            if run_manager and isinstance(chunk.content, str) and chunk.content:
-                run_manager.on_llm_new_token(
-                    chunk.content, chunk=ChatGenerationChunk(message=chunk)
-                )
-            yield ChatGenerationChunk(message=chunk)
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        index, reply = self._next(messages)
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-        for chunk in self._chunks(self._message(index, reply, messages)):
-            if run_manager and isinstance(chunk.content, str) and chunk.content:
-                await run_manager.on_llm_new_token(
-                    chunk.content, chunk=ChatGenerationChunk(message=chunk)
-                )
-            yield ChatGenerationChunk(message=chunk)
-
-
-def _warn_failed_tools(messages: list[BaseMessage], cassette: str) -> None:
-    """A replayed model cannot react to a failed tool call: its next reply plays as recorded.
-    So each tool that failed since the last reply (a misspelt tool name in the cassette, a file
-    an earlier run left behind) is a warning; a rejected approval is an answer, not a failure."""
-    failed = []
-    for message in reversed(messages):
-        if message.type == "ai":
-            break
-        meta = message.additional_kwargs or {}
-        if (
-            message.type == "tool"
-            and getattr(message, "status", None) == "error"
-            and meta.get("lc_source") != "hitl_interrupt_decision"  # a person said no
-            and "agentctl_denied" not in (message.response_metadata or {})  # so did a rule
-        ):
-            text = message.content if isinstance(message.content, str) else str(message.content)
-            failed.append((getattr(message, "name", None) or "a tool", text.strip()))
-    if not failed:
-        return
-    from langgraph.config import get_stream_writer
-
-    from runner.events import emit_warning
-
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:  # not inside a graph run: nobody to tell
-        return
-    for name, text in reversed(failed):
-        first = text.splitlines()[0] if text else ""
-        emit_warning(
-            writer,
-            "replay_tool_failed",
-            f"{name} failed in a replayed run ({first[:200]}); the cassette plays its next "
-            "reply as recorded, whatever the result: check its tool calls (agentctl validate "
-            f"{cassette}) or start from the files it was recorded with",
-        )
-
-
-def _thread_id() -> str | None:
-    """The thread of the run this model call belongs to (its config's `thread_id`), if any."""
-    from langchain_core.runnables.config import var_child_runnable_config
-
-    config = var_child_runnable_config.get() or {}
-    thread = (config.get("configurable") or {}).get("thread_id")
-    return None if thread is None else str(thread)
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- failures

@@ -10,15 +10,31 @@ without them so it works with no API key set.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from runner.agent.harness import (
+    ask_user_middleware,
+    backend_for,
+    filesystem_middleware,
+    memory_and_skills,
+)
+from runner.agent.resolved import (
+    DEFAULT_RECURSION_LIMIT,
+    KeyPath,
+    LocalContext,
+    Locator,
+    ResolvedAgent,
+    ResolvedModel,
+    ResolvedSubagent,
+    Resource,
+    close_all,
+    core_name,
+)
 from runner.errors import BuildError, Problem, ResolutionError
 from runner.middleware.prompt import BASE_PROMPT, PromptSection
-from runner.spec import AgentSpec, ImportTool, InterruptOn, ModelSpec
+from runner.spec import AgentSpec, ImportTool, ModelSpec
 from runner.spec.agent import AgentCore
 from runner.spec.budgets import PriceSpec
 from runner.spec.model import _check_model_id
@@ -46,127 +62,12 @@ __all__ = [
     "resolve",
 ]
 
-DEFAULT_RECURSION_LIMIT = 1000
-
-LocalContext = str | Callable[[Any], str]
-"""The last prompt section of a CLI run: its text, or a function of the main agent's backend
-spec (None for `state`) that writes it, so it can say whether the file tools reach the current
-directory (see `runner.cli.session.local_context`)."""
-_SECRET_PARAM = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
-
-
-@dataclass
-class ResolvedModel:
-    """A model as the spec names it, and (when building) the live chat models."""
-
-    id: str
-    params: dict[str, Any] = field(default_factory=dict)
-    fallback_ids: list[str] = field(default_factory=list)
-    context_window: int | None = None
-    images: bool | None = None
-    """Whether tool results may carry images for it: the spec's `images`, else the model
-    profile's `image_tool_message`; None when neither says (then: no)."""
-    chat_model: BaseChatModel | None = None
-    fallbacks: list[BaseChatModel] = field(default_factory=list)
-    prices: dict[str, PriceSpec] = field(default_factory=dict)
-    """Model id (this one, fallbacks) to its `price:` in the spec, for those that have one."""
-
-    def display_params(self) -> dict[str, Any]:
-        """`params` with secrets masked, for display."""
-        return {k: "***" if _SECRET_PARAM.search(k) else v for k, v in self.params.items()}
-
-    @property
-    def provider(self) -> str:
-        return self.id.partition(":")[0]
-
-    def require(self) -> BaseChatModel:
-        if self.chat_model is None:
-            raise BuildError(f"model {self.id!r} was resolved without creating it")
-        return self.chat_model
-
-
-class Resource(Protocol):
-    """Something resolution opened that must be closed when the agent is done (MCP servers)."""
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class ResolvedSubagent:
-    """A subagent of a resolved agent: resolved from a spec (`agent`) or imported (`runnable`)."""
-
-    name: str
-    description: str
-    kind: str  # inline | ref | import | general-purpose
-    agent: ResolvedAgent | None = None
-    runnable: Any = None
-
-
-@dataclass
-class ResolvedAgent:
-    """Everything `build.py` needs to assemble one agent (main or subagent)."""
-
-    name: str
-    description: str | None
-    spec: AgentCore
-    source: str | None
-    model: ResolvedModel
-    tools: list[BaseTool]
-    prompt_sections: list[PromptSection]
-    interrupt_on: dict[str, bool | InterruptOn]
-    user_middleware: list[Middleware]
-    response_format: dict[str, Any] | None
-    recursion_limit: int
-    is_main: bool = True
-    harness: dict[str, Middleware | None] = field(default_factory=dict)
-    """The harness middleware by role (`todos`, `patch_tool_calls`, ...), ordered by build.py."""
-    subagents: list[ResolvedSubagent] = field(default_factory=list)
-    backend: BackendProvider | None = None
-    resources: list[Resource] = field(default_factory=list)
-    """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
-    locate: Callable[[KeyPath, str], Problem] | None = None
-    """A problem at a key path of this agent's own spec (an inline subagent's is in its parent's
-    file, under `subagents[i]`)."""
-
-    def close(self) -> None:
-        """Close what resolution opened (idempotent)."""
-        close_all(self.resources)
-
-
-KeyPath = tuple[str | int, ...]
-Locator = Callable[[KeyPath, str], Problem]
-
-
-def core_name(core: AgentCore) -> str:
-    return str(getattr(core, "name", None) or "?")
-
 
 def _prices(spec_model: ModelSpec) -> dict[str, PriceSpec]:
     """Model id -> price, for the spec's model and fallbacks that have one."""
     found = {spec_model.id: spec_model.price} if spec_model.price is not None else {}
     found.update({f.id: f.price for f in spec_model.fallbacks if f.price is not None})
     return found
-
-
-def _ask_user(core: AgentCore) -> Middleware | None:
-    """The `ask_user` tool when the agent's own spec turns it on (never inherited)."""
-    if core.ask_user is None or not core.ask_user.enabled:
-        return None
-    from runner.middleware.ask_user import AskUserMiddleware
-
-    return AskUserMiddleware(core.ask_user)
-
-
-def close_all(resources: list[Resource]) -> None:
-    """Close resources in reverse order of opening; every one is closed even when one fails."""
-    errors = []
-    for resource in reversed(resources):
-        try:
-            resource.close()
-        except Exception as exc:
-            errors.append(exc)
-    if errors:
-        raise errors[0]
 
 
 class Resolver:
@@ -546,14 +447,14 @@ class Resolver:
             inherited=parent.harness.get("permissions") if parent else None,  # type: ignore[arg-type]
             sets_own=is_main or "permissions" in fields,
         )
-        backend = self._backend(core, where, locator, parent)
-        backend, memory, skills = self._memory_and_skills(core, backend, where, locator)
+        backend = backend_for(core, where, locator, parent)
+        backend, memory, skills = memory_and_skills(core, backend, where, locator)
         tools = (
             self.tools_for(core, where, locator, backend=backend)
             if parent is None or "tools" in fields
             else list(parent.tools)  # script tools among them run on the parent's backend
         )
-        files = self._filesystem(core, backend, where, locator, images=model.images is True)
+        files = filesystem_middleware(core, backend, where, locator, images=model.images is True)
         sections: list[PromptSection] = []
         prompt = (
             core.prompt if isinstance(core.prompt, str) and core.prompt.strip() else default_prompt
@@ -606,7 +507,7 @@ class Resolver:
                 "approvals": approvals_middleware(
                     interrupt_on, allows=permissions.allows if permissions else None
                 ),
-                "ask_user": _ask_user(core),
+                "ask_user": ask_user_middleware(core),
                 "budget": self._budget(core, is_main, model, lambda p, m: locator((*where, *p), m)),
             },
             backend=backend,
@@ -629,102 +530,6 @@ class Resolver:
             )
             sections.append(PromptSection("local_context", text=text))
         return agent
-
-    def _backend(
-        self, core: AgentCore, where: KeyPath, locator: Locator, parent: ResolvedAgent | None
-    ) -> BackendProvider:
-        """The agent's own backend, else its parent's (so files are shared), else `state`."""
-        from runner.backends import provider_from_spec
-        from runner.backends.sandbox import sandbox_problems
-
-        if core.backend is None and parent is not None and parent.backend is not None:
-            return parent.backend
-        if core.backend is not None:
-            for at, message in sandbox_problems(core.backend, (*where, "backend")):
-                raise ResolutionError.at(locator(at, message))
-        try:
-            return provider_from_spec(core.backend)
-        except BuildError as exc:
-            raise BuildError.at(locator((*where, "backend"), str(exc))) from None
-
-    def _memory_and_skills(
-        self, core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
-    ) -> tuple[BackendProvider, Any, Any]:
-        """Memory and skills middleware, and the backend with the host folders they need mounted
-        (a memory file alone, read-write; a skills folder read-only). A host path some directory
-        backend already reaches is used where it is, not mounted again."""
-        import logging
-        from pathlib import Path
-
-        from runner.backends import Mount
-        from runner.load.skills import discover
-        from runner.middleware.memory import MemoryFile, MemoryMiddleware
-        from runner.middleware.skills import BackendSkillsMiddleware, SkillsMiddleware, Source
-
-        taken = {p.rstrip("/") for p in backend.route_prefixes}
-        mounts: list[Mount] = []
-
-        def free_prefix(base: str) -> str:
-            candidate, n = base, 1
-            while candidate in taken:
-                n += 1
-                candidate = f"{base}-{n}"
-            taken.add(candidate)
-            return candidate + "/"
-
-        memory_files: list[MemoryFile] = []
-        memory_mounts: dict[Path, tuple[str, set[str]]] = {}
-        for entry in core.memory:
-            if entry.backend is not None:
-                memory_files.append(MemoryFile(entry.backend, entry.backend))
-                continue
-            host = Path(entry.path)
-            # a file not created yet is kept (the agent may start it) when its folder exists
-            if not (host.is_file() or (not host.exists() and host.parent.is_dir())):
-                reason = "is not a file" if host.exists() else "is in a folder that does not exist"
-                logging.getLogger("agentctl").warning("memory file %s %s; skipped", host, reason)
-                continue
-            agent_path = backend.host_path(str(host))
-            if agent_path is None:  # files of one folder share one mount
-                prefix, names = memory_mounts.get(host.parent) or (free_prefix("/memory"), set())
-                memory_mounts[host.parent] = (prefix, names | {host.name})
-                agent_path = prefix + host.name
-            memory_files.append(MemoryFile(agent_path, str(host), host=str(host)))
-        mounts += [
-            Mount(prefix, folder, only=frozenset(names))
-            for folder, (prefix, names) in memory_mounts.items()
-        ]
-
-        sources: list[Source] = []
-        for index, entry in enumerate(core.skills):
-            if entry.backend is not None:
-                sources.append(entry.backend)
-                continue
-            folder = Path(entry.path)
-            if not folder.is_dir():
-                from runner.errors import display_path
-
-                message = f"skills folder not found: {display_path(folder)}"
-                raise ResolutionError.at(locator((*where, "skills", index), message))
-            agent_path = backend.host_path(str(folder))
-            if agent_path is None:
-                agent_path = free_prefix("/skills")
-                mounts.append(Mount(agent_path, folder, read_only=True))
-            found = discover([(folder, agent_path)])
-            for problem in found.problems:
-                logging.getLogger("agentctl").warning("skill skipped: %s", problem)
-            sources.append(found.skills)
-
-        backend = backend.with_mounts(mounts)
-        memory = MemoryMiddleware(backend, memory_files) if memory_files else None
-        skills: SkillsMiddleware | None
-        if not sources:
-            skills = None
-        elif any(isinstance(s, str) for s in sources):
-            skills = BackendSkillsMiddleware(sources, backend)
-        else:
-            skills = SkillsMiddleware(sources)
-        return backend, memory, skills
 
     def _summarization(
         self,
@@ -790,33 +595,6 @@ class Resolver:
             keep=keep,
             context_window=window,
             history_dir=settings.history_dir,
-        )
-
-    def _filesystem(
-        self,
-        core: AgentCore,
-        backend: BackendProvider,
-        where: KeyPath,
-        locator: Locator,
-        *,
-        images: bool,
-    ) -> Any:
-        from runner.check.tools import execute_message
-        from runner.middleware.filesystem import FilesystemMiddleware
-
-        settings = core.filesystem
-        if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:
-            index = settings.tools.index("execute")
-            kind = core.backend.kind if core.backend is not None else "state"
-            raise BuildError.at(
-                locator((*where, "filesystem", "tools", index), execute_message(kind))
-            )
-        return FilesystemMiddleware(
-            backend,
-            tools=settings.tools,
-            tool_descriptions={str(k): v for k, v in settings.tool_descriptions.items()},
-            evict_results_over_tokens=settings.evict_results_over_tokens,
-            images=images,
         )
 
     def _subagents(

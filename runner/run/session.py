@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,27 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from runner.agent.resolved import no_sandbox_warning, prices_by_agent
 from runner.errors import RunError, RunnerError
 from runner.events import (
-    DENIED_KEY,
-    SUMMARY_TAG,
     Action,
-    Denied,
     Error,
     Final,
     Interrupt,
-    ModelCall,
     RunEvent,
     RunWarning,
     Start,
-    TextDelta,
-    TodosUpdate,
-    ToolCall,
-    ToolResult,
-    Usage,
 )
+from runner.replay.recorder import Recorder
+from runner.run.answers import Decision, resume_values
+from runner.run.translate import EventTranslator
 from runner.spec.ask_user import ASK_USER_TOOL
-from runner.spec.budgets import PriceSpec
 from runner.threads import open_home
 from runner.threads.guards import AlreadyAnswered, Lease, ThreadBusy
 from runner.threads.home import (
@@ -86,31 +79,6 @@ the next step starts ("async" would overlap the write with the next step, and a 
 a finished step; "exit" would write only when the run ends)."""
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A human's answer to one pending action: approve it, edit its arguments, or reject it;
-    for an `ask_user` question, `Decision("answer", message=TEXT)` (see `Decision.answer`)."""
-
-    type: Literal["approve", "edit", "reject", "answer"]
-    args: dict[str, Any] | None = None
-    message: str | None = None
-
-    @staticmethod
-    def answer(text: str) -> Decision:
-        """The answer to an `ask_user` question."""
-        return Decision("answer", message=text)
-
-    def as_langchain(self, action: Action) -> dict[str, Any]:
-        if self.type == "approve":
-            return {"type": "approve"}
-        if self.type == "edit":
-            return {"type": "edit", "edited_action": {"name": action.name, "args": self.args or {}}}
-        decision: dict[str, Any] = {"type": "reject"}
-        if self.message:
-            decision["message"] = self.message
-        return decision
-
-
 @dataclass
 class RunResult:
     """What `Session.run` returns: every event, and the outcome."""
@@ -135,194 +103,6 @@ class RunResult:
         return self.final.content if self.final else None
 
 
-# --------------------------------------------------------------------------- events
-
-
-class EventTranslator:
-    """Turns LangGraph stream chunks (`stream_mode=["messages", "updates", "custom"]`,
-    `subgraphs=True`) into RunEvents, naming the agent of each."""
-
-    def __init__(
-        self,
-        main_agent: str,
-        *,
-        seen_calls: set[str] | None = None,
-        seen_results: set[str] | None = None,
-        seen_replies: set[str] | None = None,
-        prices: Mapping[str, Mapping[str, PriceSpec]] | None = None,
-    ) -> None:
-        self.main = main_agent
-        self.prices = dict(prices or {})
-        """Agent name -> its model prices (`model.price`): the cost of each `Usage`."""
-        self.seen_calls: set[str] = set(seen_calls or ())
-        self.seen_results: set[str] = set(seen_results or ())
-        # ids of AI messages already reported: a model node that rewrites the history (LangChain
-        # answering invalid calls left in it, a summary) sends old replies again
-        self.seen_replies: set[str] = set(seen_replies or ())
-        # namespace root ("tools:<task id>") -> (agent name, id of the `task` call that started it)
-        self.subagents: dict[str, tuple[str, str | None]] = {}
-        # interrupt id -> the agent whose approval it asks for
-        self.interrupt_agents: dict[str, str] = {}
-        self.streamed_text: set[str] = set()
-
-    def _agent(
-        self, namespace: Sequence[str], meta: Mapping[str, Any] | None = None
-    ) -> tuple[str, str | None]:
-        if not namespace:
-            return self.main, None
-        known = self.subagents.get(namespace[0])
-        name = (meta or {}).get("lc_agent_name")
-        if known is not None:
-            return known
-        if isinstance(name, str):
-            self.subagents[namespace[0]] = (name, None)
-            return name, None
-        return self.main, None
-
-    def feed(self, namespace: Sequence[str], mode: str, data: Any) -> Iterator[RunEvent]:
-        if mode == "custom":
-            yield from self._custom(namespace, data)
-        elif mode == "messages":
-            yield from self._message_chunk(namespace, data)
-        elif mode == "updates":
-            yield from self._updates(namespace, data)
-
-    def _custom(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
-        if not isinstance(data, dict):
-            return
-        if data.get("agentctl") == "subagent_start":
-            ns = str(data.get("namespace") or "")
-            root = ns.split("|")[0] if ns else None
-            if root:
-                self.subagents[root] = (str(data.get("agent")), data.get("tool_call_id"))
-        elif data.get("agentctl") == "warning":
-            agent, parent = self._agent(namespace)
-            yield RunWarning(
-                agent=agent,
-                parent_id=parent,
-                code=str(data.get("code") or "warning"),
-                message=str(data.get("message") or ""),
-            )
-
-    def _message_chunk(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
-        message, meta = data
-        if meta.get("langgraph_node") != "model" or message.type not in ("ai", "AIMessageChunk"):
-            return
-        if SUMMARY_TAG in (meta.get("tags") or ()):
-            return  # the summarizer's words are not the agent's
-        text = text_of(message.content)
-        if text:
-            agent, parent = self._agent(namespace, meta)
-            if message.id:
-                self.streamed_text.add(message.id)
-            yield TextDelta(agent=agent, parent_id=parent, text=text)
-
-    def _updates(self, namespace: Sequence[str], data: Any) -> Iterator[RunEvent]:
-        if not isinstance(data, dict):
-            return
-        agent, parent = self._agent(namespace)
-        for node, update in data.items():
-            if node == "__interrupt__":
-                for interrupt in update or ():
-                    self.interrupt_agents.setdefault(getattr(interrupt, "id", ""), agent)
-                continue
-            for part in update if isinstance(update, list) else [update]:
-                if isinstance(part, dict):
-                    yield from self._update(node, part, agent, parent)
-
-    def _update(
-        self, node: str, update: dict[str, Any], agent: str, parent: str | None
-    ) -> Iterator[RunEvent]:
-        messages = update.get("messages")
-        if isinstance(messages, list):
-            for message in messages:
-                kind = getattr(message, "type", None)
-                if kind == "ai" and node == "model":
-                    if message.id in self.seen_replies:
-                        continue  # history restated (a repair, a summary): not news
-                    if message.id:
-                        self.seen_replies.add(message.id)
-                    text = text_of(message.content)
-                    if text and message.id not in self.streamed_text:
-                        yield TextDelta(agent=agent, parent_id=parent, text=text)
-                    yield _model_call(message, agent, parent)
-                    for call in message.tool_calls:
-                        if call["id"] in self.seen_calls:
-                            continue
-                        self.seen_calls.add(call["id"])
-                        yield ToolCall(
-                            agent=agent,
-                            parent_id=parent,
-                            name=call["name"],
-                            args=dict(call["args"]),
-                            id=call["id"],
-                        )
-                    usage = getattr(message, "usage_metadata", None)
-                    if usage:
-                        yield self._usage(message, usage, agent, parent)
-                elif kind == "tool":
-                    call_id = message.tool_call_id
-                    if call_id in self.seen_results:
-                        continue
-                    self.seen_results.add(call_id)
-                    denied = (getattr(message, "response_metadata", None) or {}).get(DENIED_KEY)
-                    if isinstance(denied, dict):
-                        yield Denied(
-                            agent=agent,
-                            parent_id=parent,
-                            name=str(denied.get("tool") or message.name or ""),
-                            id=call_id,
-                            args=dict(denied.get("args") or {}),
-                            rule=str(denied.get("rule") or ""),
-                        )
-                    yield ToolResult(
-                        agent=agent,
-                        parent_id=parent,
-                        name=message.name or "",
-                        id=call_id,
-                        content=text_of(message.content),
-                        status=getattr(message, "status", "success") or "success",
-                    )
-        todos = update.get("todos")
-        if isinstance(todos, list):
-            yield TodosUpdate(agent=agent, parent_id=parent, todos=[dict(t) for t in todos])
-
-    def _usage(
-        self, message: Any, usage: Mapping[str, Any], agent: str, parent: str | None
-    ) -> Usage:
-        """A reply's token usage, with its cost when the spec prices the agent's model."""
-        tokens_in = int(usage.get("input_tokens", 0))
-        tokens_out = int(usage.get("output_tokens", 0))
-        cost = None
-        if self.prices.get(agent):
-            from runner.middleware.budgets import price_for
-
-            meta = message.response_metadata or {}
-            price = price_for(self.prices[agent], meta.get("model_name") or meta.get("model"))
-            cost = price.cost(tokens_in, tokens_out) if price is not None else None
-        return Usage(
-            agent=agent,
-            parent_id=parent,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            total_tokens=int(usage.get("total_tokens", 0)),
-            cost=cost,
-        )
-
-
-def _model_call(message: Any, agent: str, parent: str | None) -> ModelCall:
-    from runner.middleware.replies import finish_reason
-
-    meta = message.response_metadata or {}
-    model = meta.get("model_name") or meta.get("model")
-    return ModelCall(
-        agent=agent,
-        parent_id=parent,
-        model=str(model) if model else None,
-        finish_reason=finish_reason(message),
-    )
-
-
 @dataclass(frozen=True)
 class _Finished:
     """The parts of a LangGraph `StateSnapshot` a turn reads, for a thread that finished its
@@ -332,86 +112,6 @@ class _Finished:
     next: tuple[str, ...] = ()
     tasks: tuple[Any, ...] = ()
     interrupts: tuple[Any, ...] = ()
-
-
-# --------------------------------------------------------------------------- recording
-
-
-class _Recorder:
-    """A callback handler that writes each model reply to a cassette as it arrives."""
-
-    def __init__(self, path: Path, *, main_agent: str, append: bool) -> None:
-        from langchain_core.callbacks import BaseCallbackHandler
-
-        self.path = path
-        self.main = main_agent
-        self.lock = threading.Lock()
-        self.agents: dict[str, list[dict[str, Any]]] = {}
-        if append and path.exists():
-            from runner.replay.cassette import load_cassette
-
-            existing = load_cassette(path)
-            for name, replies in existing.agents.items():
-                self.agents[name] = [r.model_dump(exclude_defaults=True) for r in replies]
-            if existing.main:
-                self.agents.setdefault(main_agent, []).extend(
-                    r.model_dump(exclude_defaults=True) for r in existing.main
-                )
-        self.starts: dict[Any, str] = {}
-        recorder = self
-
-        class Handler(BaseCallbackHandler):
-            def on_chat_model_start(
-                self,
-                serialized: Any,
-                messages: Any,
-                *,
-                run_id: Any,
-                metadata: dict[str, Any] | None = None,
-                tags: list[str] | None = None,
-                **kwargs: Any,
-            ) -> None:
-                meta = metadata or {}
-                if meta.get("langgraph_node") == "model":
-                    agent = str(meta.get("lc_agent_name") or recorder.main)
-                    if SUMMARY_TAG in (tags or ()):
-                        agent += "/summary"  # replayed from the `<agent>/summary` replies
-                    recorder.starts[run_id] = agent
-
-            def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
-                agent = recorder.starts.pop(run_id, None)
-                if agent is None:
-                    return
-                message = response.generations[0][0].message
-                recorder.add(agent, message)
-
-        self.handler = Handler()
-
-    def add(self, agent: str, message: Any) -> None:
-        reply: dict[str, Any] = {"content": message.content}
-        if message.tool_calls:
-            reply["tool_calls"] = [
-                {"name": c["name"], "args": c["args"], "id": c["id"]} for c in message.tool_calls
-            ]
-        usage = getattr(message, "usage_metadata", None)
-        if usage:
-            reply["usage"] = {
-                "input_tokens": usage.get("input_tokens", 0),
-                "output_tokens": usage.get("output_tokens", 0),
-            }
-        with self.lock:
-            self.agents.setdefault(agent, []).append(reply)
-            self._write()
-
-    def _write(self) -> None:
-        import yaml
-
-        document = {"version": 1, "agents": self.agents}
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(
-            yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8"
-        )
-        tmp.replace(self.path)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -455,9 +155,9 @@ class Session:
             raise
         self.name = self.resolved.name
         self.record_path = Path(record) if record else None
-        self.no_sandbox = _no_sandbox_warning(self.resolved)
+        self.no_sandbox = no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(model, vars)
-        self.prices = _prices_by_agent(self.resolved)
+        self.prices = prices_by_agent(self.resolved)
         if isinstance(keep_checkpoints, int) and keep_checkpoints < 1:
             raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
         self.keep_checkpoints = keep_checkpoints
@@ -517,59 +217,6 @@ class Session:
 
     # ----------------------------------------------------------------------- running
 
-    def _answers(
-        self,
-        thread_id: str,
-        pending: list[tuple[str, list[Action]]],
-        decisions: Sequence[Decision],
-    ) -> dict[str, tuple[str, Any]]:
-        """Interrupt id -> (the decisions in words, the resume value) for `decisions`."""
-        total = sum(len(actions) for _, actions in pending)
-        if len(decisions) == 1 and total > 1 and decisions[0].type not in ("edit", "answer"):
-            decisions = list(decisions) * total
-        if len(decisions) != total and all(
-            [a.name for a in actions] == [ASK_USER_TOOL] for _, actions in pending
-        ):
-            raise RunError(
-                f"thread {thread_id} waits on {total} questions; give {total} answers, not "
-                f"{len(decisions)} (from the command line: --answer once per question, in the "
-                "order they are listed)"
-            )
-        if len(decisions) != total:
-            raise RunError(
-                f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
-                f"not {len(decisions)} (from the command line: --decisions with a JSON "
-                f"list of {total}, in the order the calls are listed)"
-            )
-        answers: dict[str, tuple[str, Any]] = {}
-        position = 0
-        for interrupt_id, actions in pending:
-            if [a.name for a in actions] == [ASK_USER_TOOL]:
-                from runner.middleware.ask_user import checked_answer
-
-                text = checked_answer(actions[0], decisions[position])
-                position += 1
-                answers[interrupt_id] = (f"answered {text!r}", text)
-                continue
-            chosen = []
-            for action in actions:
-                decision = decisions[position]
-                position += 1
-                if decision.type == "answer":
-                    raise RunError(
-                        f"{action.name} waits for approval, not an answer: approve, edit or "
-                        "reject it"
-                    )
-                if decision.type not in action.allowed_decisions:
-                    raise RunError(
-                        f"{action.name}: '{decision.type}' is not allowed here; allowed: "
-                        f"{', '.join(action.allowed_decisions)}"
-                    )
-                chosen.append(decision.as_langchain(action))
-            summary = ", ".join(c["type"] for c in chosen)
-            answers[interrupt_id] = (summary, {"decisions": chosen})
-        return answers
-
     def _claim(self, thread_id: str, decisions: Sequence[Decision]) -> tuple[dict[str, Any], bool]:
         """Answer the thread's pending approvals: a compare-and-set on the pending interrupts
         (`runner.threads.guards.AnswerLog`). Returns the resume value per interrupt, and whether
@@ -598,7 +245,7 @@ class Session:
                     f"`agentctl run {spec} --thread {thread_id}` alone"
                 )
             raise RunError(f"thread {thread_id} has no approval waiting; nothing to answer{hint}")
-        answers = self._answers(thread_id, pending, decisions)
+        answers = resume_values(thread_id, pending, decisions)
         earlier = self.home.answers.claim(thread_id, answers)
         if earlier is None:
             return {iid: resume for iid, (_, resume) in answers.items()}, True
@@ -802,7 +449,7 @@ class Session:
             )
         callbacks = []
         if self.record_path is not None:
-            recorder = _Recorder(self.record_path, main_agent=self.name, append=not new_thread)
+            recorder = Recorder(self.record_path, main_agent=self.name, append=not new_thread)
             callbacks.append(recorder.handler)
         existing = (state.values or {}).get("messages", []) if state is not None else []
         translator = EventTranslator(
@@ -1005,55 +652,6 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _prices_by_agent(agent: ResolvedAgent) -> dict[str, dict[str, PriceSpec]]:
-    """Agent name -> the prices of its models, for every agent of the tree that has some."""
-    found: dict[str, dict[str, PriceSpec]] = {}
-    pending = [agent]
-    while pending:
-        current = pending.pop()
-        if current.name in found:
-            continue
-        if current.model.prices:
-            found[current.name] = dict(current.model.prices)
-        pending += [sub.agent for sub in current.subagents if sub.agent is not None]
-    return found
-
-
-def _no_sandbox_warning(agent: ResolvedAgent) -> RunWarning | None:
-    """The `no_sandbox` warning a run starts with when some agent's `execute` asked for
-    `sandbox: auto` and this machine has no working sandbox (None when all are sandboxed).
-
-    Said at the start of every run, before the model can call `execute` (or the user approve a
-    command): it is a fact about the run's setup, so one place says it once per run, instead of
-    the execute tool keeping per-run memory in a middleware shared by many runs."""
-    names: list[str] = []
-    reasons: set[str] = set()
-    pending, seen = [agent], set()
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        tools = getattr(current.harness.get("filesystem"), "tool_names", ())
-        backend = current.backend if "execute" in tools else None
-        reason = backend.unsandboxed_because() if backend is not None else None
-        if reason is not None:
-            names.append(current.name)
-            reasons.add(reason)
-        pending += [sub.agent for sub in current.subagents if sub.agent is not None]
-    if not names:
-        return None
-    return RunWarning(
-        agent=agent.name,
-        code="no_sandbox",
-        message=(
-            f"execute runs WITHOUT a sandbox for {', '.join(sorted(names))}: commands have "
-            f"agentctl's rights on this machine ({'; '.join(sorted(reasons))}). Set "
-            "`sandbox: none` on the backend to run unsandboxed on purpose."
-        ),
-    )
 
 
 def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> str:

@@ -219,12 +219,12 @@ class AllAtOnce:
 def test_parallel_task_calls_run_concurrently_sync_and_async(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runner.agent.models
+    import runner.replay.model
 
     agent = runner.build_agent(parallel_spec(tmp_path, 5, 0.01))
     gate = AllAtOnce(5)
-    monkeypatch.setattr(runner.agent.models, "time", SimpleNamespace(sleep=gate.sleep))
-    monkeypatch.setattr(runner.agent.models, "asyncio", SimpleNamespace(sleep=gate.asleep))
+    monkeypatch.setattr(runner.replay.model, "time", SimpleNamespace(sleep=gate.sleep))
+    monkeypatch.setattr(runner.replay.model, "asyncio", SimpleNamespace(sleep=gate.asleep))
     result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
     assert [m.text for m in result["messages"] if m.type == "tool"] == [
         f"w{i} done" for i in range(5)

@@ -1,0 +1,152 @@
+"""The harness middleware a spec turns on that resolution builds from the spec alone: the
+backend, memory and skills, the file tools and `ask_user` (the rest, which needs the models, is
+`runner.agent.resolve.Resolver`'s; `build.py` orders them all into the chain)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runner.agent.resolved import KeyPath, Locator, ResolvedAgent
+from runner.errors import BuildError, ResolutionError
+from runner.spec.agent import AgentCore
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware import AgentMiddleware
+
+    from runner.backends import BackendProvider
+
+    Middleware = AgentMiddleware[Any, Any, Any]
+
+__all__ = ["ask_user_middleware", "backend_for", "filesystem_middleware", "memory_and_skills"]
+
+
+def ask_user_middleware(core: AgentCore) -> Middleware | None:
+    """The `ask_user` tool when the agent's own spec turns it on (never inherited)."""
+    if core.ask_user is None or not core.ask_user.enabled:
+        return None
+    from runner.middleware.ask_user import AskUserMiddleware
+
+    return AskUserMiddleware(core.ask_user)
+
+
+def backend_for(
+    core: AgentCore, where: KeyPath, locator: Locator, parent: ResolvedAgent | None
+) -> BackendProvider:
+    """The agent's own backend, else its parent's (so files are shared), else `state`."""
+    from runner.backends import provider_from_spec
+    from runner.backends.sandbox import sandbox_problems
+
+    if core.backend is None and parent is not None and parent.backend is not None:
+        return parent.backend
+    if core.backend is not None:
+        for at, message in sandbox_problems(core.backend, (*where, "backend")):
+            raise ResolutionError.at(locator(at, message))
+    try:
+        return provider_from_spec(core.backend)
+    except BuildError as exc:
+        raise BuildError.at(locator((*where, "backend"), str(exc))) from None
+
+
+def memory_and_skills(
+    core: AgentCore, backend: BackendProvider, where: KeyPath, locator: Locator
+) -> tuple[BackendProvider, Any, Any]:
+    """Memory and skills middleware, and the backend with the host folders they need mounted
+    (a memory file alone, read-write; a skills folder read-only). A host path some directory
+    backend already reaches is used where it is, not mounted again."""
+    import logging
+    from pathlib import Path
+
+    from runner.backends import Mount
+    from runner.load.skills import discover
+    from runner.middleware.memory import MemoryFile, MemoryMiddleware
+    from runner.middleware.skills import BackendSkillsMiddleware, SkillsMiddleware, Source
+
+    taken = {p.rstrip("/") for p in backend.route_prefixes}
+    mounts: list[Mount] = []
+
+    def free_prefix(base: str) -> str:
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}-{n}"
+        taken.add(candidate)
+        return candidate + "/"
+
+    memory_files: list[MemoryFile] = []
+    memory_mounts: dict[Path, tuple[str, set[str]]] = {}
+    for entry in core.memory:
+        if entry.backend is not None:
+            memory_files.append(MemoryFile(entry.backend, entry.backend))
+            continue
+        host = Path(entry.path)
+        # a file not created yet is kept (the agent may start it) when its folder exists
+        if not (host.is_file() or (not host.exists() and host.parent.is_dir())):
+            reason = "is not a file" if host.exists() else "is in a folder that does not exist"
+            logging.getLogger("agentctl").warning("memory file %s %s; skipped", host, reason)
+            continue
+        agent_path = backend.host_path(str(host))
+        if agent_path is None:  # files of one folder share one mount
+            prefix, names = memory_mounts.get(host.parent) or (free_prefix("/memory"), set())
+            memory_mounts[host.parent] = (prefix, names | {host.name})
+            agent_path = prefix + host.name
+        memory_files.append(MemoryFile(agent_path, str(host), host=str(host)))
+    mounts += [
+        Mount(prefix, folder, only=frozenset(names))
+        for folder, (prefix, names) in memory_mounts.items()
+    ]
+
+    sources: list[Source] = []
+    for index, entry in enumerate(core.skills):
+        if entry.backend is not None:
+            sources.append(entry.backend)
+            continue
+        folder = Path(entry.path)
+        if not folder.is_dir():
+            from runner.errors import display_path
+
+            message = f"skills folder not found: {display_path(folder)}"
+            raise ResolutionError.at(locator((*where, "skills", index), message))
+        agent_path = backend.host_path(str(folder))
+        if agent_path is None:
+            agent_path = free_prefix("/skills")
+            mounts.append(Mount(agent_path, folder, read_only=True))
+        found = discover([(folder, agent_path)])
+        for problem in found.problems:
+            logging.getLogger("agentctl").warning("skill skipped: %s", problem)
+        sources.append(found.skills)
+
+    backend = backend.with_mounts(mounts)
+    memory = MemoryMiddleware(backend, memory_files) if memory_files else None
+    skills: SkillsMiddleware | None
+    if not sources:
+        skills = None
+    elif any(isinstance(s, str) for s in sources):
+        skills = BackendSkillsMiddleware(sources, backend)
+    else:
+        skills = SkillsMiddleware(sources)
+    return backend, memory, skills
+
+
+def filesystem_middleware(
+    core: AgentCore,
+    backend: BackendProvider,
+    where: KeyPath,
+    locator: Locator,
+    *,
+    images: bool,
+) -> Any:
+    from runner.check.tools import execute_message
+    from runner.middleware.filesystem import FilesystemMiddleware
+
+    settings = core.filesystem
+    if settings.tools is not None and "execute" in settings.tools and not backend.can_execute:
+        index = settings.tools.index("execute")
+        kind = core.backend.kind if core.backend is not None else "state"
+        raise BuildError.at(locator((*where, "filesystem", "tools", index), execute_message(kind)))
+    return FilesystemMiddleware(
+        backend,
+        tools=settings.tools,
+        tool_descriptions={str(k): v for k, v in settings.tool_descriptions.items()},
+        evict_results_over_tokens=settings.evict_results_over_tokens,
+        images=images,
+    )
