@@ -23,9 +23,11 @@ _EXPORTS = {
     "ResolutionError": "runner.errors",
     "RunError": "runner.errors",
     "RunnerError": "runner.errors",
+    "Session": "runner.run",
     "SpecError": "runner.errors",
     "build_agent": "runner.agent.build",
     "load_spec": "runner.load.loader",
+    "open_home": "runner.threads",
 }
 
 __all__ = [
@@ -35,10 +37,12 @@ __all__ = [
     "ResolutionError",
     "RunError",
     "RunnerError",
+    "Session",
     "SpecError",
     "__version__",
     "build_agent",
     "load_spec",
+    "open_home",
 ]
 
 if TYPE_CHECKING:
@@ -52,7 +56,9 @@ if TYPE_CHECKING:
         SpecError,
     )
     from runner.load.loader import load_spec
+    from runner.run import Session
     from runner.spec import AgentSpec
+    from runner.threads import open_home
 
 
 def __getattr__(name: str) -> Any:

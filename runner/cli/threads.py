@@ -306,7 +306,7 @@ def fork_thread(thread_id: str, at: str | None, db: Path | str | None) -> int:
     with `agentctl run SPEC --thread NEW`. Thread ID is not changed."""
     import shlex
 
-    from runner.threads.export import fork_thread as fork
+    from runner.threads.history import fork_thread as fork
 
     home = _home(db)
     try:
@@ -341,7 +341,7 @@ def search_threads(
     """Find TEXT (case-insensitive) in the messages of every thread: what was said, tool calls
     and their arguments, tool results. One line per matching message, newest thread first;
     exits 1 when nothing matches."""
-    from runner.threads.export import search_threads as search
+    from runner.threads.history import search_threads as search
 
     home = _home(db)
     try:
@@ -375,8 +375,8 @@ def search_threads(
 def prune_threads(older_than: str, dry_run: bool, db: Path | str | None) -> int:
     """Delete the threads not used for longer than AGE (their checkpoints, state files, pending
     approvals and registry entries). A thread that a process runs now is never deleted."""
-    from runner.threads.export import parse_age
-    from runner.threads.export import prune_threads as prune
+    from runner.threads.history import parse_age
+    from runner.threads.history import prune_threads as prune
 
     try:
         age = parse_age(older_than)
@@ -430,7 +430,7 @@ def _show_json(
 
 
 def _show_checkpoints(thread_id: str, db: Path | str | None, *, as_json: bool) -> int:
-    from runner.threads.export import checkpoints
+    from runner.threads.history import checkpoints
 
     home = _home(db)
     try:

@@ -284,7 +284,7 @@ def _list_hint(value: Any, path: KeyPath) -> str:
     return f"; for a single item write [{value}]" if " " not in value.strip() else ""
 
 
-def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:
+def _translate(error: Any, data: Any, root: type[BaseModel]) -> _Located:  # noqa: C901 (one branch per kind of pydantic error)
     kind = error["type"]
     loc = tuple(error["loc"])
     ctx = error.get("ctx") or {}

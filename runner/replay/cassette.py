@@ -1,20 +1,6 @@
 """Replay cassettes: recorded model replies, so agents run offline, in tests and in the demo.
-
-```yaml
-version: 1
-agents:                  # replies per agent name; the main agent is the spec's `name`
-  researcher:
-    - content: "Let me plan this."
-      tool_calls:
-        - {name: write_todos, args: {todos: [{content: Outline, status: in_progress}]}}
-    - content: "Done."
-  critic:                # a subagent's replies, consumed each time it is called
-    - content: "Three weaknesses: ..."
-```
-
-A plain list instead of `agents:` holds the main agent's replies. A reply may set `delay`
-(seconds, to imitate a slow model) and `usage` (token counts; estimated when absent). The format's
-models are `runner.spec.cassette`'s; this module reads a cassette and keeps the cursors.
+The file format (with an example) is `runner.spec.cassette`'s; this module reads a cassette and
+keeps the cursors.
 
 Which reply comes next is decided from the conversation, so replay survives restarts: each reply
 is tagged with its index (`response_metadata["replay_index"]`), and a call continues after the

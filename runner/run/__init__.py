@@ -14,11 +14,10 @@ telemetry.py    OpenTelemetry spans of a turn
 database's names are re-exported here too (`runner.threads` is their home).
 """
 
-from runner.run.session import (
-    Decision,
+from runner.run.answers import Decision
+from runner.run.session import RunResult, Session
+from runner.threads.home import (
     Home,
-    RunResult,
-    Session,
     ThreadInfo,
     ThreadSettings,
     Transcript,

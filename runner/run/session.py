@@ -40,12 +40,8 @@ from runner.threads import open_home
 from runner.threads.guards import AlreadyAnswered, Lease, ThreadBusy
 from runner.threads.home import (
     Home,
-    ThreadInfo,
     ThreadSettings,
-    Transcript,
-    default_home,
     new_thread_id,
-    resume_settings,
 )
 from runner.threads.transcripts import pending_actions, text_of
 
@@ -59,18 +55,7 @@ if TYPE_CHECKING:
     from runner.run.attachments import Attachment
     from runner.spec import AgentSpec
 
-__all__ = [
-    "Decision",
-    "Home",
-    "RunResult",
-    "Session",
-    "ThreadInfo",
-    "ThreadSettings",
-    "Transcript",
-    "default_home",
-    "new_thread_id",
-    "resume_settings",
-]
+__all__ = ["DURABILITY", "RunResult", "Session", "describe_failure", "to_json_line"]
 
 
 DURABILITY: Literal["sync"] = "sync"

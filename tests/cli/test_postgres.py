@@ -165,7 +165,7 @@ def test_thread_tools_export_fork_search_prune_on_postgres(
     from datetime import UTC, datetime, timedelta
 
     from runner.run import Decision
-    from runner.threads import export as thread_tools
+    from runner.threads import history
     from tests.conftest import AGENTS
 
     notes = "Write the release notes for agentctl 0.1.0"
@@ -223,7 +223,7 @@ def test_thread_tools_export_fork_search_prune_on_postgres(
     try:
         lease = home.lease.acquire(waiting.thread_id)  # as a run in progress holds it
         later = datetime.now(UTC) + timedelta(days=31)
-        pruned = thread_tools.prune_threads(home, timedelta(days=30), now=later)
+        pruned = history.prune_threads(home, timedelta(days=30), now=later)
         assert sorted(t.thread_id for t in pruned.deleted) == sorted([approved, new])
         assert [t.thread_id for t, _ in pruned.running] == [waiting.thread_id]
         lease.release()

@@ -14,7 +14,7 @@ import pytest
 
 from runner.run import Decision, Session
 from runner.threads import export as thread_tools
-from runner.threads import open_home
+from runner.threads import history, open_home
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.fakes import ScriptedChatModel, ai
 
@@ -170,14 +170,14 @@ def test_fork_then_continue_with_a_new_message(tmp_path: Path) -> None:
     db = tmp_path / "agentctl.db"
     with Session(tmp_path / "spine" / "agent.yaml", db=db) as session:
         source = session.run("add two and three").thread_id
-        earliest = thread_tools.checkpoints(session.home, source)[-1]
+        earliest = history.checkpoints(session.home, source)[-1]
         assert earliest.messages == 0 and earliest.source == "input"
         after_answer = next(
             c
-            for c in thread_tools.checkpoints(session.home, source)
+            for c in history.checkpoints(session.home, source)
             if c.last == "assistant: The sum is 5."
         )
-        fork = thread_tools.fork_thread(session.home, source, at=after_answer.checkpoint_id)
+        fork = history.fork_thread(session.home, source, at=after_answer.checkpoint_id)
         result = session.run("now shout", thread_id=fork.thread_id)
         assert [a.name for a in result.interrupt.actions] == ["shout"]  # type: ignore[union-attr]
         assert len(session.values(source)["messages"]) == 4  # the source did not move
@@ -258,12 +258,12 @@ def test_prune_deletes_old_threads_but_never_a_running_one(tmp_path: Path) -> No
     try:
         later = datetime.now(UTC) + timedelta(days=31)
         lease = home.lease.acquire(running)  # as a run in progress holds it
-        dry = thread_tools.prune_threads(home, timedelta(days=30), dry_run=True, now=later)
+        dry = history.prune_threads(home, timedelta(days=30), dry_run=True, now=later)
         assert [t.thread_id for t in dry.deleted] == [old]
         assert [t.thread_id for t, _ in dry.running] == [running]
         assert home.thread(old) is not None  # a dry run deletes nothing
-        assert thread_tools.prune_threads(home, timedelta(days=30)).deleted == []  # not old yet
-        done = thread_tools.prune_threads(home, timedelta(days=30), now=later)
+        assert history.prune_threads(home, timedelta(days=30)).deleted == []  # not old yet
+        done = history.prune_threads(home, timedelta(days=30), now=later)
         assert [t.thread_id for t in done.deleted] == [old]
         assert [t.thread_id for t, _ in done.running] == [running]
         assert home.thread(old) is None and home.transcript(old) is None
@@ -281,11 +281,11 @@ def test_prune_deletes_old_threads_but_never_a_running_one(tmp_path: Path) -> No
 
 
 def test_parse_age() -> None:
-    assert thread_tools.parse_age("30d") == timedelta(days=30)
-    assert thread_tools.parse_age(" 12H ") == timedelta(hours=12)
-    assert thread_tools.parse_age("1.5w") == timedelta(weeks=1.5)
+    assert history.parse_age("30d") == timedelta(days=30)
+    assert history.parse_age(" 12H ") == timedelta(hours=12)
+    assert history.parse_age("1.5w") == timedelta(weeks=1.5)
     with pytest.raises(ValueError):
-        thread_tools.parse_age("30")
+        history.parse_age("30")
 
 
 def test_fork_of_a_thread_waiting_inside_a_subagent(tmp_path: Path) -> None:
@@ -311,7 +311,7 @@ def test_fork_of_a_thread_waiting_inside_a_subagent(tmp_path: Path) -> None:
     ) as session:
         source = session.run("go")
         assert [a.agent for a in source.interrupt.actions] == ["adder"]  # type: ignore[union-attr]
-        fork = thread_tools.fork_thread(session.home, source.thread_id)
+        fork = history.fork_thread(session.home, source.thread_id)
         assert [a.name for _, group in session.pending(fork.thread_id) for a in group] == ["shout"]
         approved = session.run(thread_id=fork.thread_id, decisions=[Decision("approve")])
         rejected = session.run(thread_id=source.thread_id, decisions=[Decision("reject")])
@@ -336,8 +336,8 @@ def test_fork_of_a_thread_without_checkpoints(tmp_path: Path) -> None:
     try:
         home.register("t-1", agent="calc", spec=None, first_message="hi")
         with pytest.raises(RunError, match="thread t-1 has no checkpoint yet: nothing to fork"):
-            thread_tools.fork_thread(home, "t-1")
+            history.fork_thread(home, "t-1")
         with pytest.raises(RunError, match="no thread 't-2'"):
-            thread_tools.fork_thread(home, "t-2")
+            history.fork_thread(home, "t-2")
     finally:
         home.close()
