@@ -1,7 +1,7 @@
 """The arguments of the harness tools, as pydantic models that need no langchain: what a cassette's
-tool calls are checked against (`runner.check.cassettes`). `tests/test_static_tools.py` compares
-them with the schemas the built tools give the model. Imported only when a cassette has tool
-calls, so `agentctl validate` pays for these classes only then."""
+tool calls are checked against (`runner.check.cassettes`). `tests/check/test_static_tools.py`
+compares them with the schemas the built tools give the model. Imported only when a cassette has
+tool calls, so `agentctl validate` pays for these classes only then."""
 
 from __future__ import annotations
 

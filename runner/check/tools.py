@@ -14,8 +14,8 @@ The spec's own tools are known by name only where the spec says it without runni
 name); an MCP server by its `include:` list (with its `prefix:`). A factory (`import:` with
 `args:`), an MCP server without `include:` and `middleware:` entries may add tools whose names only
 a build knows: such an agent's list is *open*, and names missing from it are not reported.
-The harness tools' arguments are in `runner.check.tool_args`. `tests/test_static_tools.py` compares
-these lists and those arguments with built agents.
+The harness tools' arguments are in `runner.check.tool_args`. `tests/check/test_static_tools.py`
+compares these lists and those arguments with built agents.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ turn the thread is pruned to what something can still use:
 The `writes` rows of every removed checkpoint go with it. A kept checkpoint's parent pointer may
 then name a removed one; LangGraph follows parent pointers only to replay a fork (whose parent is
 kept, above) and to rebuild `DeltaChannel` values, which agentctl's graphs do not use
-(`tests/test_retention.py` checks that), so nothing reads the missing parent.
+(`tests/threads/test_retention.py` checks that), so nothing reads the missing parent.
 
 `agentctl threads fork --at` starts a new thread from any checkpoint kept here (it copies that
 checkpoint into the new thread: nothing here needs to keep it for the fork); `threads export` and

@@ -1,6 +1,6 @@
 """The reply check (`runner.middleware.replies`) with a scripted model: history repair,
 approvals that skip calls already answered, warnings from subagents. The wire-level cases
-(real clients, real sockets) are in tests/test_misbehaving_models.py."""
+(real clients, real sockets) are in tests/run/test_misbehaving_models.py."""
 
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ def test_each_thread_replays_its_subagents_from_the_first_reply(tmp_path: Path) 
 
     from runner.run import Session
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     shutil.copytree(root / "tests" / "data" / "subagents", tmp_path / "subagents")
     shutil.copytree(root / "tests" / "data" / "tools", tmp_path / "tools")
     with Session(tmp_path / "subagents" / "team.yaml", db=tmp_path / "db") as session:
