@@ -8,16 +8,15 @@ same_file.py   parallel writes and edits of one file in one reply, taken one at 
 ```
 """
 
-from runner.middleware.filesystem.middleware import (
-    CHARS_PER_TOKEN,
+from runner.middleware.filesystem.format import (
     MAX_IMAGE_BYTES,
-    FilesystemMiddleware,
     execution_report,
-    filesystem_section,
     image_type,
     ls_line,
     sanitize_id,
 )
+from runner.middleware.filesystem.middleware import FilesystemMiddleware
+from runner.middleware.filesystem.texts import CHARS_PER_TOKEN, filesystem_section
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -17,15 +17,8 @@ The file tools themselves are excluded (they page or truncate their own output).
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import functools
-import re
-import threading
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware
@@ -38,254 +31,48 @@ from runner.backends import (
     Backend,
     BackendError,
     BackendProvider,
-    CompositeBackend,
-    FileInfo,
     FilesState,
     GrepMatch,
-    StateBackend,
     validate_path,
 )
 from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT
-from runner.backends.text import split_lines
-from runner.middleware.prompt import PromptSection
-from runner.tools.runtime import calling_message, harness_tool
-
-CHARS_PER_TOKEN = 4
-LONG_LINE = 5_000
-DEFAULT_TOOL_TOKEN_LIMIT = 20_000
-FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
-EXCLUDED_FROM_EVICTION = frozenset({*FILE_TOOLS})
-CHANGE_FILES = frozenset({"write_file", "edit_file"})
-LARGE_RESULTS_DIR = "/large_tool_results"
-
-TOOL_DESCRIPTIONS = {
-    "ls": (
-        "List a directory of your filesystem: one entry per line, folders ending with '/', files "
-        "with their size and when they were last modified (UTC). `path` must be absolute "
-        "(start with /). To find files by name use `glob`; to find text use `grep`."
-    ),
-    "read_file": (
-        "Read a file. `file_path` must be absolute. Returns up to `limit` lines (default 100) "
-        "starting at line index `offset` (0-based, default 0), numbered from 1 like `cat -n`; "
-        "page through longer files by raising `offset`. A line over 5,000 characters is split "
-        "into continuation rows numbered 12.1, 12.2, .... Read a file before you edit it. "
-        "Images (.png, .jpg, .jpeg, .gif, .webp) are returned as images when you can see them."
-    ),
-    "write_file": (
-        "Create a NEW file containing `content`. `file_path` must be absolute. Fails when the "
-        "file exists: to change an existing file, read it and use `edit_file`."
-    ),
-    "edit_file": (
-        "Replace exact text in a file: `old_string` becomes `new_string`. `old_string` must match "
-        "the file exactly, whitespace and indentation included, and occur once, unless "
-        "`replace_all` is true (then every occurrence is replaced). Read the file first and "
-        "include enough surrounding text to make `old_string` unique."
-    ),
-    "glob": (
-        "Find files whose path matches a glob pattern such as `**/*.md` or `notes/*.txt`, under "
-        "`path` (default /). `*` matches within one folder, `**` across folders. Returns absolute "
-        "paths, sorted."
-    ),
-    "grep": (
-        "Search file contents for LITERAL text (not a regular expression). `path` limits the "
-        "search to a folder or a file; `glob` to file names matching a pattern (e.g. `*.md`). "
-        "`output_mode`: `files_with_matches` (default) lists the files, `content` shows each "
-        "matching line as `path:line: text`, `count` gives the matching lines per file."
-    ),
-    "execute": (
-        "Run a shell command in your workspace (the folder your files are in) and get its "
-        "combined output and exit status. Use it for scripts, tests and builds. A command that "
-        "runs longer than `timeout` seconds (default {timeout:g}; at most {max_timeout:g}) is "
-        "stopped: raise it for long builds. Very long output is cut off."
-    ),
-}
-
-TOOL_GUIDE = {
-    "ls": "list a directory",
-    "read_file": "read a file, in pages (offset/limit)",
-    "write_file": "create a new file",
-    "edit_file": "change part of an existing file",
-    "glob": "find files by name pattern, e.g. `**/*.md`",
-    "grep": "find files containing some text",
-}
-
-EXECUTE_SECTION = """\
-## Shell `execute`
-
-You can run shell commands with `execute`, in the same folder your files are in. Use it to run
-scripts, tests and builds, and check the exit status in its result before relying on the output."""
-
-LARGE_RESULTS_NOTE = f"""
-
-A tool result too large for your context is saved under {LARGE_RESULTS_DIR}/ and shown to you as
-a preview; read the file for the rest."""
-READ_NEXT = "\n\n[Lines {first}-{last} of {total}: read on with offset={last}.]"
-READ_CUT = (
-    "\n\n[Lines {first}-{last} of {total}: the next line would pass the {budget:,}-character "
-    "limit of one read; read on with offset={last}.]"
+from runner.middleware.filesystem.format import (
+    MAX_IMAGE_BYTES,
+    _line_start,
+    execution_report,
+    format_grep,
+    image_type,
+    is_image_path,
+    ls_line,
+    no_matches,
+    number_lines,
+    preview,
+    sanitize_id,
+    truncate_lines,
 )
-READ_LINE_CUT = (
-    "\n\n[Line {number} is {size:,} characters, more than one read can show ({budget:,}); only "
-    "its first {shown:,} are shown. The next line is at offset={number}.]"
+from runner.middleware.filesystem.same_file import (
+    _ASYNC_LOCKS,
+    _SYNC_LOCKS,
+    _refuse_after_success,
+    _same_file_calls,
+    _snapshot_backed,
+    _tool_message,
+    _with_message,
 )
-NOTE_ROOM = 200  # characters kept free for the note after a page of read_file
-LIST_TRUNCATED = "\n... [{more:,} more not shown: narrow the path or the pattern]"
-TOO_LARGE = """\
-This result was too large for your context ({size:,} characters), so it was saved to {path}.
-Read it in pages with read_file (offset and limit), or search it with grep.
-Its first and last lines:
-
-{preview}"""
-
-
-def filesystem_section(
-    tools: Sequence[str], *, custom: str | None = None, large_results: bool = True
-) -> PromptSection | None:
-    """The prompt section for the file tools the agent has (execute gets its own paragraph);
-    `large_results`: whether large tool results are evicted to files (then the section says so)."""
-    if custom is not None:
-        return PromptSection("filesystem", text=custom)
-    names = [t for t in FILE_TOOLS if t in tools]
-    parts = []
-    if names:
-        listing = "\n".join(f"- {name}: {TOOL_GUIDE[name]}" for name in names)
-        text = (
-            "## Files " + ", ".join(f"`{n}`" for n in names) + "\n\n"
-            "You have a filesystem for notes, drafts and results. Every path is absolute and "
-            "starts with `/`.\n" + listing
-        )
-        if large_results:
-            text += LARGE_RESULTS_NOTE
-        parts.append(text)
-    if "execute" in tools:
-        parts.append(EXECUTE_SECTION)
-    return PromptSection("filesystem", text="\n\n".join(parts)) if parts else None
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def number_lines(content: str, start_line: int) -> str:
-    """`cat -n` style rows; a line over 5,000 characters continues in rows `N.1`, `N.2`, ..."""
-    rows = []
-    for offset, line in enumerate(content.split("\n")):
-        number = start_line + offset
-        if len(line) <= LONG_LINE:
-            rows.append(f"{number:>6}\t{line}")
-            continue
-        chunks = [line[i : i + LONG_LINE] for i in range(0, len(line), LONG_LINE)]
-        rows.append(f"{number:>6}\t{chunks[0]}")
-        rows.extend(f"{f'{number}.{k}':>6}\t{chunk}" for k, chunk in enumerate(chunks[1:], 1))
-    return "\n".join(rows)
-
-
-def _when(modified_at: str) -> str:
-    """An ISO 8601 time as `2026-11-24 15:50:07 UTC` (as given when it does not parse)."""
-    try:
-        moment = datetime.fromisoformat(modified_at)
-    except ValueError:
-        return modified_at
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if moment.tzinfo else "")
-
-
-def ls_line(info: FileInfo) -> str:
-    """One `ls` entry: `/a.md (21 bytes, modified 2026-11-24 15:50:07 UTC)`; a folder is its
-    path ending in `/` on every backend (the state and store backends keep no folder times)."""
-    if info.is_dir:
-        return f"{info.path.rstrip('/')}/"
-    details = [] if info.size is None else [f"{info.size:,} bytes"]
-    if info.modified_at:
-        details.append(f"modified {_when(info.modified_at)}")
-    return f"{info.path} ({', '.join(details)})" if details else info.path
-
-
-def truncate_lines(lines: list[str], max_chars: int) -> str:
-    """Lines joined, cut at a line boundary when longer than `max_chars`."""
-    total = 0
-    for index, line in enumerate(lines):
-        total += len(line) + 1
-        if total > max_chars:
-            return "\n".join(lines[:index]) + LIST_TRUNCATED.format(more=len(lines) - index)
-    return "\n".join(lines)
-
-
-def _line_start(line: str, number: int, budget: int) -> tuple[int, str]:
-    """(characters shown, rows) for the start of `line` that fits in `budget` characters."""
-    keep = budget
-    while True:
-        text = number_lines(line[:keep], number)
-        if len(text) <= budget or keep <= 1:
-            return keep, text
-        keep = max(1, keep - (len(text) - budget))
-
-
-def preview(content: str, *, head: int = 5, tail: int = 5, width: int = 1000) -> str:
-    """The first and last lines of `content`, each cut to `width` characters, numbered as
-    read_file numbers them."""
-    lines = [line[:width] for line in split_lines(content)]
-    if len(lines) <= head + tail:
-        return number_lines("\n".join(lines), 1)
-    skipped = len(lines) - head - tail
-    return (
-        number_lines("\n".join(lines[:head]), 1)
-        + f"\n... [{skipped:,} lines not shown] ...\n"
-        + number_lines("\n".join(lines[-tail:]), len(lines) - tail + 1)
-    )
-
-
-def format_grep(matches: list[GrepMatch], mode: str) -> list[str]:
-    if mode == "content":
-        return [f"{m.path}:{m.line}: {m.text}" for m in matches]
-    counts: dict[str, int] = {}
-    for match in matches:
-        counts[match.path] = counts.get(match.path, 0) + 1
-    if mode == "count":
-        return [f"{path}: {count}" for path, count in counts.items()]
-    return list(counts)
-
-
-REGEX_SYNTAX = re.compile(r"[\\^$|*+?()\[\]{}]")
-LITERAL_NOTE = (
-    " (grep searches for the pattern as literal text, not as a regular expression; to find "
-    "text around these characters, search for a plain piece of it)"
+from runner.middleware.filesystem.texts import (
+    CHARS_PER_TOKEN,
+    DEFAULT_TOOL_TOKEN_LIMIT,
+    EXCLUDED_FROM_EVICTION,
+    FILE_TOOLS,
+    LARGE_RESULTS_DIR,
+    NOTE_ROOM,
+    READ_CUT,
+    READ_LINE_CUT,
+    READ_NEXT,
+    TOO_LARGE,
+    TOOL_DESCRIPTIONS,
 )
-
-
-def no_matches(pattern: str) -> str:
-    """grep's answer when nothing matched; when the pattern looks like a regular expression,
-    it says the search was literal, so the model does not conclude the text is absent."""
-    note = LITERAL_NOTE if REGEX_SYNTAX.search(pattern) else ""
-    return f"No matches for {pattern!r}{note}"
-
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
-"""The largest image read_file returns (Anthropic's limit for one image)."""
-
-
-def is_image_path(path: str) -> bool:
-    return path.lower().endswith(IMAGE_SUFFIXES)
-
-
-def image_type(data: bytes) -> str | None:
-    """The MIME type of PNG, JPEG, GIF or WebP bytes, told from their first bytes (the name may
-    be wrong: a JPEG saved as .png is sent as a JPEG)."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
-def sanitize_id(tool_call_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", tool_call_id)[:120] or "result"
-
+from runner.tools.runtime import harness_tool
 
 # --------------------------------------------------------------------------- the middleware
 
@@ -764,181 +551,7 @@ class FilesystemMiddleware(AgentMiddleware):
         return await self._aevict(result, request)
 
 
-def execution_report(result: Any) -> str:
-    """What the model reads of a finished command: its output, exit code and truncation."""
-    parts = [result.output.rstrip("\n")]
-    if result.exit_code is not None:
-        status = "succeeded" if result.exit_code == 0 else "failed"
-        parts.append(f"[Command {status} with exit code {result.exit_code}]")
-    if result.truncated:
-        parts.append("[Output was truncated due to size limits]")
-    return "\n".join(p for p in parts if p)
-
-
-def _same_path(candidate: Any, path: str) -> bool:
-    return isinstance(candidate, str) and _normal_path(candidate) == path
-
-
-@functools.lru_cache(maxsize=4096)
-def _normal_path(path: str) -> str | None:
-    """`validate_path(path)`, None for a refused path; cached, as every write or edit of a reply
-    with many calls compares its path with all of theirs."""
-    try:
-        return validate_path(path)
-    except BackendError:
-        return None
-
-
-# --------------------------------------------------------------------------- same-file changes
-
-
-@dataclass(frozen=True)
-class _SameFileCalls:
-    """The write/edit calls of one AI message that name one path: those before this call."""
-
-    key: tuple[str, str]
-    """(the message, the path): what parallel changes to one file share."""
-    earlier: list[dict[str, Any]]
-    message: Any
-
-
-def _same_file_calls(runtime: ToolRuntime, path: str) -> _SameFileCalls | None:
-    """The calls of this call's AI message that also change `path`, or None when it is the only
-    one (the common case: no lock, no check)."""
-    message = calling_message(runtime)
-    if message is None:
-        return None
-    same = [
-        call
-        for call in message.tool_calls
-        if call["name"] in CHANGE_FILES and _same_path(call["args"].get("file_path"), path)
-    ]
-    if len(same) < 2:
-        return None
-    index = next((i for i, c in enumerate(same) if c.get("id") == runtime.tool_call_id), len(same))
-    ids = ",".join(str(c.get("id")) for c in same)
-    return _SameFileCalls((message.id or ids, path), same[:index], message)
-
-
-def _snapshot_backed(backend: Backend, path: str) -> bool:
-    """Whether a change to `path` is computed from the call's snapshot of the graph state (the
-    state backend, also behind a composite route), not made to a file others see at once."""
-    while isinstance(backend, CompositeBackend):
-        backend, path = backend.backend_for(path)
-    return isinstance(backend, StateBackend)
-
-
-def _succeeds(backend: Backend, call: dict[str, Any]) -> bool:
-    """Whether a write/edit call succeeds on the state snapshot `backend` holds (pure)."""
-    args = call["args"]
-    try:
-        path = validate_path(args["file_path"])
-        if call["name"] == "write_file":
-            content = args.get("content")
-            return isinstance(content, str) and bool(backend.write(path, content))
-        old, new = args.get("old_string"), args.get("new_string")
-        replace_all = args.get("replace_all", False)
-        if not (isinstance(old, str) and isinstance(new, str) and isinstance(replace_all, bool)):
-            return False
-        return bool(backend.edit(path, old, new, replace_all))
-    except (BackendError, OSError):
-        return False
-
-
-def _refuse_after_success(
-    runtime: ToolRuntime, backend: Backend, group: _SameFileCalls, path: str
-) -> None:
-    """Refuse this change when an earlier call of the message changes `path` successfully.
-
-    An earlier call with a ToolMessage already in the state (rejected by a reviewer, stopped by
-    a limit) did not change anything unless that message says it succeeded; any other is run
-    again on the snapshot. Once one succeeds every later one is refused, so this call may run
-    exactly when all earlier ones fail.
-    """
-    answered = {
-        m.tool_call_id: m.status
-        for m in (runtime.state or {}).get("messages") or ()
-        if m.type == "tool"
-    }
-    for call in group.earlier:
-        status = answered.get(call.get("id"))
-        if status == "error" or (status is None and not _succeeds(backend, call)):
-            continue
-        raise BackendError(
-            "{0} is also changed by an earlier call in this same message, and parallel "
-            "changes to one file overwrite each other; make this change in your next message",
-            path,
-        )
-
-
-class _Held:
-    """A threading or asyncio lock as a context manager a WeakValueDictionary can refer to."""
-
-    def __init__(self, lock: Any) -> None:
-        self._lock = lock
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
-
-    async def __aenter__(self) -> None:
-        await self._lock.acquire()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._lock.release()
-
-
-def _tool_message(result: ToolMessage | Command) -> ToolMessage | None:
-    if isinstance(result, ToolMessage):
-        return result
-    update = result.update if isinstance(result, Command) else None
-    if isinstance(update, dict):
-        for message in update.get("messages") or ():
-            if isinstance(message, ToolMessage):
-                return message
-    return None
-
-
-def _with_message(
-    result: ToolMessage | Command, replaced: ToolMessage, files_update: Any
-) -> ToolMessage | Command:
-    """`result` with its ToolMessage replaced, plus the files written for it (state backends)."""
-    if isinstance(result, ToolMessage):
-        if files_update is None:
-            return replaced
-        return Command(update={"files": files_update, "messages": [replaced]})
-    update = dict(result.update) if isinstance(result.update, dict) else {}
-    update["messages"] = [
-        replaced if isinstance(m, ToolMessage) else m for m in update.get("messages") or ()
-    ]
-    if files_update:
-        update["files"] = {**(update.get("files") or {}), **files_update}
-    return Command(graph=result.graph, update=update, resume=result.resume, goto=result.goto)
-
-
 def _tool(
     name: str, description: str, func: Callable[..., Any], coroutine: Callable[..., Awaitable[Any]]
 ) -> BaseTool:
     return harness_tool(name, description, func, coroutine)
-
-
-class _Locks:
-    """One lock per key, kept only while some call holds or waits for it."""
-
-    def __init__(self, make: Callable[[], Any]) -> None:
-        self._make = make
-        self._guard = threading.Lock()
-        self._held: weakref.WeakValueDictionary[Any, _Held] = weakref.WeakValueDictionary()
-
-    def lock(self, key: Any) -> _Held:
-        with self._guard:
-            held = self._held.get(key)
-            if held is None:
-                held = self._held[key] = _Held(self._make())
-            return held
-
-
-_SYNC_LOCKS = _Locks(threading.Lock)
-_ASYNC_LOCKS = _Locks(asyncio.Lock)
