@@ -46,7 +46,7 @@ DEFAULT_RECURSION_LIMIT = 1000
 LocalContext = str | Callable[[Any], str]
 """The last prompt section of a CLI run: its text, or a function of the main agent's backend
 spec (None for `state`) that writes it, so it can say whether the file tools reach the current
-directory (see `runner.cli.session.local_context`)."""
+directory (see `runner.agent.context.local_context`)."""
 
 
 _SECRET_PARAM = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)

@@ -32,8 +32,9 @@ def run_batch_file(
     quiet: bool,
 ) -> int:
     """Run every line of `batch`; exit code 0 when every line has a successful result, else 1."""
+    from runner.agent.context import local_context_for
     from runner.cli.render import shown_spec
-    from runner.cli.session import is_terminal, local_context_for
+    from runner.cli.session import is_terminal
     from runner.run import Home, Session
     from runner.run.batch import ResultsFile, iter_status, read_batch, run_batch
     from runner.threads import open_home

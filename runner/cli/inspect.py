@@ -41,9 +41,9 @@ def inspect(
     descriptions, the middleware chain in order, subagents, the backend and its routes, and with
     --prompt the system prompt. Needs no API key: models are named, not created.
     """
+    from runner.agent.context import local_context_for
     from runner.agent.inspect import describe
     from runner.cli.options import parse_vars
-    from runner.cli.session import local_context_for
 
     info = describe(
         spec,

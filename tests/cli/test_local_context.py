@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from runner.cli.session import git_repository, local_context, path_in_backend
+from runner.agent.context import git_repository, local_context, path_in_backend
 from runner.spec.backend import (
     CompositeBackendSpec,
     FilesystemBackendSpec,
