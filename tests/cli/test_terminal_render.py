@@ -204,7 +204,7 @@ def test_plain_output_prints_a_todo_list_only_when_it_changed() -> None:
 
 def test_warnings_travel_on_the_custom_stream() -> None:
     from runner.events import emit_warning
-    from runner.run import EventTranslator
+    from runner.run.translate import EventTranslator
 
     sent: list[object] = []
     emit_warning(sent.append, "truncated_reply", "cut off")
