@@ -68,11 +68,15 @@ def test_the_readme_links_to_files_of_the_repository_that_exist() -> None:
         assert (ROOT / path).exists(), f"README.md links to {link}, which does not exist"
 
 
-def test_the_readme_indexes_every_page() -> None:
+def test_the_readme_and_the_home_page_index_every_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     linked = {link.split("#")[0] for link in _links(readme)}
     missing = [f"docs/{page.name}" for page in PAGES if f"docs/{page.name}" not in linked]
     assert not missing, f"README.md's index lacks {missing}"
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    linked = {link.split("#")[0] for link in _links(home)}
+    missing = [page.name for page in PAGES if page.name not in linked | {"index.md"}]
+    assert not missing, f"docs/index.md's table of pages lacks {missing}"
 
 
 @pytest.mark.parametrize("path", [ROOT / "README.md", *PAGES], ids=lambda p: p.name)
