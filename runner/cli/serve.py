@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable, Iterable
 from types import FrameType
+from typing import TypeVar
 
 import click
 
 from runner.cli.options import otel_options
+from runner.serve.guard import check_host, check_origin, parse_size
+
+T = TypeVar("T")
 
 
 @click.command(short_help="Serve agents over the LangGraph Agent Server API.")
@@ -57,6 +62,35 @@ from runner.cli.options import otel_options
     "then shares that folder.",
 )
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    callback=lambda ctx, param, values: _checked(check_host, values),
+    help="Also answer requests whose Host header is NAME (any port) or NAME:PORT, such as the "
+    "public name of a reverse proxy in front (repeatable). Others are refused (421): a web "
+    "page could reach the server through a name of its own (DNS rebinding).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    callback=lambda ctx, param, values: _checked(check_origin, values),
+    help="Let pages of ORIGIN (scheme://host[:port], e.g. http://localhost:5173 for a dev "
+    "front end) call the server from the browser (repeatable; never `*`). Requests from any "
+    "other origin are refused (403).",
+)
+@click.option(
+    "--max-body",
+    metavar="SIZE",
+    default="10MB",
+    show_default=True,
+    callback=lambda ctx, param, value: _checked(parse_size, (value,))[0],
+    help="Largest request body, in bytes or with KB, MB, GB (powers of 1024); a larger one "
+    "is refused (413) before it is read.",
+)
+@click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
 @otel_options
@@ -69,6 +103,9 @@ def serve(
     dev: bool,
     jobs: int,
     shared_workspace: bool,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    max_body: int,
     vars_: tuple[str, ...],
 ) -> int:
     """Serve agent files over the LangGraph Agent Server API (assistants, threads, runs,
@@ -89,6 +126,10 @@ def serve(
     A web page at `/` on the same port runs and watches the agents: chat, approvals,
     subagents, todos and files. With --dev, a file with problems is listed there with them
     (and served once it is fixed and saved) instead of stopping the start.
+
+    Browser safety is always on: a request for another Host, from another origin's page, or
+    with a body that is not JSON is refused, so a web page the user visits cannot drive the
+    agents. --allow-host and --allow-origin widen it; see docs/team-browser-safety.md.
     """
     from runner.cli.options import parse_vars
     from runner.loader import display_path
@@ -125,7 +166,12 @@ def serve(
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
         for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
             click.echo(f"    {problem}", err=True)
+    from runner.serve.guard import Guard
     from runner.web.app import WebAgent, create_app
+
+    guard = Guard.serving(
+        host, port, allow_hosts=allow_hosts, allow_origins=allow_origins, max_body=max_body
+    )
 
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
@@ -143,6 +189,7 @@ def serve(
             port=port,
             jobs=jobs,
             web_app=web,
+            guard=guard,
         )
     except KeyboardInterrupt:
         pass
@@ -150,6 +197,14 @@ def serve(
         factory.close()
     click.echo("stopped", err=True)
     return 0
+
+
+def _checked(check: Callable[[str], T], values: Iterable[str]) -> tuple[T, ...]:
+    """Each value through `check`; its ValueError is the option's usage error (exit 2)."""
+    try:
+        return tuple(check(value) for value in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

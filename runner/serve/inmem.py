@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.errors import RunError
+from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
 __all__ = ["run_inmem"]
 
@@ -33,10 +34,14 @@ def run_inmem(
     jobs: int,
     detect_blocking: bool,
     web_app: Any | None = None,
+    guard: Guard | None = None,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
     free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
-    Starlette app, such as a web page) is served in front of the API, on the same port."""
+    Starlette app, such as a web page) is served in front of the API, on the same port.
+
+    Every request, the API's included, passes `guard` (default: the address served, no other
+    origin, 10 MB bodies) first: its middleware is the outermost of the app the engine serves."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
@@ -50,12 +55,22 @@ def run_inmem(
             "agentctl serve needs the LangGraph server, which is not installed: "
             "pip install 'agentctl[serve]'"
         ) from None
-    http: dict[str, Any] | None = None
-    if web_app is not None:
-        # The engine merges its routes into this app: ours come first, `/` included.
-        sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
-        module.app = web_app  # type: ignore[attr-defined]
-        http = {"app": f"{WEB_MODULE}:app"}
+    if web_app is None:
+        from starlette.applications import Starlette
+
+        web_app = Starlette()
+    # The engine puts a custom app's middleware before its own (CORS, logging, auth), around
+    # every route it serves: the guard sees each request first. In-process calls the engine
+    # makes to itself (its MCP and A2A endpoints) carry the root path `/noauth`.
+    web_app.add_middleware(
+        GuardMiddleware, guard=guard or Guard.serving(host, port), in_process_root_path="/noauth"
+    )
+    # The engine merges its routes into this app: ours come first, `/` included.
+    sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
+    module.app = web_app  # type: ignore[attr-defined]
+    # Its own CORS would answer `*` to every origin: it allows none; the guard answers for the
+    # origins served with --allow-origin.
+    http = {"app": f"{WEB_MODULE}:app", "cors": ENGINE_CORS_OFF}
     run_server(
         host=host,
         port=port,
