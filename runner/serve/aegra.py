@@ -119,12 +119,15 @@ def run_aegra(
     redis: str | None,
     web_app: Any | None = None,
     guard: Guard | None = None,
+    authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: `file.py:NAME`}) on Aegra until interrupted (blocks).
 
     `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the API,
     on the same port: Aegra adds the API's routes to it (its `http.app`). Every request passes
     `guard` (default: the address served, no other origin, 10 MB bodies) before Aegra sees it.
+    `authenticated`: the API requires the users `runner.serve.auth` lets in (Aegra's
+    `auth.path`).
     Call `require_aegra`, `check_database` and `check_redis` first: a failure here is Aegra's.
     """
     with tempfile.TemporaryDirectory(prefix="agentctl-aegra-") as folder:
@@ -143,12 +146,18 @@ def run_aegra(
         if web_app is not None:
             http["app"] = _publish(web_app)
         body["http"] = http
+        if authenticated:
+            from runner.serve.auth import AUTH_PATH
+
+            body["auth"] = {"path": AUTH_PATH}
         config.write_text(json.dumps(body, indent=2), encoding="utf-8")
         _configure(config, host=host, port=port, jobs=jobs, database=database, redis=redis)
         from aegra_api.utils.setup_logging import setup_logging
 
         setup_logging()  # before anything of Aegra's logs: at LOG_LEVEL, in its format
-        _serve(host, port, database, guard or Guard.serving(host, port))
+        _serve(
+            host, port, database, guard or Guard.serving(host, port), authenticated=authenticated
+        )
 
 
 WEB_MODULE = "agentctl_served_web"
@@ -196,6 +205,20 @@ def _configure(
     # The engine's own logs (every request, every run) only when asked for: LOG_LEVEL=INFO.
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.setdefault("LANGSMITH_TRACING", "false")
+
+
+def _require_our_auth() -> None:
+    """Refuse to serve unless Aegra loaded our `Auth` object: when it cannot load the one its
+    config names, it logs a warning and lets every request in as "anonymous"."""
+    from aegra_api.core.auth_middleware import get_auth_instance
+
+    from runner.serve.auth import auth
+
+    if get_auth_instance() is not auth:
+        raise RunError(
+            "the Aegra engine did not load agentctl's authentication (its log above says why); "
+            "not serving without it"
+        )
 
 
 STARTUP_LOCK = 0x61676E746374  # "agntct"
@@ -274,9 +297,12 @@ def _started_in_turn(app: Any, database: str) -> None:
     app.router.lifespan_context = lifespan
 
 
-def _serve(host: str, port: int, database: str, guard: Guard) -> None:
+def _serve(host: str, port: int, database: str, guard: Guard, *, authenticated: bool) -> None:
     import uvicorn
     from aegra_api.main import app
+
+    if authenticated:
+        _require_our_auth()
 
     _started_in_turn(app, database)
     # Around the whole app, outside Aegra's own middleware (which reads a `text/plain` body as

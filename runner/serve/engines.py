@@ -65,13 +65,17 @@ class Engine:
         jobs: int,
         web_app: Any | None = None,
         guard: Guard | None = None,
+        authenticated: bool = False,
     ) -> None:
         """Serve `graphs` (`graphs.register`'s {graph id: import path}) until interrupted.
 
         `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the
         API, on the same port, by either engine; its routes come first, `/` included. Every
         request passes `guard` first (`runner.serve.guard`; by default: the address served, no
-        other origin, 10 MB bodies)."""
+        other origin, 10 MB bodies).
+
+        `authenticated`: the engine loads `runner.serve.auth.auth` (settings `publish`ed first)
+        and the API answers only the users it lets in."""
         if self.database is None:
             from runner.serve.inmem import run_inmem
 
@@ -84,6 +88,7 @@ class Engine:
                 detect_blocking=self.detect_blocking,
                 web_app=web_app,
                 guard=guard,
+                authenticated=authenticated,
             )
             return
         from runner.serve.aegra import run_aegra
@@ -99,4 +104,5 @@ class Engine:
             redis=self.redis,
             web_app=web_app,
             guard=guard,
+            authenticated=authenticated,
         )

@@ -35,13 +35,16 @@ def run_inmem(
     detect_blocking: bool,
     web_app: Any | None = None,
     guard: Guard | None = None,
+    authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
     free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
     Starlette app, such as a web page) is served in front of the API, on the same port.
 
     Every request, the API's included, passes `guard` (default: the address served, no other
-    origin, 10 MB bodies) first: its middleware is the outermost of the app the engine serves."""
+    origin, 10 MB bodies) first: its middleware is the outermost of the app the engine serves.
+
+    `authenticated`: the API requires the users `runner.serve.auth` lets in."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
@@ -71,6 +74,13 @@ def run_inmem(
     # Its own CORS would answer `*` to every origin: it allows none; the guard answers for the
     # origins served with --allow-origin.
     http = {"app": f"{WEB_MODULE}:app", "cors": ENGINE_CORS_OFF}
+    auth: dict[str, Any] | None = None
+    if authenticated:
+        from runner.serve.auth import AUTH_PATH
+
+        # The dev server lets a request that says `x-auth-scheme: langsmith` in as a "studio
+        # user", without credentials: not here.
+        auth = {"path": AUTH_PATH, "disable_studio_auth": True}
     run_server(
         host=host,
         port=port,
@@ -84,4 +94,5 @@ def run_inmem(
         allow_blocking=not detect_blocking,
         server_level="WARNING",
         http=http,
+        auth=auth,
     )
