@@ -5,6 +5,7 @@ import { h } from "./dom.js";
 
 const STORE = "agentctl.api-key";
 let asking = null; // one dialog at a time, however many requests were refused together
+let declined = false; // cancelled: not asked again in this page (a reload asks again)
 
 /** The key to send, or null. */
 export function currentKey() {
@@ -33,6 +34,7 @@ export async function fetchWithKey(path, init = {}) {
 }
 
 function askForKey(refused) {
+  if (declined) return Promise.reject(new Error("the server needs an API key: reload the page to give one"));
   asking ??= new Promise((resolve, reject) => {
     const input = h("input", { id: "api-key", type: "password", autocomplete: "off", required: true, "aria-label": "API key" });
     const dialog = h(
@@ -53,7 +55,10 @@ function askForKey(refused) {
       asking = null;
       const key = dialog.returnValue === "" ? "" : input.value.trim();
       if (key) resolve(key);
-      else reject(new Error("the server needs an API key"));
+      else {
+        declined = true;
+        reject(new Error("the server needs an API key: reload the page to give one"));
+      }
     });
     dialog.querySelector("form").addEventListener("submit", (event) => {
       event.preventDefault();
