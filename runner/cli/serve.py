@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from types import FrameType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from runner.cli.options import otel_options
-from runner.serve.guard import check_host, check_origin, parse_size
-
-T = TypeVar("T")
 
 if TYPE_CHECKING:
     from runner.serve.auth import AuthSettings
@@ -104,7 +101,7 @@ if TYPE_CHECKING:
     "allow_hosts",
     multiple=True,
     metavar="NAME",
-    callback=lambda ctx, param, values: _checked(check_host, values),
+    callback=lambda ctx, param, values: _checked("check_host", values),
     help="Also answer requests whose Host header is NAME (any port) or NAME:PORT, such as the "
     "public name of a reverse proxy in front (repeatable). Others are refused (421): a web "
     "page could reach the server through a name of its own (DNS rebinding).",
@@ -114,7 +111,7 @@ if TYPE_CHECKING:
     "allow_origins",
     multiple=True,
     metavar="ORIGIN",
-    callback=lambda ctx, param, values: _checked(check_origin, values),
+    callback=lambda ctx, param, values: _checked("check_origin", values),
     help="Let pages of ORIGIN (scheme://host[:port], e.g. http://localhost:5173 for a dev "
     "front end) call the server from the browser (repeatable; never `*`). Requests from any "
     "other origin are refused (403).",
@@ -124,7 +121,7 @@ if TYPE_CHECKING:
     metavar="SIZE",
     default="10MB",
     show_default=True,
-    callback=lambda ctx, param, value: _checked(parse_size, (value,))[0],
+    callback=lambda ctx, param, value: _checked("parse_size", (value,))[0],
     help="Largest request body, in bytes or with KB, MB, GB (powers of 1024); a larger one "
     "is refused (413) before it is read.",
 )
@@ -349,10 +346,13 @@ def _describe_auth(settings: AuthSettings | None) -> str:
     return f"authentication: {' or '.join(ways)}{admins}"
 
 
-def _checked(check: Callable[[str], T], values: Iterable[str]) -> tuple[T, ...]:
-    """Each value through `check`; its ValueError is the option's usage error (exit 2)."""
+def _checked(check: str, values: Iterable[str]) -> tuple[Any, ...]:
+    """Each value through `runner.serve.guard`'s `check` (imported only when the option is
+    given: not for --help); its ValueError is the option's usage error (exit 2)."""
+    from runner.serve import guard
+
     try:
-        return tuple(check(value) for value in values)
+        return tuple(getattr(guard, check)(value) for value in values)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
