@@ -1,10 +1,11 @@
 """The page on a server that needs an API key (`agentctl serve --api-keys`): it asks for the key
 when the server answers 401, keeps it for the tab only (sessionStorage), and sends it as
 `x-api-key` on every request, the API's and the side API's. Debian's chromium, driven by
-Playwright, against one in-memory server for the module."""
+Playwright, against one server per engine (in memory; Aegra on Postgres) for the module."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.serve import servers
+from tests.serve.test_serve_contract import aegra_args
 
 pytest.importorskip("langgraph_api")
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
@@ -33,16 +35,27 @@ API = ("/threads", "/assistants", "/store", "/runs", "/web/api/")
 """Paths of the API and the side API (the page and its assets are public)."""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("keyed")
+@pytest.fixture(scope="module", params=["memory", "aegra"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp(f"keyed-{request.param}")
     (folder / "greeter.yaml").write_text(GREETER, encoding="utf-8")
     (folder / "greeter.cassette.yaml").write_text("- content: Hello there.\n", encoding="utf-8")
     (folder / "keys.yaml").write_text(f"keys:\n  - {{user: alice, key: {KEY}}}\n", "utf-8")
-    args = ["--api-keys", "keys.yaml", "--dev"]
-    with servers.serving(
-        [folder / "greeter.yaml"], cwd=folder, args=args, log=folder / "serve.log"
-    ) as served:
+    args = ["--api-keys", "keys.yaml"]
+    with contextlib.ExitStack() as stack:
+        env: dict[str, str] = {}
+        if request.param == "memory":
+            args.append("--dev")
+        else:
+            engine_args, env = stack.enter_context(aegra_args(request))
+            args += engine_args
+        served = stack.enter_context(
+            servers.serving(
+                [folder / "greeter.yaml"], cwd=folder, args=args, env=env, log=folder / "serve.log"
+            )
+        )
         yield served.url
 
 
