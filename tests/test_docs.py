@@ -19,9 +19,6 @@ from tests.conftest import ROOT
 
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
-WRITTEN_ELSEWHERE = {"docs/team.md"}
-"""Pages the README links to that another branch adds; a link to one of them may dangle only
-while the page does not exist (once it does, it must be in the nav like any page)."""
 
 
 class _Loader(yaml.SafeLoader):
@@ -63,8 +60,6 @@ def test_the_readme_links_to_files_of_the_repository_that_exist() -> None:
     for link in links:
         path = link.split("#")[0]
         assert not path.startswith(("/", "..")), f"README.md links outside the repository: {link}"
-        if path in WRITTEN_ELSEWHERE and not (ROOT / path).exists():
-            continue
         assert (ROOT / path).exists(), f"README.md links to {link}, which does not exist"
 
 
