@@ -83,7 +83,5 @@ def file_inputs(spec: AgentSpec) -> set[str]:
             continue
         seen.add(id(current))
         names.update(n for n, declared in current.inputs.items() if declared.kind == "file")
-        pending.extend(
-            e._spec for e in current.subagents if isinstance(e, RefSubagent) and e._spec
-        )
+        pending.extend(e._spec for e in current.subagents if isinstance(e, RefSubagent) and e._spec)
     return names
