@@ -53,10 +53,31 @@ def _short(value: Any) -> str:
     return text if len(text) <= _SHOWN else f"{text[: _SHOWN // 2]}…{text[-_SHOWN // 2 :]}"
 
 
+def _plain(value: Any, depth: int, json_only: bool) -> bool:
+    """The fast path: `value` is plain JSON data that can be stored (exact types only; anything
+    else, and any problem, is left to `unstorable`'s slower walk, which says where)."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return _LOWEST <= value <= _HIGHEST
+    if kind is float:
+        return not json_only or math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _plain(v, depth + 1, json_only) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain(v, depth + 1, json_only) for v in value)
+    return False
+
+
 def unstorable(value: Any, *, at: str = "", json_only: bool = False) -> str | None:
     """Why `value` cannot be stored in a checkpoint, naming where it sits below `at`
     (`"n: the integer 18446744073709551616 is outside 64 bits"`); None when it can. With
     `json_only`, NaN and infinities are refused too (they are not JSON)."""
+    if _plain(value, 0, json_only):
+        return None
     stack: list[tuple[str, Any, int]] = [(at, value, 0)]
     while stack:
         where, item, depth = stack.pop()
