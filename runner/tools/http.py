@@ -116,7 +116,10 @@ class HttpCall:
         return url, options
 
     def answer(self, url: str, response: httpx.Response, body: bytes, cut: bool) -> str:
-        text = body.decode(response.charset_encoding or "utf-8", errors="replace")
+        try:
+            text = body.decode(response.charset_encoding or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            text = body.decode("utf-8", errors="replace")
         if response.status_code >= 400:
             shown = text[:BODY_SHOWN] + ("..." if len(text) > BODY_SHOWN or cut else "")
             raise ToolException(

@@ -6,8 +6,6 @@ hide (a ref'd file, a ref of a ref, an included file, a name the main agent has 
 
 from __future__ import annotations
 
-import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,6 @@ import pytest
 from runner.errors import BuildError
 from runner.serve.factory import GraphFactory
 from tests.serve import servers
-from tests.services import fresh_database
 
 SECRET = "the server's private key: hunter2"
 
@@ -106,8 +103,6 @@ def test_mcp_serve_offers_no_argument_for_a_subagents_file_input(tmp_path: Path)
 
 # --------------------------------------------------------------------------- the served API
 
-sdk = pytest.importorskip("langgraph_sdk")
-
 
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -126,21 +121,12 @@ def server(request: pytest.FixtureRequest, agents: Path) -> Iterator[str]:
         ) as served:
             yield served.url
         return
-    if sys.version_info < (3, 12):
-        pytest.skip("Aegra needs Python 3.12 or newer")
-    pytest.importorskip("aegra_api")
-    postgres = request.getfixturevalue("postgres_server")
-    redis = request.getfixturevalue("redis_server")
-    prefix = f"agentctl-test:{uuid.uuid4().hex[:8]}:"
-    env = {"WORKER_QUEUE_KEY": f"{prefix}jobs", "REDIS_CHANNEL_PREFIX": f"{prefix}run:"}
+    from tests.serve.test_serve_contract import aegra_args
+
     with (
-        fresh_database(postgres) as database,
+        aegra_args(request) as (args, env),
         servers.serving(
-            [agents / "keeper.yaml"],
-            cwd=agents,
-            args=["--db", database, "--redis", redis],
-            env=env,
-            log=log,
+            [agents / "keeper.yaml"], cwd=agents, args=args, env=env, log=log
         ) as served,
     ):
         yield served.url
@@ -150,6 +136,7 @@ def server(request: pytest.FixtureRequest, agents: Path) -> Iterator[str]:
 def test_a_client_cannot_read_a_server_file_through_a_subagents_input(
     server: str, agents: Path
 ) -> None:
+    sdk = pytest.importorskip("langgraph_sdk")
     client: Any = sdk.get_sync_client(url=server)
     thread = client.threads.create()["thread_id"]
     config = {"configurable": {"vars": {"secret": str(agents / "secret.txt")}}}
