@@ -213,7 +213,9 @@ def test_a_200_mb_body_is_cut_at_the_cap_and_never_read_whole(
     )
     assert body == "x" * 1_000_000
     assert peak < 20_000_000  # the cap and a few chunks, not 200 MB
-    assert _sent(server, f"/huge?n={how}") < HUGE_BYTES / 10  # the client stopped reading
+    # the client stopped reading: the server sent what the kernel's socket buffers took (tens
+    # of MB on loopback, where they grow to 32 MB) and could send no more
+    assert _sent(server, f"/huge?n={how}") < HUGE_BYTES / 4
 
 
 @pytest.mark.parametrize("how", PATHS)
