@@ -162,3 +162,30 @@ def test_agentctl_run_goes_on_after_a_huge_integer_from_a_cassette(agent: Path) 
     again = run_cli("run", str(agent), "again", "--thread", thread, cwd=folder)
     assert again.returncode == 0, again.stderr
     assert "Resumed." in again.stdout
+
+
+def test_a_subagents_hostile_call_is_answered_inside_the_subagent(
+    agent: Path, tmp_path: Path
+) -> None:
+    agent.write_text(
+        AGENT
+        + "subagents:\n  - {name: helper, description: Helps, prompt: You help.,"
+        + " tools: [./tools.py:note]}\n"
+    )
+
+    def script(messages: list[Any]) -> dict[str, Any]:
+        replies = sum(1 for m in messages if m.type == "ai")
+        if messages[1].content == "help out":  # the subagent's conversation
+            return [ai("", ("note", {"value": 2**64})), ai("Could not.")][replies]
+        return [
+            ai("", ("task", {"description": "help out", "subagent_type": "helper"})),
+            ai("Done."),
+        ][replies]
+
+    model = ScriptedChatModel(script=script)
+    with Session(agent, model=model, db=tmp_path / "threads.sqlite") as session:
+        result = session.run("go")
+    errors = [e for e in result.events if isinstance(e, ToolResult) and e.status == "error"]
+    assert [(e.agent, e.name) for e in errors] == [("helper", "note")]
+    assert "is outside 64 bits" in errors[0].content
+    assert result.final is not None and result.final.content == "Done."
