@@ -130,6 +130,7 @@ class AgentTools:
         server starts."""
         from runner.loader import load_spec
         from runner.serve.agents import collect_agents
+        from runner.spec.checks import file_inputs
 
         base_vars = dict(vars or {})
         # Calls run on threads of their own, as `agentctl run` does: a filesystem root without
@@ -139,15 +140,19 @@ class AgentTools:
         for agent in agents:
             spec = load_spec(agent.path, vars=base_vars, require_inputs=False)
             described = agent.description or f"Runs the agent {agent.name!r}."
+            # A `file` input of any agent of the tree (a `ref:` subagent's too) is a path the
+            # server reads: no call may set that name, even where the main agent has it as a
+            # plain var (vars reach every file of the tree).
+            files = file_inputs(spec)
             tools[agent.name] = ServedTool(
                 agent.name,
                 agent.path,
                 f"{described.strip()} (Runs the agent on a new thread; returns its final answer.)",
-                {**spec.vars, **{k: v for k, v in base_vars.items() if k in spec.vars}},
+                {k: base_vars.get(k, v) for k, v in spec.vars.items() if k not in files},
                 {
                     name: declared
                     for name, declared in spec.inputs.items()
-                    if declared.kind != "file" and name not in base_vars
+                    if name not in files and name not in base_vars
                 },
             )
         served = cls(tools, model=model, base_vars=base_vars, db=db, auto_approve=auto_approve)

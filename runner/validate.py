@@ -10,7 +10,7 @@ A cassette file (by name or content) is checked as a cassette. Nothing here impo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,8 @@ class FileReport:
     note: str | None = None
     """What a reader of `ok: FILE` should know: a cassette that no agent file here plays was
     checked for its format only."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What is valid but likely a mistake (`spec_warnings`): printed, not failed on."""
 
 
 def check_file(
@@ -147,7 +149,8 @@ def check_file(
                 return FileReport(sorted(problems))
         else:
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
-            return FileReport(sorted(found | set(static_problems(spec))))
+            found |= set(static_problems(spec))
+            return FileReport(sorted(found), warnings=spec_warnings(spec))
     agents = agents_playing(path, vars=vars, env=env, cache=cache)
     note = None
     if not agents:
@@ -362,6 +365,46 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
     from runner.cassette_check import replay_problems
 
     return problems + replay_problems(spec)
+
+
+def spec_warnings(spec: AgentSpec) -> list[Problem]:
+    """What `validate` warns about and `run` accepts: a `script:` tool whose `command` hands a
+    `{placeholder}` to a shell (`sh -c`, `bash -c`, `env sh -c`, ...) or an interpreter
+    (`python -c`, `perl -e`, `ruby -e`, `node -e`) inside the code it runs, where a value with
+    `;`, `$(...)` or a quote runs as code. Each agent file's own tools, once."""
+    from runner.spec import ScriptTool
+    from runner.static_tools import code_with_placeholder, is_shell, static_agents
+
+    warnings: list[Problem] = []
+    for agent in static_agents(spec):
+        if not (agent.is_main or "tools" in agent.core.model_fields_set):
+            continue  # inherited tools are warned about where they are written
+        for index, entry in enumerate(agent.core.tools):
+            if not isinstance(entry, ScriptTool):
+                continue
+            command = entry.script.command
+            found = code_with_placeholder(command)
+            if found is None:
+                continue
+            position, name = found
+            shown = " ".join(command[:position])
+            at = (*agent.where, "tools", index, "script", "command", position)
+            message = (
+                f"{{{name}}} is inside the code `{shown}` runs: a value holding `;`, `$(...)` or "
+                "a quote runs as code. Pass it as an argument after the code instead"
+            )
+            if is_shell(command, position):
+                message += (
+                    f", e.g. [sh, -c, 'grep -- \"$1\" notes.txt', sh, '{{{name}}}'] "
+                    "(the shell reads it as $1, never as code)"
+                )
+            else:
+                message += (
+                    ", and read it there (`sys.argv[1]` in Python, `$ARGV[0]` in Perl, "
+                    "`ARGV[0]` in Ruby, `process.argv[1]` in Node)"
+                )
+            warnings.append(agent.locate(at, message))
+    return warnings
 
 
 def _permission_problems(agent: Any, agents: list[Any]) -> list[Problem]:

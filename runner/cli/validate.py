@@ -26,7 +26,9 @@ def validate(
     """Check agent files: YAML syntax, the schema, ${ENV} variables, includes, subagent refs,
     prompt templates, skills, tool names in interrupt_on, and the replay cassettes they play.
     Prints `ok: FILE` for each valid file and one located line (`file:line:col: key.path:
-    message`) for each problem. Exits 0 when all are valid, 2 if not.
+    message`) for each problem. Exits 0 when all are valid, 2 if not. A warning (valid, but
+    likely a mistake: a script tool that hands a `{placeholder}` to `sh -c`) is printed as
+    `warning: file:line:col: ...` (with `"warning": true` under --json) and changes no exit code.
 
     A cassette (`*.cassette.yaml`, or a file that holds one) is checked against the agents that
     play it: the agent files in its folder that name it in `replay:`, and the one it is named
@@ -82,6 +84,15 @@ def validate(
         path, report = entry
         problems = report.problems
         checked += 1
+        for w in report.warnings:  # valid, but likely a mistake: said, not failed on
+            if w in printed:
+                continue
+            printed.add(w)
+            if as_json:
+                fields = {"file": w.file, "line": w.line, "col": w.col, "path": w.path}
+                click.echo(json.dumps({**fields, "message": w.message, "warning": True}))
+            else:
+                click.echo(f"warning: {w}", err=True)
         if not problems:
             if not as_json:
                 note = f" ({report.note})" if report.note else ""

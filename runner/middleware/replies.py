@@ -21,6 +21,8 @@ hook would cost a graph step per model call):
   ToolMessage that tells the model what went wrong and what to do; the loop then goes back to
   the model (`create_agent` does so when every call of the last reply is answered);
 - missing and repeated ids (within the reply or with the history) are replaced by fresh ones;
+- a call whose arguments cannot be stored in the thread (an integer outside 64 bits, NaN, an
+  unknown object: `runner.middleware.storable`) gets `{}` arguments and an error result;
 - a cut-off or empty reply is reported as a `warning` event (`truncated_reply`, `empty_reply`).
 
 Before the call, the history is checked as a strict provider would (a thread saved before this
@@ -56,6 +58,7 @@ from langchain.agents.middleware import (
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from runner.events import emit_warning
+from runner.middleware.storable import unstorable, unstorable_call_message
 
 __all__ = [
     "EMPTY_REPLY_PLACEHOLDER",
@@ -211,9 +214,16 @@ def _readable_calls(
         if not call_id or call_id in taken or call_id in mine:
             call_id, changed = _new_id(), True
         mine.add(call_id)
-        calls.append({**call, "id": call_id} if call_id != call.get("id") else call)
+        problem = unstorable(call.get("args"), json_only=True)
+        if problem is not None:  # kept as is, the call would end the run at the next checkpoint
+            changed = True
+            calls.append({**call, "id": call_id, "args": {}})
+        else:
+            calls.append({**call, "id": call_id} if call_id != call.get("id") else call)
         if cut_off:
             answers.append(truncated_call_message(call["name"], call_id))
+        elif problem is not None:
+            answers.append(unstorable_call_message(call["name"], call_id, problem))
     for bad in message.invalid_tool_calls:
         changed = True
         call_id = bad.get("id")
