@@ -125,13 +125,22 @@ def serve(
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
         for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
             click.echo(f"    {problem}", err=True)
+    from runner.serve.thread_guard import guard_middleware
     from runner.web.app import WebAgent, create_app
 
+    persist = None
+    if engine.database is None:
+        from runner.serve.inmem import persist_threads
+
+        persist = persist_threads
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
         graph_for=lambda path: factory.graph(path),
         dev=dev,
         vars=variables,
+        middleware=[
+            guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
+        ],
     )
     # SIGTERM (how service managers and containers stop a process) stops cleanly like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)

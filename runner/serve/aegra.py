@@ -150,13 +150,14 @@ WEB_MODULE = "agentctl_served_web"
 
 def _publish(web_app: Any) -> str:
     """The import path Aegra loads `web_app` by. Aegra takes only a FastAPI app: a Starlette
-    app's routes are moved into one (they come before the API's, `/` included)."""
+    app's routes and middleware are moved into one (its routes come before the API's, `/`
+    included, and the API's routes go behind its middleware)."""
     import types
 
     from fastapi import FastAPI
 
     if not isinstance(web_app, FastAPI):
-        web_app = FastAPI(routes=list(web_app.routes))
+        web_app = FastAPI(routes=list(web_app.routes), middleware=list(web_app.user_middleware))
     module = types.ModuleType(WEB_MODULE, "agentctl's web page, for Aegra.")
     module.app = web_app  # type: ignore[attr-defined]
     sys.modules[WEB_MODULE] = module

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,10 +102,22 @@ def create_app(
     graph_for: Callable[[Path], Any],
     dev: bool = False,
     vars: dict[str, Any] | None = None,
+    thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
+    middleware: Sequence[Any] = (),
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
-    an agent file (blocking; it is called in a worker thread), for the tools' schemas."""
+    an agent file (blocking; it is called in a worker thread), for the tools' schemas.
+
+    `thread_visible(request, thread_id)`: whether the caller may see that thread (a server with
+    authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
+    `middleware`: Starlette `Middleware` entries the engine's routes go behind too."""
     served = _Agents(agents, dict(vars or {}))
+
+    async def hidden(request: Request, thread: str | None) -> Response | None:
+        """A 404 for a thread the caller may not see, as the engine answers for it."""
+        if thread is None or thread_visible is None or await thread_visible(request, thread):
+            return None
+        return _error(404, f"thread {thread} not found")
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
@@ -152,6 +164,8 @@ def create_app(
         if loaded.spec is None:
             return _error(409, f"{agent.name} has problems; fix its file first")
         thread = request.query_params.get("thread_id") or None
+        if (refused := await hidden(request, thread)) is not None:
+            return refused
         return JSONResponse(await asyncio.to_thread(_list_routes, loaded.spec, thread))
 
     async def file(request: Request) -> Response:
@@ -162,6 +176,8 @@ def create_app(
         if loaded.spec is None:
             return _error(409, f"{agent.name} has problems; fix its file first")
         thread = request.query_params.get("thread_id") or None
+        if (refused := await hidden(request, thread)) is not None:
+            return refused
         path = request.query_params.get("path", "")
         try:
             content = await asyncio.to_thread(_read_file, loaded.spec, thread, path)
@@ -179,7 +195,8 @@ def create_app(
             Route("/web/api/agents/{name}/tools", tools, methods=["GET"]),
             Route("/web/api/agents/{name}/files", files, methods=["GET"]),
             Route("/web/api/agents/{name}/file", file, methods=["GET"]),
-        ]
+        ],
+        middleware=list(middleware),
     )
 
 

@@ -1,0 +1,95 @@
+"""Who owns what on a server with authentication: the `@auth.on` handlers both engines call.
+
+Every thread, run, cron and store namespace belongs to the user who created it. The handlers are
+registered on the server's LangGraph `Auth` object (`register`), which the in-memory engine and
+Aegra both load, and work the way LangGraph's authorization hook is meant to:
+
+- on create, the owner is written into the resource's metadata (`owner`: the user's identity);
+- on read, search, update, delete and run creation, a filter `{"owner": identity}` is returned,
+  which the engine applies to the stored metadata: another user's thread is absent (404), never
+  forbidden (403), so its existence is not revealed;
+- store namespaces are put under the user's own label (`store_user_label`), for the API and
+  for the runs' `store` backends alike (`runner.backends.scope_store_by_user`).
+
+A user whose permissions hold `admin` (`--admin USER`) gets no filter and no namespace prefix:
+they see and act on everything. Assistants (the served agents) are shared by every user.
+
+Aegra also scopes threads and runs by the identity it authenticated (its `user_id` column), in
+every route, filters or not; the handlers keep the in-memory engine to the same rule, and the
+metadata owner is what `agentctl threads --db` shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ADMIN", "OWNER", "is_admin", "register"]
+
+OWNER = "owner"
+"""The metadata key of a thread's (or cron's) owner: the identity of the user who created it."""
+ADMIN = "admin"
+"""The permission that lifts every ownership filter."""
+
+
+def is_admin(ctx: Any) -> bool:
+    """Whether the request's user has the `admin` permission."""
+    permissions = getattr(ctx, "permissions", None) or getattr(ctx.user, "permissions", ())
+    return ADMIN in (permissions or ())
+
+
+def _identity(ctx: Any) -> str:
+    return str(ctx.user.identity)
+
+
+def _own(value: dict[str, Any], ctx: Any) -> None:
+    """Write the owner into `value`'s metadata, in place (the engines keep that very dict)."""
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):
+        metadata[OWNER] = _identity(ctx)
+    else:
+        value["metadata"] = {OWNER: _identity(ctx)}
+
+
+def _only_own(ctx: Any) -> dict[str, Any] | None:
+    return None if is_admin(ctx) else {OWNER: _identity(ctx)}
+
+
+def register(auth: Any) -> None:
+    """Register the ownership handlers on `auth` (a `langgraph_sdk.Auth`)."""
+    from runner.backends import scope_store_by_user
+
+    scope_store_by_user()
+
+    @auth.on.threads.create
+    async def own_thread(ctx: Any, value: dict[str, Any]) -> None:
+        _own(value, ctx)
+
+    @auth.on.threads.create_run
+    async def run_own_thread(ctx: Any, value: dict[str, Any]) -> dict[str, Any] | None:
+        # A run that creates its thread (`if_not_exists="create"`, or a thread-less run) writes
+        # its metadata into the new thread's: the owner goes with it.
+        _own(value, ctx)
+        return _only_own(ctx)
+
+    @auth.on.threads(actions=["read", "update", "delete", "search"])
+    async def own_threads_only(ctx: Any, value: dict[str, Any]) -> dict[str, Any] | None:
+        return _only_own(ctx)
+
+    @auth.on.crons.create
+    async def own_cron(ctx: Any, value: dict[str, Any]) -> dict[str, Any] | None:
+        _own(value, ctx)
+        return _only_own(ctx)
+
+    @auth.on.crons(actions=["read", "update", "delete", "search"])
+    async def own_crons_only(ctx: Any, value: dict[str, Any]) -> dict[str, Any] | None:
+        return _only_own(ctx)
+
+    @auth.on.store
+    async def own_namespaces(ctx: Any, value: dict[str, Any]) -> None:
+        if is_admin(ctx):
+            return
+        from runner.backends import store_user_label
+
+        label = store_user_label(_identity(ctx))
+        namespace = tuple(value.get("namespace") or ())
+        value["namespace"] = (label, *namespace)
