@@ -117,11 +117,13 @@ def run_aegra(
     database: str,
     redis: str | None,
     web_app: Any | None = None,
+    authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: `file.py:NAME`}) on Aegra until interrupted (blocks).
 
     `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the API,
-    on the same port: Aegra adds the API's routes to it (its `http.app`).
+    on the same port: Aegra adds the API's routes to it (its `http.app`). `authenticated`: the
+    API requires the users `runner.serve.auth` lets in (Aegra's `auth.path`).
     Call `require_aegra`, `check_database` and `check_redis` first: a failure here is Aegra's.
     """
     with tempfile.TemporaryDirectory(prefix="agentctl-aegra-") as folder:
@@ -136,12 +138,16 @@ def run_aegra(
         body: dict[str, object] = {"graphs": entries, "checkpointer": {"durability": "sync"}}
         if web_app is not None:
             body["http"] = {"app": _publish(web_app)}
+        if authenticated:
+            from runner.serve.auth import AUTH_PATH
+
+            body["auth"] = {"path": AUTH_PATH}
         config.write_text(json.dumps(body, indent=2), encoding="utf-8")
         _configure(config, host=host, port=port, jobs=jobs, database=database, redis=redis)
         from aegra_api.utils.setup_logging import setup_logging
 
         setup_logging()  # before anything of Aegra's logs: at LOG_LEVEL, in its format
-        _serve(host, port, database)
+        _serve(host, port, database, authenticated=authenticated)
 
 
 WEB_MODULE = "agentctl_served_web"
@@ -190,6 +196,20 @@ def _configure(
     # The engine's own logs (every request, every run) only when asked for: LOG_LEVEL=INFO.
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.setdefault("LANGSMITH_TRACING", "false")
+
+
+def _require_our_auth() -> None:
+    """Refuse to serve unless Aegra loaded our `Auth` object: when it cannot load the one its
+    config names, it logs a warning and lets every request in as "anonymous"."""
+    from aegra_api.core.auth_middleware import get_auth_instance
+
+    from runner.serve.auth import auth
+
+    if get_auth_instance() is not auth:
+        raise RunError(
+            "the Aegra engine did not load agentctl's authentication (its log above says why); "
+            "not serving without it"
+        )
 
 
 STARTUP_LOCK = 0x61676E746374  # "agntct"
@@ -268,9 +288,12 @@ def _started_in_turn(app: Any, database: str) -> None:
     app.router.lifespan_context = lifespan
 
 
-def _serve(host: str, port: int, database: str) -> None:
+def _serve(host: str, port: int, database: str, *, authenticated: bool) -> None:
     import uvicorn
     from aegra_api.main import app
+
+    if authenticated:
+        _require_our_auth()
 
     _started_in_turn(app, database)
     level = os.environ["LOG_LEVEL"].upper()

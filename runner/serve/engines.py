@@ -61,11 +61,14 @@ class Engine:
         port: int,
         jobs: int,
         web_app: Any | None = None,
+        authenticated: bool = False,
     ) -> None:
         """Serve `graphs` (`graphs.register`'s {graph id: import path}) until interrupted.
 
         `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the
-        API, on the same port, by either engine; its routes come first, `/` included."""
+        API, on the same port, by either engine; its routes come first, `/` included.
+        `authenticated`: the engine loads `runner.serve.auth.auth` (settings `publish`ed first)
+        and the API answers only the users it lets in."""
         if self.database is None:
             from runner.serve.inmem import run_inmem
 
@@ -77,6 +80,7 @@ class Engine:
                 jobs=jobs,
                 detect_blocking=self.detect_blocking,
                 web_app=web_app,
+                authenticated=authenticated,
             )
             return
         from runner.serve.aegra import run_aegra
@@ -91,4 +95,5 @@ class Engine:
             database=self.database,
             redis=self.redis,
             web_app=web_app,
+            authenticated=authenticated,
         )

@@ -70,10 +70,12 @@ def run_inmem(
     jobs: int,
     detect_blocking: bool,
     web_app: Any | None = None,
+    authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
     free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
-    Starlette app, such as a web page) is served in front of the API, on the same port."""
+    Starlette app, such as a web page) is served in front of the API, on the same port.
+    `authenticated`: the API requires the users `runner.serve.auth` lets in."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
@@ -93,6 +95,13 @@ def run_inmem(
         sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
         module.app = web_app  # type: ignore[attr-defined]
         http = {"app": f"{WEB_MODULE}:app"}
+    auth: dict[str, Any] | None = None
+    if authenticated:
+        from runner.serve.auth import AUTH_PATH
+
+        # The dev server lets a request that says `x-auth-scheme: langsmith` in as a "studio
+        # user", without credentials: not here.
+        auth = {"path": AUTH_PATH, "disable_studio_auth": True}
     run_server(
         host=host,
         port=port,
@@ -106,4 +115,5 @@ def run_inmem(
         allow_blocking=not detect_blocking,
         server_level="WARNING",
         http=http,
+        auth=auth,
     )

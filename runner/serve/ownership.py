@@ -55,10 +55,9 @@ def _only_own(ctx: Any) -> dict[str, Any] | None:
 
 
 def register(auth: Any) -> None:
-    """Register the ownership handlers on `auth` (a `langgraph_sdk.Auth`)."""
-    from runner.backends import scope_store_by_user
-
-    scope_store_by_user()
+    """Register the ownership handlers on `auth` (a `langgraph_sdk.Auth`). The runs' store
+    backends follow the same rule once `runner.backends.scope_store_by_user()` is called (serve
+    does when it turns authentication on)."""
 
     @auth.on.threads.create
     async def own_thread(ctx: Any, value: dict[str, Any]) -> None:

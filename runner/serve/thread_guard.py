@@ -28,7 +28,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ThreadGuard", "remove_thread_folders", "thread_folder", "visible_thread"]
+__all__ = [
+    "ThreadGuard",
+    "guard_middleware",
+    "remove_thread_folders",
+    "thread_folder",
+    "thread_visible",
+    "visible_thread",
+]
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -152,6 +159,12 @@ async def visible_thread(app: Any, scope: Scope, thread_id: str) -> dict[str, An
         return None
     thread = json.loads(body)
     return thread if isinstance(thread, dict) else None
+
+
+async def thread_visible(request: Any, thread_id: str) -> bool:
+    """Whether the caller of `request` (a Starlette request) may see the thread: asked of the
+    whole app the request came through (`scope["app"]`), so the engine decides."""
+    return await visible_thread(request.scope["app"], request.scope, thread_id) is not None
 
 
 class ThreadGuard:

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["STATIC_DIR", "WebAgent", "create_app"]
 
@@ -102,12 +104,16 @@ def create_app(
     graph_for: Callable[[Path], Any],
     dev: bool = False,
     vars: dict[str, Any] | None = None,
+    authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
     thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
     middleware: Sequence[Any] = (),
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
     an agent file (blocking; it is called in a worker thread), for the tools' schemas.
 
+    `authenticate(headers)` (`runner.serve.auth.authenticate`, the engines' own check) guards
+    the side API: it returns the user, put in the request's scope as `user`, or raises the
+    401 the engines answer. The page and its assets stay public: they hold no data.
     `thread_visible(request, thread_id)`: whether the caller may see that thread (a server with
     authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
     `middleware`: Starlette `Middleware` entries the engine's routes go behind too."""
@@ -191,13 +197,49 @@ def create_app(
         routes=[
             Route("/", index, methods=["GET"]),
             Mount("/web/static", app=StaticFiles(directory=STATIC_DIR), name="web-static"),
-            Route("/web/api/agents", list_agents, methods=["GET"]),
-            Route("/web/api/agents/{name}/tools", tools, methods=["GET"]),
-            Route("/web/api/agents/{name}/files", files, methods=["GET"]),
-            Route("/web/api/agents/{name}/file", file, methods=["GET"]),
+            Mount(
+                "/web/api",
+                routes=[
+                    Route("/agents", list_agents, methods=["GET"]),
+                    Route("/agents/{name}/tools", tools, methods=["GET"]),
+                    Route("/agents/{name}/files", files, methods=["GET"]),
+                    Route("/agents/{name}/file", file, methods=["GET"]),
+                ],
+                middleware=[Middleware(_RequireUser, authenticate=authenticate)]
+                if authenticate
+                else [],
+            ),
         ],
         middleware=list(middleware),
     )
+
+
+class _RequireUser:
+    """Lets a request through only when `authenticate` accepts its headers."""
+
+    def __init__(
+        self, app: ASGIApp, *, authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]]
+    ) -> None:
+        self.app = app
+        self.authenticate = authenticate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from langgraph_sdk import Auth
+
+        try:
+            # The headers as the in-memory engine hands them to its auth hook.
+            user = await self.authenticate(dict(scope["headers"]))
+        except Auth.exceptions.HTTPException as exc:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            refusal = JSONResponse(
+                {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+            )
+            await refusal(scope, receive, send)
+            return
+        scope["user"] = user
+        await self.app(scope, receive, send)
 
 
 def _tool_schemas(graph: Any) -> dict[str, Any]:
