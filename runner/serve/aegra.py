@@ -294,6 +294,10 @@ def _serve(host: str, port: int, database: str, *, authenticated: bool) -> None:
 
     if authenticated:
         _require_our_auth()
+        from runner.serve.auth import ENV_VAR, AuthSettings
+        from runner.serve.ownership import let_admins_see_all_on_aegra
+
+        let_admins_see_all_on_aegra(AuthSettings.from_json(os.environ[ENV_VAR]).admins)
 
     _started_in_turn(app, database)
     level = os.environ["LOG_LEVEL"].upper()

@@ -8,8 +8,9 @@ Aegra both load, and work the way LangGraph's authorization hook is meant to:
 - on read, search, update, delete and run creation, a filter `{"owner": identity}` is returned,
   which the engine applies to the stored metadata: another user's thread is absent (404), never
   forbidden (403), so its existence is not revealed;
-- store namespaces are put under the user's own label (`store_user_label`), for the API and
-  for the runs' `store` backends alike (`runner.backends.scope_store_by_user`).
+- store namespaces are put under the user's own prefix, `("users", identity)`
+  (`runner.backends.store_user_prefix`, the prefix Aegra's store API puts them under anyway),
+  for the API and for the runs' `store` backends alike (`runner.backends.scope_store_by_user`).
 
 A user whose permissions hold `admin` (`--admin USER`) gets no filter and no namespace prefix:
 they see and act on everything. Assistants (the served agents) are shared by every user.
@@ -87,8 +88,57 @@ def register(auth: Any) -> None:
     async def own_namespaces(ctx: Any, value: dict[str, Any]) -> None:
         if is_admin(ctx):
             return
-        from runner.backends import store_user_label
+        from runner.backends import store_user_prefix
 
-        label = store_user_label(_identity(ctx))
+        prefix = store_user_prefix(_identity(ctx))
         namespace = tuple(value.get("namespace") or ())
-        value["namespace"] = (label, *namespace)
+        if namespace[: len(prefix)] != prefix:  # Aegra puts it there too: never twice
+            value["namespace"] = (*prefix, *namespace)
+
+
+def let_admins_see_all_on_aegra(admins: frozenset[str]) -> None:
+    """Aegra scopes every row it reads or changes by the identity it authenticated, in SQL
+    (`thread.user_id = :identity`, and so for runs, crons and assistants), and every store
+    namespace under `("users", identity)`, whatever the handlers return; an admin would see
+    only their own. This lifts both for `admins` (identities), in this process:
+
+    - an ORM statement's `<table>.user_id = :value` condition whose value is an admin's
+      identity becomes true (in requests and in the run workers alike, which look rows up by
+      the identity of the user who started the run);
+    - the store API leaves an admin's namespaces as the admin writes them (`("users", "alice",
+      ...)` reads alice's items).
+    What an admin creates still belongs to the admin."""
+    if not admins:
+        return
+    from aegra_api.api import store as store_api
+    from sqlalchemy import event, true
+    from sqlalchemy.orm import ORMExecuteState, Session
+    from sqlalchemy.sql import operators, visitors
+    from sqlalchemy.sql.elements import BinaryExpression, BindParameter
+    from sqlalchemy.sql.schema import Column
+
+    def lifted(element: Any) -> Any:
+        if (
+            isinstance(element, BinaryExpression)
+            and element.operator is operators.eq
+            and isinstance(element.left, Column)
+            and element.left.name == "user_id"
+            and isinstance(element.right, BindParameter)
+            and element.right.value in admins
+        ):
+            return true()
+        return None
+
+    @event.listens_for(Session, "do_orm_execute")
+    def admins_see_all(state: ORMExecuteState) -> None:
+        if state.is_select or state.is_update or state.is_delete:
+            state.statement = visitors.replacement_traverse(state.statement, {}, lifted)  # type: ignore[call-overload]
+
+    scoped = store_api.apply_namespace_scoping
+
+    def namespace_of(namespace: list[str], user: Any, **kwargs: Any) -> list[str]:
+        if getattr(user, "identity", None) in admins:
+            return list(namespace)
+        return scoped(namespace, user, **kwargs)
+
+    store_api.apply_namespace_scoping = namespace_of

@@ -7,6 +7,8 @@ hands the web app to the engine, which puts its routes behind that app's middlew
   workspace folders (`root_dir: ./ws/{thread_id}` of any served agent), before the answer;
 - a run on an existing thread (`POST /threads/{id}/runs`, `.../runs/stream`, `.../runs/wait`)
   with another agent (assistant graph) than the thread's is refused with 409, for everyone;
+- copying a thread or joining its stream is answered 404 when the caller may not see the thread
+  (as reading it is), whatever the engine would answer;
 - on the in-memory engine, `POST /threads` (and a run that creates its thread) is answered only
   once the engine's thread table is saved to disk (`persist`): a crash right after loses no
   thread a client was told about.
@@ -43,6 +45,13 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _THREAD = re.compile(r"^/threads/(?P<thread>[^/]+)$")
 _RUN = re.compile(r"^/threads/(?P<thread>[^/]+)/runs(?:/stream|/wait)?$")
+_CHECKED = re.compile(
+    r"^(?:POST /threads/(?P<copied>[^/]+)/copy"
+    r"|GET /threads/(?P<joined>[^/]+)/(?:runs/[^/]+/)?stream)$"
+)
+"""Routes where an engine would not answer 404 for a thread the caller may not see (the
+in-memory engine answers a copy with 409, and a stream with 200 and then an error event): the
+thread is looked up first."""
 _FORWARDED = (b"authorization", b"x-api-key", b"cookie", b"host", b"origin")
 """Request headers the in-process look-ups carry over: who the caller is, and where from."""
 
@@ -195,6 +204,12 @@ class ThreadGuard:
             await self.app(scope, receive, self._after_success(send, self._persist))
         elif method == "POST" and (match := _RUN.match(path)):
             await self._run(scope, receive, send, match["thread"])
+        elif match := _CHECKED.match(f"{method} {path}"):
+            thread = match["copied"] or match["joined"]
+            if await visible_thread(scope.get("app", self.app), scope, thread) is None:
+                await _answer(send, 404, f"Thread {thread} not found")
+                return
+            await self.app(scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -211,7 +226,7 @@ class ThreadGuard:
         return sending
 
     async def _remove(self, thread: str) -> None:
-        await asyncio.to_thread(remove_thread_folders, self._roots(), thread)
+        await asyncio.to_thread(lambda: remove_thread_folders(self._roots(), thread))
 
     def _roots(self) -> list[str]:
         """The per-thread roots of every served agent, read from the files as they are now."""
