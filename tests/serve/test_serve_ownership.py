@@ -321,3 +321,27 @@ def test_the_cli_shows_the_owner_of_served_threads(
     assert header.split()[:3] == ["THREAD", "AGENT", "OWNER"]
     row = next(r for r in rows if r.startswith(thread))
     assert row.split()[1:3] == ["greeter", "bob"]
+
+
+def test_a_new_thread_survives_a_sigkill_right_after_it_was_created(tmp_path: Path) -> None:
+    """The in-memory engine answers a thread's creation only once it is saved: killed at once
+    (its periodic save is seconds away), a restarted server still has it, with its owner."""
+    (tmp_path / "greeter.yaml").write_text(GREETER, encoding="utf-8")
+    (tmp_path / "greeter.cassette.yaml").write_text("- content: Hello there.\n", encoding="utf-8")
+    (tmp_path / "keys.yaml").write_text(
+        f"keys:\n  - {{user: alice, key: {KEYS['alice']}}}\n", encoding="utf-8"
+    )
+    args = ["--api-keys", "keys.yaml"]
+    log = tmp_path / "serve.log"
+    server = servers.start([tmp_path / "greeter.yaml"], cwd=tmp_path, args=args, log=log)
+    try:
+        client = sdk.get_sync_client(url=server.url, api_key=KEYS["alice"])
+        thread = client.threads.create(metadata={"topic": "kept"})["thread_id"]
+    finally:
+        servers.kill(server)
+    with servers.serving([tmp_path / "greeter.yaml"], cwd=tmp_path, args=args, log=log) as again:
+        client = sdk.get_sync_client(url=again.url, api_key=KEYS["alice"])
+        metadata = client.threads.get(thread)["metadata"]
+        assert (metadata["topic"], metadata["owner"]) == ("kept", "alice")
+        state = client.runs.wait(thread, "greeter", input=_ask("hi"))
+        assert state["messages"][-1]["content"] == "Hello there."
