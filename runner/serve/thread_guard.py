@@ -163,6 +163,8 @@ async def _call(app: Any, scope: Scope, method: str, path: str) -> tuple[int, by
 async def visible_thread(app: Any, scope: Scope, thread_id: str) -> dict[str, Any] | None:
     """The thread as the engine shows it to the caller of `scope` (its credentials), or None
     when the engine answers that it has none (absent, or another user's)."""
+    if not thread_id or "/" in thread_id or "?" in thread_id:
+        return None  # names no thread (and must not name another route)
     status, body = await _call(app, scope, "GET", f"/threads/{thread_id}")
     if status != 200:
         return None
