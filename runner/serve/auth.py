@@ -181,38 +181,37 @@ def read_keys_file(path: str | Path) -> tuple[tuple[str, bytes], ...]:
     first_key: dict[bytes, int] = {}
     for index, entry in enumerate(entries):
         at: tuple[str | int, ...] = ("keys", index)
-        found = _key_entry(entry, at, smap, problems)
-        if found is None:
-            continue
-        user, digest = found
-        if user in first_user:
-            problems.append(
-                smap.problem(
-                    (*at, "user"), f"user {user!r} already has a key at keys[{first_user[user]}]"
+        user, digest = _key_entry(entry, at, smap, problems)
+        if user is not None:
+            if user in first_user:
+                problems.append(
+                    smap.problem(
+                        (*at, "user"), f"{user!r} already has a key, at keys[{first_user[user]}]"
+                    )
                 )
-            )
-        elif digest in first_key:
-            problems.append(
-                smap.problem(
-                    at, f"the same key as keys[{first_key[digest]}]; give each user their own"
+            first_user.setdefault(user, index)
+        if digest is not None:
+            if digest in first_key:
+                problems.append(
+                    smap.problem(
+                        at, f"the same key as keys[{first_key[digest]}]; give each user their own"
+                    )
                 )
-            )
-        else:
-            first_user[user] = first_key[digest] = index
+            first_key.setdefault(digest, index)
+        if user is not None and digest is not None:
             keys.append((user, digest))
     if problems:
-        raise SpecError(problems)
+        raise SpecError(sorted(problems))
     return tuple(keys)
 
 
 def _key_entry(
     entry: Any, at: tuple[str | int, ...], smap: Any, problems: list[Problem]
-) -> tuple[str, bytes] | None:
-    """(user, digest) of one entry of `keys:`, or None with its problems added."""
+) -> tuple[str | None, bytes | None]:
+    """(user, digest) of one entry of `keys:`, each None when wrong (its problem added)."""
     if not isinstance(entry, dict):
         problems.append(smap.problem(at, "expected a mapping {user: NAME, key: KEY}"))
-        return None
-    before = len(problems)
+        return None, None
     for name in entry:
         if name not in ("user", "key", "sha256"):
             problems.append(
@@ -258,9 +257,7 @@ def _key_entry(
             digest = bytes.fromhex(hexed)
     else:
         problems.append(smap.problem(at, "missing `key` (or `sha256`, its SHA-256 digest)"))
-    if len(problems) > before or digest is None or not isinstance(user, str):
-        return None
-    return user, digest
+    return (user if isinstance(user, str) and user.strip() else None), digest
 
 
 # --------------------------------------------------------------------------- authentication
