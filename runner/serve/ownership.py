@@ -24,16 +24,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ADMIN", "OWNER", "is_admin", "register"]
+__all__ = ["OWNER", "is_admin", "let_admins_see_all_on_aegra", "register"]
 
 OWNER = "owner"
 """The metadata key of a thread's (or cron's) owner: the identity of the user who created it."""
-ADMIN = "admin"
-"""The permission that lifts every ownership filter."""
 
 
 def is_admin(ctx: Any) -> bool:
-    """Whether the request's user has the `admin` permission."""
+    """Whether the request's user has the admin permission (`runner.serve.auth.ADMIN`)."""
+    from runner.serve.auth import ADMIN
+
     permissions = getattr(ctx, "permissions", None) or getattr(ctx.user, "permissions", ())
     return ADMIN in (permissions or ())
 
