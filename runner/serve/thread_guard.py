@@ -9,9 +9,9 @@ hands the web app to the engine, which puts its routes behind that app's middlew
   with another agent (assistant graph) than the thread's is refused with 409, for everyone;
 - copying a thread or joining its stream is answered 404 when the caller may not see the thread
   (as reading it is), whatever the engine would answer;
-- on the in-memory engine, `POST /threads` (and a run that creates its thread) is answered only
-  once the engine's thread table is saved to disk (`persist`): a crash right after loses no
-  thread a client was told about.
+- on the in-memory engine, `POST /threads` (and a copy, or a run that creates its thread) is
+  answered only once the engine's thread table is saved to disk (`persist`): a crash right
+  after loses no thread a client was told about.
 
 What the thread is (its agent, whether the caller may see it) is asked of the engine itself, in
 process, with the caller's own credentials (`visible_thread`): the engine's authentication and
@@ -211,6 +211,8 @@ class ThreadGuard:
             if await visible_thread(scope.get("app", self.app), scope, thread) is None:
                 await _answer(send, 404, f"Thread {thread} not found")
                 return
+            if match["copied"] and self.persist is not None:  # a copy is a new thread
+                send = self._after_success(send, self._persist)
             await self.app(scope, receive, send)
         else:
             await self.app(scope, receive, send)

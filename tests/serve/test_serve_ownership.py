@@ -193,7 +193,9 @@ def test_another_user_gets_404_for_everything_of_a_thread(
     assert (agents / "ws" / thread / "note.md").read_text(encoding="utf-8") == "draft"
 
 
-def test_search_returns_ones_own_and_an_admin_sees_all(as_user: Callable[[str], Any]) -> None:
+def test_search_returns_ones_own_and_an_admin_sees_all(
+    as_user: Callable[[str], Any], served: tuple[str, str | None]
+) -> None:
     alice, bob, root = as_user("alice"), as_user("bob"), as_user("root")
     mine = alice.threads.create(metadata={"topic": "shared-name"})["thread_id"]
     theirs = bob.threads.create(metadata={"topic": "shared-name"})["thread_id"]
@@ -210,6 +212,11 @@ def test_search_returns_ones_own_and_an_admin_sees_all(as_user: Callable[[str], 
     assert claimed not in {t["thread_id"] for t in alice.threads.search(limit=1000)}
     assert root.threads.get(theirs)["metadata"]["owner"] == "bob"
     root.threads.get_state(mine)
+    assert _side_api(served[0], "root", f"files?thread_id={mine}") == 200
+    assert _side_api(served[0], "alice", f"files?thread_id={theirs}") == 404
+    if served[1] is None:  # Aegra has no copy route
+        copied = root.threads.copy(mine)["thread_id"]
+        assert copied in {t["thread_id"] for t in root.threads.search(limit=1000)}
 
 
 def test_crons_are_their_owners(as_user: Callable[[str], Any]) -> None:
