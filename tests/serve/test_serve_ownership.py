@@ -214,9 +214,20 @@ def test_search_returns_ones_own_and_an_admin_sees_all(
     root.threads.get_state(mine)
     assert _side_api(served[0], "root", f"files?thread_id={mine}") == 200
     assert _side_api(served[0], "alice", f"files?thread_id={theirs}") == 404
-    if served[1] is None:  # Aegra has no copy route
-        copied = root.threads.copy(mine)["thread_id"]
-        assert copied in {t["thread_id"] for t in root.threads.search(limit=1000)}
+    root.threads.update(claimed, metadata={"seen": "root"})
+    assert bob.threads.get(claimed)["metadata"]["seen"] == "root"
+    root.threads.delete(claimed)
+    assert _status(lambda: bob.threads.get(claimed)) == 404
+    if served[1] is not None:
+        return  # Aegra: no copy route, and a run's thread is checked against its creator in code
+    copied = root.threads.copy(mine)["thread_id"]
+    assert copied in {t["thread_id"] for t in root.threads.search(limit=1000)}
+    # An admin continues a user's thread; the user sees what the run did.
+    assert root.runs.wait(theirs, "greeter", input=_ask("hi"))["messages"][-1]["content"] == (
+        "Hello there."
+    )
+    assert bob.threads.get_state(theirs)["values"]["messages"][-1]["content"] == "Hello there."
+    assert bob.threads.get(theirs)["metadata"]["owner"] == "bob"
 
 
 def test_crons_are_their_owners(as_user: Callable[[str], Any]) -> None:
