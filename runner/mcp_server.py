@@ -421,24 +421,19 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 async def serve_http(server: Server, sock: socket.socket) -> None:
-    """Streamable HTTP at `/mcp` on `sock`, until Ctrl-C. A loopback address accepts only
-    loopback Host and Origin headers (against DNS rebinding from a web page)."""
+    """Streamable HTTP at `/mcp` on `sock`, until Ctrl-C. Requests for another Host, from a web
+    page of another origin, or with a body that is not JSON are refused (`runner.serve.guard`,
+    as under `agentctl serve`), against DNS rebinding and cross-site requests."""
     import uvicorn
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.routing import Route
     from starlette.types import Receive, Scope, Send
 
-    host = sock.getsockname()[0]
-    security = None
-    if host in ("127.0.0.1", "::1", "localhost"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    from runner.serve.guard import Guard, GuardMiddleware
+
+    host, port = sock.getsockname()[:2]
+    manager = StreamableHTTPSessionManager(app=server)
 
     class Endpoint:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -450,5 +445,6 @@ async def serve_http(server: Server, sock: socket.socket) -> None:
             yield
 
     app = Starlette(routes=[Route("/mcp", endpoint=Endpoint())], lifespan=lifespan)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    guarded = GuardMiddleware(app, guard=Guard.serving(host, port))
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -96,6 +97,35 @@ if TYPE_CHECKING:
     "otherwise): anyone who reaches the port can use every agent and thread.",
 )
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    callback=lambda ctx, param, values: _checked("check_host", values),
+    help="Also answer requests whose Host header is NAME (any port) or NAME:PORT, such as the "
+    "public name of a reverse proxy in front (repeatable). Others are refused (421): a web "
+    "page could reach the server through a name of its own (DNS rebinding).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    callback=lambda ctx, param, values: _checked("check_origin", values),
+    help="Let pages of ORIGIN (scheme://host[:port], e.g. http://localhost:5173 for a dev "
+    "front end) call the server from the browser (repeatable; never `*`). Requests from any "
+    "other origin are refused (403).",
+)
+@click.option(
+    "--max-body",
+    metavar="SIZE",
+    default="10MB",
+    show_default=True,
+    callback=lambda ctx, param, value: _checked("parse_size", (value,))[0],
+    help="Largest request body, in bytes or with KB, MB, GB (powers of 1024); a larger one "
+    "is refused (413) before it is read.",
+)
+@click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
 @otel_options
@@ -108,6 +138,9 @@ def serve(
     dev: bool,
     jobs: int,
     shared_workspace: bool,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    max_body: int,
     api_keys: str | None,
     auth_jwks: str | None,
     auth_issuer: str | None,
@@ -139,6 +172,10 @@ def serve(
     A web page at `/` on the same port runs and watches the agents: chat, approvals,
     subagents, todos and files. With --dev, a file with problems is listed there with them
     (and served once it is fixed and saved) instead of stopping the start.
+
+    Browser safety is always on: a request for another Host, from another origin's page, or
+    with a body that is not JSON is refused, so a web page the user visits cannot drive the
+    agents. --allow-host and --allow-origin widen it; see docs/team-browser-safety.md.
     """
     from runner.cli.options import parse_vars
     from runner.loader import display_path
@@ -189,15 +226,19 @@ def serve(
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
         for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
             click.echo(f"    {problem}", err=True)
+    from runner.serve.guard import Guard
     from runner.serve.thread_guard import guard_middleware
     from runner.web.app import WebAgent, create_app
 
+    guard = Guard.serving(
+        host, port, allow_hosts=allow_hosts, allow_origins=allow_origins, max_body=max_body
+    )
     persist = None
     if engine.database is None:
         from runner.serve.inmem import persist_threads
 
         persist = persist_threads
-    guard = owns = None
+    authenticate_with = owns = None
     if settings is not None:
         from runner.backends import scope_store_by_user
         from runner.serve.auth import authenticate, publish
@@ -205,13 +246,13 @@ def serve(
 
         publish(settings)
         scope_store_by_user()  # each user's runs see their own store (runner.serve.ownership)
-        guard, owns = authenticate, thread_visible
+        authenticate_with, owns = authenticate, thread_visible
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
         graph_for=lambda path: factory.graph(path),
         dev=dev,
         vars=variables,
-        authenticate=guard,
+        authenticate=authenticate_with,
         thread_visible=owns,
         middleware=[
             guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
@@ -227,6 +268,7 @@ def serve(
             port=port,
             jobs=jobs,
             web_app=web,
+            guard=guard,
             authenticated=settings is not None,
         )
     except KeyboardInterrupt:
@@ -315,6 +357,17 @@ def _describe_auth(settings: AuthSettings | None) -> str:
         ways.append(f"tokens from {settings.jwt.issuer}")
     admins = f"; admins: {', '.join(sorted(settings.admins))}" if settings.admins else ""
     return f"authentication: {' or '.join(ways)}{admins}"
+
+
+def _checked(check: str, values: Iterable[str]) -> tuple[Any, ...]:
+    """Each value through `runner.serve.guard`'s `check` (imported only when the option is
+    given: not for --help); its ValueError is the option's usage error (exit 2)."""
+    from runner.serve import guard
+
+    try:
+        return tuple(getattr(guard, check)(value) for value in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from runner.errors import RunError
+from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
 __all__ = ["check_database", "check_redis", "database_url", "redact", "require_aegra", "run_aegra"]
 
@@ -117,13 +118,16 @@ def run_aegra(
     database: str,
     redis: str | None,
     web_app: Any | None = None,
+    guard: Guard | None = None,
     authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: `file.py:NAME`}) on Aegra until interrupted (blocks).
 
     `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the API,
-    on the same port: Aegra adds the API's routes to it (its `http.app`). `authenticated`: the
-    API requires the users `runner.serve.auth` lets in (Aegra's `auth.path`).
+    on the same port: Aegra adds the API's routes to it (its `http.app`). Every request passes
+    `guard` (default: the address served, no other origin, 10 MB bodies) before Aegra sees it.
+    `authenticated`: the API requires the users `runner.serve.auth` lets in (Aegra's
+    `auth.path`).
     Call `require_aegra`, `check_database` and `check_redis` first: a failure here is Aegra's.
     """
     with tempfile.TemporaryDirectory(prefix="agentctl-aegra-") as folder:
@@ -136,8 +140,12 @@ def run_aegra(
         # does: a run taken over after a crash resumes from its last step, not an earlier one
         # (AEGRA_CHECKPOINT_DURABILITY in the environment overrides it).
         body: dict[str, object] = {"graphs": entries, "checkpointer": {"durability": "sync"}}
+        # Aegra's own CORS would answer `*` to every origin: it allows none; the guard answers
+        # for the origins served with --allow-origin.
+        http: dict[str, object] = {"cors": ENGINE_CORS_OFF}
         if web_app is not None:
-            body["http"] = {"app": _publish(web_app)}
+            http["app"] = _publish(web_app)
+        body["http"] = http
         if authenticated:
             from runner.serve.auth import AUTH_PATH
 
@@ -147,7 +155,9 @@ def run_aegra(
         from aegra_api.utils.setup_logging import setup_logging
 
         setup_logging()  # before anything of Aegra's logs: at LOG_LEVEL, in its format
-        _serve(host, port, database, authenticated=authenticated)
+        _serve(
+            host, port, database, guard or Guard.serving(host, port), authenticated=authenticated
+        )
 
 
 WEB_MODULE = "agentctl_served_web"
@@ -288,7 +298,7 @@ def _started_in_turn(app: Any, database: str) -> None:
     app.router.lifespan_context = lifespan
 
 
-def _serve(host: str, port: int, database: str, *, authenticated: bool) -> None:
+def _serve(host: str, port: int, database: str, guard: Guard, *, authenticated: bool) -> None:
     import uvicorn
     from aegra_api.main import app
 
@@ -300,10 +310,13 @@ def _serve(host: str, port: int, database: str, *, authenticated: bool) -> None:
         let_admins_see_all_on_aegra(AuthSettings.from_json(os.environ[ENV_VAR]).admins)
 
     _started_in_turn(app, database)
+    # Around the whole app, outside Aegra's own middleware (which reads a `text/plain` body as
+    # JSON): the guard sees each request as the client sent it.
+    served = GuardMiddleware(app, guard=guard)
     level = os.environ["LOG_LEVEL"].upper()
     server = uvicorn.Server(
         uvicorn.Config(
-            app,
+            served,
             host=host,
             port=port,
             lifespan="on",

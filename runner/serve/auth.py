@@ -81,6 +81,7 @@ JWKS_CACHE_SECONDS = 300
 it at once, at most every 30 seconds, so rotated keys are picked up)."""
 
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 
 logger = logging.getLogger(__name__)
 
@@ -236,6 +237,13 @@ def _key_entry(
                     f"too short ({len(key)} characters): a key needs at least "
                     f"{MIN_KEY_LENGTH}; make one with "
                     "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`",
+                )
+            )
+        elif not _HEADER_SAFE.fullmatch(key):
+            problems.append(
+                smap.problem(
+                    (*at, "key"),
+                    "a key travels in an HTTP header: use printable ASCII without spaces",
                 )
             )
         else:

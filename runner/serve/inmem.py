@@ -21,11 +21,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.errors import RunError
+from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
 __all__ = ["persist_threads", "run_inmem"]
 
 WEB_MODULE = "agentctl_served_web"
 """The module the engine imports the web page's app from (`http.app` is an import path)."""
+
+DEV_ROUTES = ("/internal", "/deploy")
+"""Routes the in-memory runtime adds for LangGraph's own tests and Studio, outside the
+authenticated API: `/internal/truncate` empties every thread, `/internal/debug/thread/ID` reads
+any thread, `POST /deploy` runs `langgraph deploy` in the working directory. agentctl serves
+none of them."""
 
 
 async def persist_threads() -> None:
@@ -70,11 +77,16 @@ def run_inmem(
     jobs: int,
     detect_blocking: bool,
     web_app: Any | None = None,
+    guard: Guard | None = None,
     authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
     free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
     Starlette app, such as a web page) is served in front of the API, on the same port.
+
+    Every request, the API's included, passes `guard` (default: the address served, no other
+    origin, 10 MB bodies) first: its middleware is the outermost of the app the engine serves.
+
     `authenticated`: the API requires the users `runner.serve.auth` lets in."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
@@ -89,12 +101,19 @@ def run_inmem(
             "agentctl serve needs the LangGraph server, which is not installed: "
             "pip install 'agentctl[serve]'"
         ) from None
-    http: dict[str, Any] | None = None
-    if web_app is not None:
-        # The engine merges its routes into this app: ours come first, `/` included.
-        sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
-        module.app = web_app  # type: ignore[attr-defined]
-        http = {"app": f"{WEB_MODULE}:app"}
+    # The engine merges its routes into this app (ours come first, `/` included) and puts its
+    # middleware before the engine's own (CORS, logging, auth), around every route it serves.
+    web_app = _without_dev_routes(web_app)
+    # Outermost, so the guard sees each request first. In-process calls the engine makes to
+    # itself (its MCP and A2A endpoints) carry the root path `/noauth`.
+    web_app.add_middleware(
+        GuardMiddleware, guard=guard or Guard.serving(host, port), in_process_root_path="/noauth"
+    )
+    sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
+    module.app = web_app  # type: ignore[attr-defined]
+    # Its own CORS would answer `*` to every origin: it allows none; the guard answers for the
+    # origins served with --allow-origin.
+    http: dict[str, Any] = {"app": f"{WEB_MODULE}:app", "cors": ENGINE_CORS_OFF}
     auth: dict[str, Any] | None = None
     if authenticated:
         from runner.serve.auth import AUTH_PATH
@@ -117,3 +136,35 @@ def run_inmem(
         http=http,
         auth=auth,
     )
+
+
+def _is_dev_route(path: str) -> bool:
+    return any(path == route or path.startswith(route + "/") for route in DEV_ROUTES)
+
+
+def _without_dev_routes(web_app: Any | None) -> Any:
+    """`web_app` (or an empty app) with middleware answering 404 on `DEV_ROUTES`, placed
+    first (the engine applies the app's middleware to all its routes)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import JSONResponse
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    class HideDevRoutes:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            path = scope.get("path", "")
+            if scope["type"] in ("http", "websocket") and _is_dev_route(path):
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+
+    if web_app is None:
+        return Starlette(middleware=[Middleware(HideDevRoutes)])
+    web_app.user_middleware.insert(0, Middleware(HideDevRoutes))  # outermost
+    return web_app

@@ -344,6 +344,56 @@ def test_the_api_answers_nothing_about_threads_without_a_key(served: Served) -> 
     ):
         with pytest.raises(AuthenticationError):
             call()
-    assert served.client(ALICE_KEY).threads.get(thread["thread_id"])["thread_id"] == str(
-        uuid.UUID(thread["thread_id"])
-    )
+    found = served.client(ALICE_KEY).threads.get(thread["thread_id"])
+    assert found["thread_id"] == thread["thread_id"]  # still there: the delete was refused
+
+
+PUBLIC = {
+    "inmem": {"GET /", "GET /ok", "GET /info", "GET /metrics", "GET /docs", "GET /openapi.json"},
+    "aegra": {"GET /info", "GET /health", "GET /ready", "GET /live"},
+}
+"""What each engine answers without a key: health checks, its version, process metrics and the
+API's description; nothing that holds a thread, a run or a user."""
+
+HIDDEN = {
+    "inmem": {
+        "POST /internal/truncate",
+        "GET /internal/debug/thread/{thread_id}",
+        "GET /deploy",
+        "POST /deploy",
+        "GET /deploy/{operation_id}/stream",
+    },
+    "aegra": set(),
+}
+"""Routes the in-memory runtime adds for LangGraph's tests and Studio (empty every thread, read
+any thread, run `langgraph deploy`), outside its authentication: serve answers 404."""
+
+
+def test_every_route_the_engine_describes_needs_a_key_but_its_health_checks(
+    served: Served,
+) -> None:
+    import re
+
+    status, body = _get(f"{served.url}/openapi.json")
+    assert status == 200
+    answers: dict[int, set[str]] = {}
+    for path, operations in json.loads(body)["paths"].items():
+        for method in operations:
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            url = served.url + re.sub(r"\{[^}]+\}", str(uuid.uuid4()), path)
+            request = urllib.request.Request(
+                url,
+                method=method.upper(),
+                data=b"{}" if method in ("post", "put", "patch") else None,
+                headers={"Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as reply:
+                    code = reply.status
+            except urllib.error.HTTPError as exc:
+                code = exc.code
+            answers.setdefault(code, set()).add(f"{method.upper()} {path}")
+    assert len(answers.pop(401)) > 40
+    assert answers.pop(404, set()) == HIDDEN[served.engine]
+    assert answers == {200: PUBLIC[served.engine]}

@@ -47,6 +47,7 @@ keys:
   - {user: frank}
   - just-text
   - {user: gina, sha256: 1234}
+  - {user: hugo, key: "a key with spaces in it"}
 other: 1
 """
 
@@ -69,7 +70,9 @@ def test_every_problem_of_the_keys_file_is_located_and_nothing_starts(folder: Pa
         "keys.yaml:9:5: keys[7]: missing `key` (or `sha256`, its SHA-256 digest)",
         "keys.yaml:10:5: keys[8]: expected a mapping {user: NAME, key: KEY}",
         "keys.yaml:11:26: keys[9].sha256: quote the digest: YAML read it as a number",
-        "keys.yaml:12:1: other: unknown key; expected only `keys`",
+        "keys.yaml:12:23: keys[10].key: a key travels in an HTTP header: use printable ASCII "
+        "without spaces",
+        "keys.yaml:13:1: other: unknown key; expected only `keys`",
     ]
     assert not (folder / ".langgraph_api").exists()
 
