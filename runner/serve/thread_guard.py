@@ -162,14 +162,18 @@ async def _call(app: Any, scope: Scope, method: str, path: str) -> tuple[int, by
 
 async def visible_thread(app: Any, scope: Scope, thread_id: str) -> dict[str, Any] | None:
     """The thread as the engine shows it to the caller of `scope` (its credentials), or None
-    when the engine answers that it has none (absent, or another user's)."""
+    when the engine does not show it (absent, another user's, or the caller not let in)."""
+    status, thread = await _lookup(app, scope, thread_id)
+    return thread if status == 200 else None
+
+
+async def _lookup(app: Any, scope: Scope, thread_id: str) -> tuple[int, dict[str, Any] | None]:
+    """(status, thread) of the engine's answer to `GET /threads/ID` for the caller of `scope`."""
     if not thread_id or "/" in thread_id or "?" in thread_id:
-        return None  # names no thread (and must not name another route)
+        return 404, None  # names no thread (and must not name another route)
     status, body = await _call(app, scope, "GET", f"/threads/{thread_id}")
-    if status != 200:
-        return None
-    thread = json.loads(body)
-    return thread if isinstance(thread, dict) else None
+    thread = json.loads(body) if status == 200 else None
+    return status, thread if isinstance(thread, dict) else None
 
 
 async def thread_visible(request: Any, thread_id: str) -> bool:
@@ -208,7 +212,9 @@ class ThreadGuard:
             await self._run(scope, receive, send, match["thread"])
         elif match := _CHECKED.match(f"{method} {path}"):
             thread = match["copied"] or match["joined"]
-            if await visible_thread(scope.get("app", self.app), scope, thread) is None:
+            # Only a 404 is answered here: a caller not let in gets the engine's own answer (401).
+            status, _ = await _lookup(scope.get("app", self.app), scope, thread)
+            if status == 404:
                 await _answer(send, 404, f"Thread {thread} not found")
                 return
             if match["copied"] and self.persist is not None:  # a copy is a new thread
