@@ -92,6 +92,8 @@ __all__ = [
     "can_execute",
     "merge_files",
     "provider_from_spec",
+    "scope_store_by_user",
+    "store_user_prefix",
     "thread_root",
     "validate_path",
 ]
@@ -113,6 +115,47 @@ def current_thread_id() -> str | None:
     config = var_child_runnable_config.get() or {}
     thread = (config.get("configurable") or {}).get("thread_id")
     return None if thread is None else str(thread)
+
+
+_store_by_user = False
+
+
+def scope_store_by_user(enabled: bool = True) -> None:
+    """Give each user of a server with authentication a store of their own: a run's `store`
+    backend then works under `(*store_user_prefix(user), *namespace)`, the user being the one
+    the server authenticated for the run (the same prefix the server's store API puts before
+    the namespaces a client names, so both see the same items). Off (the default, and
+    `agentctl run`): namespaces are used as written."""
+    global _store_by_user
+    _store_by_user = enabled
+
+
+def store_user_prefix(identity: str) -> tuple[str, str]:
+    """Where `identity`'s store namespaces live: `("users", identity)`, as Aegra scopes its
+    store API, with '%' and '.' percent-encoded (a namespace label may not hold a '.')."""
+    return ("users", identity.replace("%", "%25").replace(".", "%2E"))
+
+
+def current_store_owner() -> tuple[str, ...]:
+    """The namespace prefix of the user the current run belongs to, when stores are scoped by
+    user (else empty)."""
+    if not _store_by_user:
+        return ()
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    configurable = (var_child_runnable_config.get() or {}).get("configurable") or {}
+    user = configurable.get("langgraph_auth_user")
+    if isinstance(user, Mapping):
+        identity = user.get("identity")
+    else:
+        identity = getattr(user, "identity", None)
+    identity = identity or configurable.get("langgraph_auth_user_id")
+    if not identity:
+        raise BackendError(
+            "this server keeps a store per user, and this run has no authenticated user: "
+            "the store backend is not available to it"
+        )
+    return store_user_prefix(str(identity))
 
 
 def thread_root(root: str, thread: str) -> str:
@@ -178,7 +221,7 @@ class _StoreNode(_Node):
                 "but this run has none: compile the graph with `store=` (for example an "
                 "InMemoryStore)"
             )
-        return StoreBackend(store, self.namespace)
+        return StoreBackend(store, (*current_store_owner(), *self.namespace))
 
     def describe(self) -> str:
         return f"store (namespace {list(self.namespace)} in the LangGraph store; outlives threads)"

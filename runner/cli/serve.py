@@ -227,23 +227,36 @@ def serve(
         for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
             click.echo(f"    {problem}", err=True)
     from runner.serve.guard import Guard
+    from runner.serve.thread_guard import guard_middleware
     from runner.web.app import WebAgent, create_app
 
     guard = Guard.serving(
         host, port, allow_hosts=allow_hosts, allow_origins=allow_origins, max_body=max_body
     )
-    authenticate_with = None
+    persist = None
+    if engine.database is None:
+        from runner.serve.inmem import persist_threads
+
+        persist = persist_threads
+    authenticate_with = owns = None
     if settings is not None:
+        from runner.backends import scope_store_by_user
         from runner.serve.auth import authenticate, publish
+        from runner.serve.thread_guard import thread_visible
 
         publish(settings)
-        authenticate_with = authenticate
+        scope_store_by_user()  # each user's runs see their own store (runner.serve.ownership)
+        authenticate_with, owns = authenticate, thread_visible
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
         graph_for=lambda path: factory.graph(path),
         dev=dev,
         vars=variables,
         authenticate=authenticate_with,
+        thread_visible=owns,
+        middleware=[
+            guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
+        ],
     )
     # SIGTERM (how service managers and containers stop a process) stops cleanly like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)

@@ -166,13 +166,14 @@ WEB_MODULE = "agentctl_served_web"
 
 def _publish(web_app: Any) -> str:
     """The import path Aegra loads `web_app` by. Aegra takes only a FastAPI app: a Starlette
-    app's routes are moved into one (they come before the API's, `/` included)."""
+    app's routes and middleware are moved into one (its routes come before the API's, `/`
+    included, and the API's routes go behind its middleware)."""
     import types
 
     from fastapi import FastAPI
 
     if not isinstance(web_app, FastAPI):
-        web_app = FastAPI(routes=list(web_app.routes))
+        web_app = FastAPI(routes=list(web_app.routes), middleware=list(web_app.user_middleware))
     module = types.ModuleType(WEB_MODULE, "agentctl's web page, for Aegra.")
     module.app = web_app  # type: ignore[attr-defined]
     sys.modules[WEB_MODULE] = module
@@ -303,6 +304,10 @@ def _serve(host: str, port: int, database: str, guard: Guard, *, authenticated: 
 
     if authenticated:
         _require_our_auth()
+        from runner.serve.auth import ENV_VAR, AuthSettings
+        from runner.serve.ownership import let_admins_see_all_on_aegra
+
+        let_admins_see_all_on_aegra(AuthSettings.from_json(os.environ[ENV_VAR]).admins)
 
     _started_in_turn(app, database)
     # Around the whole app, outside Aegra's own middleware (which reads a `text/plain` body as

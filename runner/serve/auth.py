@@ -295,6 +295,15 @@ async def authenticate(headers: Mapping[Any, Any]) -> Auth.types.MinimalUserDict
     raise _refused()
 
 
+def _register_ownership() -> None:
+    from runner.serve.ownership import register
+
+    register(auth)
+
+
+_register_ownership()  # what each user may see: runner.serve.ownership
+
+
 def _refused() -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(
         status_code=401, detail=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"}

@@ -3,12 +3,16 @@ run in this process by uvicorn, so nothing is left behind when serve stops.
 
 Threads, runs, checkpoints and the store live in memory, saved to `.langgraph_api/` in the
 working directory every few seconds and at exit, and read back at the next start (as under
-`langgraph dev`): a restart keeps the threads. Runs execute on the server's event loop, up to
-`jobs` at a time.
+`langgraph dev`): a restart keeps the threads. A new thread is saved before the engine answers
+its creation (`persist_threads`, which serve's `ThreadGuard` calls), so a crash loses no thread a
+client was told about; runs, checkpoints and store items since the last periodic save are lost.
+Runs execute on the server's event loop, up to `jobs` at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -19,7 +23,7 @@ from typing import Any
 from runner.errors import RunError
 from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
-__all__ = ["run_inmem"]
+__all__ = ["persist_threads", "run_inmem"]
 
 WEB_MODULE = "agentctl_served_web"
 """The module the engine imports the web page's app from (`http.app` is an import path)."""
@@ -29,6 +33,39 @@ DEV_ROUTES = ("/internal", "/deploy")
 authenticated API: `/internal/truncate` empties every thread, `/internal/debug/thread/ID` reads
 any thread, `POST /deploy` runs `langgraph deploy` in the working directory. agentctl serves
 none of them."""
+
+
+async def persist_threads() -> None:
+    """Save the engine's table of threads, runs, assistants and crons to disk now, as its
+    periodic save would: a snapshot taken on the event loop (where the engine changes it, so it
+    is consistent), written to a file of its own, flushed and renamed over the engine's file."""
+    import pickle
+
+    from langgraph_runtime_inmem import _persistence  # type: ignore[import-untyped]
+    from langgraph_runtime_inmem.database import GLOBAL_STORE  # type: ignore[import-untyped]
+
+    if _persistence.DISABLE_FILE_PERSISTENCE:
+        return
+    data = pickle.dumps(dict(GLOBAL_STORE), 2)
+    await asyncio.to_thread(_write_atomically, GLOBAL_STORE.filename, data)
+
+
+def _write_atomically(filename: str, data: bytes) -> None:
+    import tempfile
+
+    folder = os.path.dirname(filename) or "."
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".agentctl-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, filename)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def run_inmem(

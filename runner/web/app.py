@@ -105,14 +105,25 @@ def create_app(
     dev: bool = False,
     vars: dict[str, Any] | None = None,
     authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
+    thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
+    middleware: Sequence[Any] = (),
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
     an agent file (blocking; it is called in a worker thread), for the tools' schemas.
 
     `authenticate(headers)` (`runner.serve.auth.authenticate`, the engines' own check) guards
     the side API: it returns the user, put in the request's scope as `user`, or raises the
-    401 the engines answer. The page and its assets stay public: they hold no data."""
+    401 the engines answer. The page and its assets stay public: they hold no data.
+    `thread_visible(request, thread_id)`: whether the caller may see that thread (a server with
+    authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
+    `middleware`: Starlette `Middleware` entries the engine's routes go behind too."""
     served = _Agents(agents, dict(vars or {}))
+
+    async def hidden(request: Request, thread: str | None) -> Response | None:
+        """A 404 for a thread the caller may not see, as the engine answers for it."""
+        if thread is None or thread_visible is None or await thread_visible(request, thread):
+            return None
+        return _error(404, f"thread {thread} not found")
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
@@ -159,6 +170,8 @@ def create_app(
         if loaded.spec is None:
             return _error(409, f"{agent.name} has problems; fix its file first")
         thread = request.query_params.get("thread_id") or None
+        if (refused := await hidden(request, thread)) is not None:
+            return refused
         return JSONResponse(await asyncio.to_thread(_list_routes, loaded.spec, thread))
 
     async def file(request: Request) -> Response:
@@ -169,6 +182,8 @@ def create_app(
         if loaded.spec is None:
             return _error(409, f"{agent.name} has problems; fix its file first")
         thread = request.query_params.get("thread_id") or None
+        if (refused := await hidden(request, thread)) is not None:
+            return refused
         path = request.query_params.get("path", "")
         try:
             content = await asyncio.to_thread(_read_file, loaded.spec, thread, path)
@@ -194,7 +209,8 @@ def create_app(
                 if authenticate
                 else [],
             ),
-        ]
+        ],
+        middleware=list(middleware),
     )
 
 
