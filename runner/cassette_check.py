@@ -187,10 +187,32 @@ def _check_replies(document: CassetteDocument, players: _Players) -> list[Proble
             continue
         if key.endswith(SUMMARY_SUFFIX) and key != agent.name:
             continue  # the summarizer has no tools
+        problems += _check_answers(document, at, replies, is_main=key == MAIN or agent.is_main)
         for index, reply in enumerate(replies):
             for number, call in enumerate(reply.tool_calls):
                 call_at = (*at, index, "tool_calls", number)
                 problems += _check_call(document, agent, call.name, call.args, call_at)
+    return problems
+
+
+def _check_answers(
+    document: CassetteDocument, at: tuple[str | int, ...], replies: list[Any], *, is_main: bool
+) -> list[Problem]:
+    """`answers` (the `task` call a subagent's run answers) only where a run starts."""
+    problems = []
+    for index, reply in enumerate(replies):
+        if reply.answers is None:
+            continue
+        if is_main:
+            message = "only a subagent's replies answer a `task` call; remove `answers`"
+        elif index and replies[index - 1].tool_calls:
+            message = (
+                "`answers` names the call a run answers, so it goes on the run's first reply "
+                "(the first of the list, or one after a reply without tool calls)"
+            )
+        else:
+            continue
+        problems.append(document.problem((*at, index, "answers"), message, at_key=True))
     return problems
 
 

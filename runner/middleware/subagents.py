@@ -35,7 +35,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from runner.middleware.prompt import PromptSection
-from runner.tools.runtime import calling_message, harness_tool
+from runner.tools.runtime import TASK_CALL, calling_message, harness_tool, task_call
 
 EXCLUDED_STATE_KEYS = frozenset(
     {"messages", "todos", "structured_response", "jump_to", "remaining_steps"}
@@ -269,7 +269,11 @@ class SubAgentMiddleware(AgentMiddleware):
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
-        result = subagent.graph.invoke(inputs)
+        token = TASK_CALL.set(task_call(runtime, subagent.name, description))
+        try:
+            result = subagent.graph.invoke(inputs)
+        finally:
+            TASK_CALL.reset(token)
         return self._finish(subagent, runtime.state or {}, result, runtime)
 
     async def _atask(
@@ -284,5 +288,9 @@ class SubAgentMiddleware(AgentMiddleware):
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
-        result = await subagent.graph.ainvoke(inputs)
+        token = TASK_CALL.set(task_call(runtime, subagent.name, description))
+        try:
+            result = await subagent.graph.ainvoke(inputs)
+        finally:
+            TASK_CALL.reset(token)
         return self._finish(subagent, runtime.state or {}, result, runtime)
