@@ -67,3 +67,33 @@ def test_answers_must_name_a_call(tmp_path: Path) -> None:
     assert lines(validate_file(tmp_path / "lead.cassette.yaml")) == [
         "lead.cassette.yaml:3:16: agents.triager[0].answers: name the call by `description` or `id`"
     ]
+
+
+def test_todo_ids_are_kept_from_cassette_to_state_and_events(tmp_path: Path) -> None:
+    from runner.events import TodosUpdate
+    from runner.run import Session
+
+    planned = [
+        {"content": "Outline", "status": "in_progress", "id": "outline"},
+        {"content": "Draft", "status": "pending", "id": "draft"},
+    ]
+    write(
+        tmp_path,
+        {
+            "planner.yaml": "name: planner\nmodel: replay:planner.cassette.yaml\n",
+            "planner.cassette.yaml": """\
+            - tool_calls:
+                - name: write_todos
+                  args:
+                    todos:
+                      - {content: Outline, status: in_progress, id: outline}
+                      - {content: Draft, status: pending, id: draft}
+            - content: Planned.
+            """,
+        },
+    )
+    assert validate_file(tmp_path / "planner.yaml") == []
+    with Session(tmp_path / "planner.yaml", db=tmp_path / "db") as session:
+        result = session.run("plan")
+        assert [e.todos for e in result.events if isinstance(e, TodosUpdate)] == [planned]
+        assert session.values(result.thread_id)["todos"] == planned
