@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner import threads_db
-from runner.errors import RunError, RunnerError
+from runner.errors import DecisionError, RunError, RunnerError
 from runner.events import (
     DENIED_KEY,
     SUMMARY_TAG,
@@ -866,13 +866,13 @@ class Session:
         if len(decisions) != total and all(
             [a.name for a in actions] == [ASK_USER_TOOL] for _, actions in pending
         ):
-            raise RunError(
+            raise DecisionError(
                 f"thread {thread_id} waits on {total} questions; give {total} answers, not "
                 f"{len(decisions)} (from the command line: --answer once per question, in the "
                 "order they are listed)"
             )
         if len(decisions) != total:
-            raise RunError(
+            raise DecisionError(
                 f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
                 f"not {len(decisions)} (from the command line: --decisions with a JSON "
                 f"list of {total}, in the order the calls are listed)"
@@ -892,12 +892,12 @@ class Session:
                 decision = decisions[position]
                 position += 1
                 if decision.type == "answer":
-                    raise RunError(
+                    raise DecisionError(
                         f"{action.name} waits for approval, not an answer: approve, edit or "
                         "reject it"
                     )
                 if decision.type not in action.allowed_decisions:
-                    raise RunError(
+                    raise DecisionError(
                         f"{action.name}: '{decision.type}' is not allowed here; allowed: "
                         f"{', '.join(action.allowed_decisions)}"
                     )

@@ -323,7 +323,8 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
             for name in core.interrupt_on:
                 if not agent.has_tool(name):
                     message = unknown_tool_message(name, agent.name, agent.tools)
-                    problems.append(agent.locate((*where, "interrupt_on", name), message))
+                    at = (*where, "interrupt_on", name)
+                    problems.append(agent.locate(at, message, at_key=True))
         wanted = core.filesystem.tools
         if wanted is not None and "execute" in wanted and not agent.executes:
             kind = core.backend.kind if core.backend is not None else "state"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.validate import validate_file
+from tests.conftest import run_cli
 from tests.spec.files import write_files as write
 
 LEAD = """\
@@ -97,3 +98,72 @@ def test_todo_ids_are_kept_from_cassette_to_state_and_events(tmp_path: Path) -> 
         result = session.run("plan")
         assert [e.todos for e in result.events if isinstance(e, TodosUpdate)] == [planned]
         assert session.values(result.thread_id)["todos"] == planned
+
+
+def test_an_interrupt_on_typo_is_located_at_its_key(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "hitl.yaml": """\
+            name: hitl
+            interrupt_on:
+              write_fil:
+                allowed_decisions: [approve, reject]
+            subagents:
+              - name: helper
+                description: Helps
+                interrupt_on:
+                  edit_fiel: true
+            """,
+            "hitl.cassette.yaml": "- content: hi\n",
+        },
+    )
+    expected = [
+        "hitl.yaml:3:3: interrupt_on.write_fil: no tool named 'write_fil' in agent 'hitl'; "
+        "did you mean 'write_file'?",
+        "hitl.yaml:9:7: subagents[0].interrupt_on.edit_fiel: no tool named 'edit_fiel' in agent "
+        "'helper'; did you mean 'edit_file'?",
+    ]
+    assert lines(validate_file(tmp_path / "hitl.yaml")) == expected
+    result = run_cli("run", "hitl.yaml", "go", "--model", "replay:hitl.cassette.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] in expected  # the first the build meets
+
+
+def test_approval_hints_offer_only_allowed_decisions_and_a_refused_one_exits_2(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            "hitl.yaml": """\
+            name: hitl
+            model: replay:hitl.cassette.yaml
+            interrupt_on:
+              write_file: {allowed_decisions: [approve, reject]}
+            """,
+            "hitl.cassette.yaml": """\
+            - tool_calls: [{name: write_file, args: {file_path: /a.md, content: x}}]
+            - content: Done.
+            """,
+        },
+    )
+    first = run_cli("run", "hitl.yaml", "go", cwd=tmp_path)
+    assert first.returncode == 0
+    hint = next(line for line in first.stderr.splitlines() if line.startswith("Answer with"))
+    thread = hint.split("--thread ")[1].split()[0]
+    assert hint == (
+        f"Answer with: agentctl run hitl.yaml --thread {thread} --approve "
+        "(or --reject [--reason TEXT])"
+    )
+    shown = run_cli("threads", "show", thread, cwd=tmp_path)
+    assert shown.stdout.splitlines()[-1] == (
+        f"answer with: agentctl run hitl.yaml --thread {thread} --approve "
+        "(or --reject [--reason TEXT]); or without them in a terminal"
+    )
+    refused = run_cli(
+        "run", "hitl.yaml", "--thread", thread, "--edit", '{"content": "y"}', cwd=tmp_path
+    )
+    assert refused.returncode == 2
+    assert "write_file: 'edit' is not allowed here; allowed: approve, reject" in refused.stderr
+    assert run_cli("run", "hitl.yaml", "--thread", thread, "--reject", cwd=tmp_path).returncode == 0
