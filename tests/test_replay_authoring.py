@@ -167,3 +167,49 @@ def test_approval_hints_offer_only_allowed_decisions_and_a_refused_one_exits_2(
     assert refused.returncode == 2
     assert "write_file: 'edit' is not allowed here; allowed: approve, reject" in refused.stderr
     assert run_cli("run", "hitl.yaml", "--thread", thread, "--reject", cwd=tmp_path).returncode == 0
+
+
+SHARED = {
+    "_model.yaml": "model: replay:shared.cassette.yaml\n",
+    "announcer.yaml": "include: [_model.yaml]\nname: announcer\nprompt: Announce.\n",
+    "summarizer.yaml": "include: [_model.yaml]\nname: summarizer\nprompt: Summarize.\n",
+    "shared.cassette.yaml": """\
+    agents:
+      announcer:
+        - content: Hear ye.
+      summarizer:
+        - content: In short.
+      ghost:
+        - content: Boo.
+    """,
+}
+
+
+def test_a_cassette_shared_through_an_include_serves_every_agent_that_plays_it(
+    tmp_path: Path,
+) -> None:
+    from runner.events import RunWarning
+    from runner.run import Session
+
+    write(tmp_path, SHARED)
+    ghost = (
+        "shared.cassette.yaml:6:3: agents.ghost: no agent named 'ghost' plays this cassette; the "
+        "agents that do: announcer, announcer/summary, general-purpose, general-purpose/summary, "
+        "summarizer, summarizer/summary"
+    )
+    for name in ("announcer.yaml", "summarizer.yaml", "shared.cassette.yaml"):
+        assert lines(validate_file(tmp_path / name)) == [ghost], name
+    result = run_cli("validate", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        ghost + " (found through announcer.yaml, summarizer.yaml)",
+        "3 of 3 files have problems",
+    ]
+    assert "checked for its format only" not in result.stdout
+    # The run's warning names only the replies no agent of the folder plays.
+    with Session(tmp_path / "announcer.yaml", db=tmp_path / "db") as session:
+        warnings = [e.message for e in session.run("go").events if isinstance(e, RunWarning)]
+    assert warnings == [
+        "replay cassette shared.cassette.yaml has replies no agent played: ghost played 0 of 1 "
+        "(a misspelt tool or subagent name in it, or a run that took another path)"
+    ]
