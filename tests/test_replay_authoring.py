@@ -213,3 +213,90 @@ def test_a_cassette_shared_through_an_include_serves_every_agent_that_plays_it(
         "replay cassette shared.cassette.yaml has replies no agent played: ghost played 0 of 1 "
         "(a misspelt tool or subagent name in it, or a run that took another path)"
     ]
+
+
+NOTES = {
+    "notes.yaml": """\
+    name: notes
+    model: replay:notes.cassette.yaml
+    prompt: You keep notes about {{ vars.topic }}.
+    vars: {topic: work}
+    backend: {kind: filesystem, root_dir: ./ws}
+    """,
+    "notes.cassette.yaml": """\
+    - tool_calls: [{name: write_file, args: {file_path: /today.md, content: notes}}]
+    - content: Noted.
+    """,
+}
+
+
+def test_validate_checks_a_test_file_as_agentctl_test_reads_it(tmp_path: Path) -> None:
+    head = "version: 1\nagent: ./notes.yaml\n"
+    write(
+        tmp_path,
+        {
+            **NOTES,
+            "typo.test.yaml": head
+            + "cases: [{name: a, input: go, expect: {final: {contain: x}}}]\n",
+            "fixture.test.yaml": head
+            + "fixtures: {/data: ./missing}\ncases: [{name: a, input: go}]\n",
+            "vars.test.yaml": head
+            + "cases:\n  - {name: a, input: go}\n  - {name: b, input: go, vars: {topik: home}}\n",
+            "good.test.yaml": head + "cases: [{name: a, input: go, vars: {topic: home}}]\n",
+        },
+    )
+    names = ["typo.test.yaml", "fixture.test.yaml", "vars.test.yaml", "good.test.yaml"]
+    result = run_cli("validate", *names, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == "ok: good.test.yaml (a test file)\n"
+    assert result.stderr.splitlines() == [
+        "typo.test.yaml:3:47: cases[0].expect.final.contain: unknown key; did you mean 'contains'?",
+        'fixture.test.yaml:3:19: fixtures["/data"]: folder not found: missing',
+        "vars.test.yaml:5:40: cases[1].vars.topik: notes.yaml has no template variable "
+        "'topik'; did you mean 'topic'? it uses: topic",
+        "3 of 4 files have problems",
+    ]
+
+
+def test_each_case_starts_from_an_empty_workspace_plus_its_fixtures(tmp_path: Path) -> None:
+    from runner.testing.suite import run_suite
+
+    write(
+        tmp_path,
+        {
+            **NOTES,
+            "ws/today.md": "left by a manual run",  # write_file refuses to overwrite it
+            "fixture/data/input.txt": "from the fixture",
+            "clean.test.yaml": """\
+            version: 1
+            agent: ./notes.yaml
+            fixtures: {/: ./fixture}
+            cases:
+              - name: writes today's notes
+                input: go
+                expect:
+                  final: {contains: Noted}
+                  files: {/today.md: {contains: notes}, /data/input.txt: {contains: fixture}}
+            """,
+            "copy.test.yaml": """\
+            version: 1
+            agent: ./notes.yaml
+            workspace: copy
+            cases:
+              - name: sees what a manual run left
+                input: go
+                expect: {files: {/today.md: {contains: manual run}}}
+            """,
+        },
+    )
+    suite = run_suite([tmp_path], workdir=tmp_path / ".kept")
+    assert not suite.problems, suite.problems
+    statuses = {
+        r.name: (r.status, r.problems, [c.message for c in r.checks if c.status != "passed"])
+        for r in suite.results
+    }
+    assert statuses == {
+        "writes today's notes": ("passed", [], []),
+        "sees what a manual run left": ("passed", [], []),
+    }
+    assert (tmp_path / "ws" / "today.md").read_text() == "left by a manual run"
