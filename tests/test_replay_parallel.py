@@ -61,3 +61,28 @@ def test_fifty_async_runs_match_replies_to_calls(cassette: str) -> None:
         return [await run(n) for n in range(50)]
 
     assert asyncio.run(all_runs()) == [IN_ORDER] * 50
+
+
+def test_a_call_no_run_answers_says_which_calls_the_runs_left_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.errors import RunError
+    from runner.models import init_model
+    from runner.tools.runtime import TASK_CALL, TaskCall
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.cassette.yaml").write_text(
+        "agents:\n  triager:\n    - answers: {id: t9}\n      content: x\n"
+    )
+    model = init_model("replay:c.cassette.yaml", agent="triager", is_main=False)
+    token = TASK_CALL.set(TaskCall("triager", "t1", "ticket 1", (("t1", "ticket 1"),)))
+    try:
+        with pytest.raises(RunError) as caught:
+            model.invoke([HumanMessage("ticket 1")])
+    finally:
+        TASK_CALL.reset(token)
+    assert str(caught.value) == (
+        "replay cassette c.cassette.yaml has 1 reply for agent 'triager', and the run asked for "
+        "reply 2; no reply left answers this task call ('ticket 1'); the runs not played "
+        "answer: id 't9'"
+    )
