@@ -13,7 +13,9 @@ on the synchronous path too. Each call announces itself on the custom stream
 (`{"agentctl": "subagent_start", ...}`) so run events can name the subagent and nest its work
 under the call that started it. A subagent's approvals pause the whole run: the subagent shares
 the parent's checkpointer, and resuming re-enters the same `task` call, which resumes the
-subagent from its checkpoint.
+subagent from its checkpoint. While a subagent runs, `runner.tools.runtime.TASK_CALL` names the
+`task` call it answers and the calls of the same reply, so a replayed subagent plays the replies
+meant for that call whichever parallel call reaches its model first.
 
 Parallel subagents on the state backend each work on a copy of the parent's files, so two of
 them may change the same file. The first to finish keeps its version; a later one's version of
