@@ -177,7 +177,8 @@ def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
         if name in tools:
             continue
         message = unknown_tool_message(name, agent.name, sorted(tools))
-        problem = agent.locate(("interrupt_on", name), message) if agent.locate else None
+        at = ("interrupt_on", name)
+        problem = agent.locate(at, message, at_key=True) if agent.locate else None
         raise BuildError(message, problem=problem)
 
 

@@ -87,7 +87,7 @@ class Denied(RunEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class TodosUpdate(RunEvent):
-    """The agent's todo list changed: items with `content` and `status`."""
+    """The agent's todo list changed: items with `content`, `status` and, when given, `id`."""
 
     type: ClassVar[str] = "todos"
     todos: list[dict[str, Any]]

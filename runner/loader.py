@@ -298,7 +298,9 @@ class _Loader:
             self._check_raw(value, smap, (*stack, key))
             return None
         spec._source = str(path)
-        spec._locator = lambda keypath, message: smap.problem(keypath, message)
+        spec._locator = lambda keypath, message, at_key: smap.problem(
+            keypath, message, at_key=at_key
+        )
         self.loaded[key] = spec
 
         self.used_vars.update(spec.vars)

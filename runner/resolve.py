@@ -22,6 +22,7 @@ from runner.spec import AgentSpec, ImportTool, InterruptOn, ModelSpec
 from runner.spec.agent import AgentCore
 from runner.spec.budgets import PriceSpec
 from runner.spec.model import _check_model_id
+from runner.static_tools import Locator
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware
@@ -124,9 +125,9 @@ class ResolvedAgent:
     backend: BackendProvider | None = None
     resources: list[Resource] = field(default_factory=list)
     """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
-    locate: Callable[[KeyPath, str], Problem] | None = None
+    locate: Locator | None = None
     """A problem at a key path of this agent's own spec (an inline subagent's is in its parent's
-    file, under `subagents[i]`)."""
+    file, under `subagents[i]`), at its value or (`at_key=True`) at its key."""
 
     def close(self) -> None:
         """Close what resolution opened (idempotent)."""
@@ -138,7 +139,6 @@ class ResolvedAgent:
 
 
 KeyPath = tuple[str | int, ...]
-Locator = Callable[[KeyPath, str], Problem]
 
 
 def core_name(core: AgentCore) -> str:
@@ -206,7 +206,11 @@ class Resolver:
         close_all(self.resources)
 
     def _budget(
-        self, core: AgentCore, is_main: bool, model: ResolvedModel, locate: Locator
+        self,
+        core: AgentCore,
+        is_main: bool,
+        model: ResolvedModel,
+        locate: Callable[[KeyPath, str], Problem],
     ) -> Middleware | None:
         """The budget middleware: the main agent's budgets (`limits.tokens/time/cost`), counted
         by it and by every subagent it builds, each with its own model's prices."""
@@ -615,7 +619,9 @@ class Resolver:
             },
             backend=backend,
             resources=self.resources,
-            locate=lambda path, message: locator((*where, *path), message),
+            locate=lambda path, message, at_key=False: locator(
+                (*where, *path), message, at_key=at_key
+            ),
         )
         if isinstance(core, AgentSpec):
             agent.subagents = self._subagents(core, agent, where, locator)

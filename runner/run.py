@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner import threads_db
-from runner.errors import RunError, RunnerError
+from runner.errors import DecisionError, RunError, RunnerError
 from runner.events import (
     DENIED_KEY,
     SUMMARY_TAG,
@@ -868,13 +868,13 @@ class Session:
         if len(decisions) != total and all(
             [a.name for a in actions] == [ASK_USER_TOOL] for _, actions in pending
         ):
-            raise RunError(
+            raise DecisionError(
                 f"thread {thread_id} waits on {total} questions; give {total} answers, not "
                 f"{len(decisions)} (from the command line: --answer once per question, in the "
                 "order they are listed)"
             )
         if len(decisions) != total:
-            raise RunError(
+            raise DecisionError(
                 f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
                 f"not {len(decisions)} (from the command line: --decisions with a JSON "
                 f"list of {total}, in the order the calls are listed)"
@@ -894,12 +894,12 @@ class Session:
                 decision = decisions[position]
                 position += 1
                 if decision.type == "answer":
-                    raise RunError(
+                    raise DecisionError(
                         f"{action.name} waits for approval, not an answer: approve, edit or "
                         "reject it"
                     )
                 if decision.type not in action.allowed_decisions:
-                    raise RunError(
+                    raise DecisionError(
                         f"{action.name}: '{decision.type}' is not allowed here; allowed: "
                         f"{', '.join(action.allowed_decisions)}"
                     )
@@ -1235,10 +1235,18 @@ class Session:
             if c["name"] == "task" and isinstance(c.get("args"), dict)
         }
         for path, cassette in self._cassettes.items():
-            left = [
-                f"{agent} played {played} of {total}"
+            unused = [
+                (agent, played, total)
                 for agent, played, total in cassette.unused(self.name, main_played, thread_id)
                 if agent == self.name or played or agent not in earlier
+            ]
+            elsewhere = self._played_by_other_files(
+                path, {a for a, played, _ in unused if not played}
+            )
+            left = [
+                f"{agent} played {played} of {total}"
+                for agent, played, total in unused
+                if agent not in elsewhere
             ]
             if left:
                 yield RunWarning(
@@ -1248,6 +1256,23 @@ class Session:
                     f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
                     "a run that took another path)",
                 )
+
+    def _played_by_other_files(self, cassette: Path, names: set[str]) -> set[str]:
+        """Which of `names` (agents with no reply played) no agent of this build has, but an
+        agent file in the cassette's folder plays: a shared cassette holds their replies."""
+        from runner.static_tools import static_agents
+        from runner.validate import agents_playing
+
+        mine = {a.name for a in static_agents(self.spec)}
+        mine |= {name + "/summary" for name in mine}
+        foreign = names - mine
+        if not foreign:
+            return set()
+        theirs: set[str] = set()
+        for spec in agents_playing(cassette):
+            theirs |= {a.name for a in static_agents(spec)}
+        theirs |= {name + "/summary" for name in theirs}
+        return foreign & theirs
 
     def _state_at_start(self, thread_id: str) -> Any:
         """The thread's state as this turn finds it: what the last turn of this session ended

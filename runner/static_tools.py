@@ -21,9 +21,9 @@ these lists and those arguments with built agents.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from runner.errors import Problem
 from runner.spec import (
@@ -54,7 +54,13 @@ __all__ = [
 ]
 
 KeyPath = tuple[str | int, ...]
-Locator = Callable[[KeyPath, str], Problem]
+
+
+class Locator(Protocol):
+    """Where a key path is in a spec's files (`AgentSpec.problem`)."""
+
+    def __call__(self, path: KeyPath, message: str, /, *, at_key: bool = False) -> Problem: ...
+
 
 FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
 

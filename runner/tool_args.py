@@ -19,6 +19,7 @@ class _Args(BaseModel):
 class _Todo(_Args):
     content: str
     status: Literal["pending", "in_progress", "completed"]
+    id: str = ""
 
 
 class WriteTodosArgs(_Args):

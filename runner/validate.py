@@ -149,7 +149,7 @@ def check_file(
                 return FileReport(sorted(problems))
         else:
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
-            found |= set(static_problems(spec))
+            found |= set(static_problems(spec, cache=cache))
             return FileReport(sorted(found), warnings=spec_warnings(spec))
     agents = agents_playing(path, vars=vars, env=env, cache=cache)
     note = None
@@ -220,8 +220,9 @@ def agents_playing(
     env: Mapping[str, str] | None = None,
     cache: LoadCache | None = None,
 ) -> list[AgentSpec]:
-    """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
-    one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
+    """The agent files a cassette serves: those in its folder that play it (`replay:`, written
+    in them or in a file they include), and the one it is named after (`coder.cassette.yaml`,
+    `coder.reject.cassette.yaml`: `coder.yaml`).
     Files that do not load are left out (validating them shows why)."""
     from runner.yamlsource import read_source
 
@@ -242,8 +243,8 @@ def agents_playing(
             text = read_source(candidate)
         except (OSError, UnicodeDecodeError, ValueError):
             continue
-        if candidate.name not in named and cassette.name not in text:
-            continue  # neither named after it nor mentioning it: not worth loading
+        if candidate.name not in named and cassette.name not in text and "include" not in text:
+            continue  # not named after it, not mentioning it, no include: not worth loading
         try:
             spec = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
         except SpecError:
@@ -303,7 +304,9 @@ def budget_problems(spec: AgentSpec, agents: list[Any]) -> list[Problem]:
     return problems
 
 
-def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]:
+def static_problems(
+    spec: AgentSpec, *, cassettes: bool = True, cache: LoadCache | None = None
+) -> list[Problem]:
     """What `run` refuses before it starts, found without building: tool names in
     `interrupt_on`, `execute` in `filesystem.tools` or a `script:` tool without a shell
     backend, a `fraction` threshold that a replay model cannot size, and the replay cassettes
@@ -326,7 +329,8 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
             for name in core.interrupt_on:
                 if not agent.has_tool(name):
                     message = unknown_tool_message(name, agent.name, agent.tools)
-                    problems.append(agent.locate((*where, "interrupt_on", name), message))
+                    at = (*where, "interrupt_on", name)
+                    problems.append(agent.locate(at, message, at_key=True))
         wanted = core.filesystem.tools
         if wanted is not None and "execute" in wanted and not agent.executes:
             kind = core.backend.kind if core.backend is not None else "state"
@@ -364,7 +368,9 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
         return problems  # (and the cassette checks are not imported)
     from runner.cassette_check import replay_problems
 
-    return problems + replay_problems(spec)
+    return problems + replay_problems(
+        spec, also_played_by=lambda cassette: agents_playing(cassette, cache=cache)
+    )
 
 
 def spec_warnings(spec: AgentSpec) -> list[Problem]:

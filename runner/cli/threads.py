@@ -109,7 +109,7 @@ def show_thread(
     """The conversation of thread ID: messages by role, tool calls and their results in short,
     and the approvals it waits for. --checkpoints: the checkpoints it keeps, newest first.
     --json: the thread record with its messages and pending approvals (or checkpoints)."""
-    from runner.cli.render import result_summary, short_args
+    from runner.cli.render import decision_flags, result_summary, short_args
     from runner.errors import RunError
     from runner.thread_tools import latest_transcript
 
@@ -153,9 +153,10 @@ def show_thread(
                 f"[{'/'.join(action.allowed_decisions)}]"
             )
         spec = info.spec if info and info.spec else "SPEC"
+        flags = decision_flags(pending)
         click.echo(
-            f"answer with: agentctl run {spec} --thread {thread_id} --approve "
-            "(or --reject, --edit JSON; or without them in a terminal)"
+            f"answer with: agentctl run {spec} --thread {thread_id} {flags}; or without them "
+            "in a terminal"
         )
     return 0
 

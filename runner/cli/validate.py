@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from runner.validate import FileReport
 
 
 @click.command(short_help="Check agent files and report every problem.")
@@ -42,6 +46,7 @@ def validate(
     from runner.cli.options import parse_vars
     from runner.errors import Problem
     from runner.loader import display_path
+    from runner.testing.loader import is_test_file_name
     from runner.validate import FileReport, LoadCache, check_file, find_specs
 
     variables = parse_vars(vars_)
@@ -58,6 +63,8 @@ def validate(
         report = (
             FileReport([problem])
             if problem
+            else _check_test_file(path)
+            if is_test_file_name(path)
             else check_file(
                 path,
                 vars=variables,
@@ -113,3 +120,11 @@ def validate(
     if failed and not as_json and checked > 1:
         click.echo(f"{failed} of {checked} files have problems", err=True)
     return 2 if failed else 0
+
+
+def _check_test_file(path: Path) -> FileReport:
+    """A test file named on the command line is checked as `agentctl test` reads it."""
+    from runner.testing.loader import test_file_problems
+    from runner.validate import FileReport
+
+    return FileReport(test_file_problems(path), note="a test file")

@@ -526,17 +526,22 @@ class AgentSpec(AgentCore):
     """The built-in `general-purpose` subagent (`false` removes it)."""
 
     _source: str | None = PrivateAttr(default=None)
-    _locator: Callable[[tuple[str | int, ...], str], Problem] | None = PrivateAttr(default=None)
+    _locator: Callable[[tuple[str | int, ...], str, bool], Problem] | None = PrivateAttr(
+        default=None
+    )
 
     @property
     def source(self) -> str | None:
         """The file this spec was loaded from."""
         return self._source
 
-    def problem(self, path: tuple[str | int, ...], message: str) -> Problem:
-        """A problem located at `path` (e.g. `("tools", 0, "import")`) in the spec's files."""
+    def problem(
+        self, path: tuple[str | int, ...], message: str, *, at_key: bool = False
+    ) -> Problem:
+        """A problem located at `path` (e.g. `("tools", 0, "import")`) in the spec's files: at
+        its value, or `at_key` at its key (a name that is a key, like an `interrupt_on` tool)."""
         if self._locator is not None:
-            return self._locator(path, message)
+            return self._locator(path, message, at_key)
         dotted = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
 

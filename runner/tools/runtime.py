@@ -19,13 +19,15 @@ Two costs of `StructuredTool.from_function` that a harness pays again and again:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, create_model
 
-__all__ = ["harness_tool"]
+__all__ = ["TASK_CALL", "TaskCall", "harness_tool", "task_call"]
 
 _SCHEMAS: dict[tuple[CodeType, str, bool], type[BaseModel]] = {}
 
@@ -83,3 +85,33 @@ def calling_message(runtime: Any) -> Any | None:
         if message.type == "ai" and any(c.get("id") == call_id for c in calls):
             return message
     return None
+
+
+@dataclass(frozen=True)
+class TaskCall:
+    """The `task` call a subagent run answers, set (in `TASK_CALL`) while the subagent runs.
+
+    A replayed subagent reads it to pick its replies by the order of the calls in the parent's
+    reply, not by the order in which parallel runs happen to reach their model."""
+
+    subagent: str
+    id: str | None
+    description: str
+    siblings: tuple[tuple[str | None, str], ...]
+    """(id, description) of each `task` call to the same subagent in the calling reply, in order,
+    this one included."""
+
+
+TASK_CALL: ContextVar[TaskCall | None] = ContextVar("agentctl_task_call", default=None)
+
+
+def task_call(runtime: Any, subagent: str, description: str) -> TaskCall:
+    """The `TaskCall` of the runtime's `task` call to `subagent`."""
+    calling = calling_message(runtime)
+    siblings = tuple(
+        (c.get("id"), str((c.get("args") or {}).get("description", "")))
+        for c in (calling.tool_calls if calling is not None else ())
+        if c.get("name") == "task" and (c.get("args") or {}).get("subagent_type") == subagent
+    )
+    own = (runtime.tool_call_id, description)
+    return TaskCall(subagent, runtime.tool_call_id, description, siblings or (own,))
