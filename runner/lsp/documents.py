@@ -4,6 +4,7 @@ each one is."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,7 +78,8 @@ def file_kind(path: Path, text: str) -> str:
         return "cassette"
     if name.startswith(("_", ".")):
         return "fragment"
-    if "agent.schema.json" not in "".join(text.splitlines(keepends=True)[:3]):
+    head = "".join(text.splitlines(keepends=True)[:3])
+    if "agent.schema.json" not in head and re.search(r"^(agents\s*:|-(\s|$))", text, re.M):
         value = read_yaml(text, str(path), env={}).value
         if is_cassette(path, value):
             return "cassette"

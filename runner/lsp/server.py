@@ -80,7 +80,15 @@ class AgentLanguageServer(LanguageServer):
         kind = file_kind(path, text)
         if kind == "other":
             return
-        includers = [Path(p) for p, c in self.checks.items() if str(path) in c.reads]
+        includers = [
+            Path(p) for p, c in self.checks.items() if str(path) in c.reads and p != str(path)
+        ]
+        if kind == "fragment" and includers:
+            # the open files including it report its problems (checking it through them again
+            # would double the work of every keystroke)
+            self.checks.pop(str(path), None)
+            self._publish(str(path), {})
+            return
         overlay = self.overlay()
         checked = check(path, kind, overlay, includers=includers)
         self.checks[str(path)] = checked
@@ -111,7 +119,7 @@ class AgentLanguageServer(LanguageServer):
         return []
 
     def _publish(self, source: str, found: dict[str, list[lsp.Diagnostic]]) -> None:
-        touched = set(found)
+        touched = set(found) | {source}
         for file, by_source in self.published.items():
             if source in by_source:
                 touched.add(file)
