@@ -158,7 +158,7 @@ def diagnostics_by_file(
             own_text = read_text(path)
             leads = leading_entries(path)
             for problem in others:
-                entry = leads.get(os.path.abspath(problem.file))
+                entry = _leading(leads, os.path.abspath(problem.file))
                 if entry is None:
                     continue
                 line, col = entry
@@ -173,19 +173,54 @@ def diagnostics_by_file(
     return out
 
 
+def _leading(leads: dict[str, tuple[int, int]], file: str) -> tuple[int, int] | None:
+    """The entry naming `file`, or else the folder holding it (a skills folder's SKILL.md)."""
+    if file in leads:
+        return leads[file]
+    folders = [p for p in leads if file.startswith(p.rstrip(os.sep) + os.sep)]
+    return leads[max(folders, key=len)] if folders else None
+
+
 def leading_entries(path: Path, depth: int = 0) -> dict[str, tuple[int, int]]:
     """For each file reached from `path` through `include:` and `ref:` (directly or further
-    on), the line and column in `path` of the entry that leads to it."""
+    on), the line and column in `path` of the entry that leads to it; and for each other path
+    the file names (a prompt file, a cassette after `replay:`, a skills folder), where it is
+    written."""
     text = read_text(path)
     if text is None or depth > 20:
         return {}
     doc = read_yaml(text, str(path), env={})
     found: dict[str, tuple[int, int]] = {}
+    if depth == 0:
+        for value, at in _strings(doc.value, doc.pos):
+            name = value.removeprefix("replay:")
+            if ".py:" in name:
+                name = name.partition(".py:")[0] + ".py"
+            if "\n" not in name and ("/" in name or re.search(r"\.(ya?ml|md|txt|json|py)$", name)):
+                found.setdefault(str(resolve(name, path.parent)), at)
     for target, loc in _entries(doc.value, doc.pos, path.parent):
         found.setdefault(str(target), loc)
         for further in leading_entries(target, depth + 1):
             found.setdefault(further, loc)
     return found
+
+
+def _strings(value: object, pos: object) -> list[tuple[str, tuple[int, int]]]:
+    """Every string value of a document, with where it is written."""
+    from runner.lsp._deps import Pos
+
+    if not isinstance(pos, Pos):
+        return []
+    if isinstance(value, str):
+        return [(value, (pos.loc.line, pos.loc.col))]
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else []
+    )
+    return [s for key, child in items for s in _strings(child, pos.children.get(key))]
 
 
 def _entries(value: object, pos: object, base: Path) -> list[tuple[Path, tuple[int, int]]]:
