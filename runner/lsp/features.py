@@ -43,11 +43,30 @@ def agent_at(specs: list[AgentSpec], path: tuple[Any, ...]) -> StaticAgent | Non
     return next((a for a in agents if a.where == where and a.locate == specs[0].problem), None)
 
 
-def tool_names(specs: list[AgentSpec], path: tuple[Any, ...]) -> list[str]:
+def tool_names(specs: list[AgentSpec], path: tuple[Any, ...], text: str = "") -> list[str]:
+    """The tools of the agent at `path`; for a file that never loaded, those its text shows
+    (the harness's, and the declared tools' names)."""
     agent = agent_at(specs, path)
     if agent is not None:
         return sorted(set(agent.tools))
-    return sorted({t for spec in specs[:1] for a in static_agents(spec) for t in a.tools})
+    if specs:
+        return sorted({t for spec in specs[:1] for a in static_agents(spec) for t in a.tools})
+    return _written_tools(text)
+
+
+def _written_tools(text: str) -> list[str]:
+    value = read_yaml(text, "", env={}).value if text else None
+    if not isinstance(value, dict):
+        value = {}
+    names = {*FILE_TOOLS, "execute", "write_todos"}
+    if value.get("subagents"):
+        names.add("task")
+    for entry in value.get("tools") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            names.add(entry["name"])
+        elif isinstance(entry, dict) and isinstance(entry.get("import"), str):
+            names.add(entry["import"].rpartition(":")[2].rpartition(".")[2])
+    return sorted(n for n in names if n)
 
 
 def subagent_names(specs: list[AgentSpec]) -> dict[str, str]:
@@ -107,7 +126,7 @@ def complete(
             _edit_range(line, character, typed),
         )
     rng = _edit_range(line, character, cursor.prefix)
-    names = _names_for(cursor, path, kind, specs, file)
+    names = _names_for(cursor, path, kind, specs, file, text)
     if names is not None:
         return _items(names, lsp.CompletionItemKind.Value, rng)
     if cursor.kind == "key" and not _string_items(kind, path, cursor):
@@ -134,7 +153,12 @@ def _string_items(kind: str, path: tuple[Any, ...], cursor: Cursor) -> bool:
 
 
 def _names_for(
-    cursor: Cursor, path: tuple[Any, ...], kind: str, specs: list[AgentSpec], file: Path
+    cursor: Cursor,
+    path: tuple[Any, ...],
+    kind: str,
+    specs: list[AgentSpec],
+    file: Path,
+    text: str,
 ) -> list[str] | None:
     """Names (tools, subagents, skills, models, files) where the spec wants one; None elsewhere."""
     last = next((p for p in reversed(path) if isinstance(p, str)), None)
@@ -159,13 +183,13 @@ def _names_for(
             return _files(file, cursor.prefix, (".yaml", ".yml"), tag="replay:")
         return None
     if cursor.kind == "key" and container and container[-1] in _TOOL_KEYS and not item:
-        return tool_names(specs, path)
+        return tool_names(specs, path, text)
     if cursor.kind == "value" and last == "tool" and "permissions" in path:
-        return tool_names(specs, path)
+        return tool_names(specs, path, text)
     if last == "tools" and (item or cursor.in_list) and "filesystem" in path:
         return [*FILE_TOOLS, "execute"]
     if last == "tools" and (item or cursor.in_list) and path[:1] == ("subagents",):
-        return tool_names(specs, ())
+        return tool_names(specs, (), text)
     if last == "skills" and (item or cursor.in_list):
         return _files(file, cursor.prefix, ("/",))
     if cursor.kind == "value" and (last == "model" or (last == "id" and "model" in path)):

@@ -3,6 +3,8 @@ a diagnostic's range, an env variable's hover, the quick fix's target word."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lsprotocol import types as lsp
 
@@ -87,3 +89,11 @@ def test_a_fix_replaces_the_misspelled_name_even_where_the_problem_is_at_the_val
     (edit,) = action.edit.changes["file:///a.yaml"]
     assert edit.range == lsp.Range(lsp.Position(1, 2), lsp.Position(1, 11))
     assert edit.new_text == "write_file"
+
+
+def test_tool_names_are_offered_in_a_file_that_never_loaded(tmp_path: Path) -> None:
+    from runner.lsp.features import complete
+
+    text = "name: x\nmodle: y\ntools:\n  - import: ./t.py:lookup\ninterrupt_on:\n  lo\n"
+    items = complete(text, tmp_path / "x.yaml", "agent", 5, 4, [])
+    assert {"lookup", "read_file", "write_todos"} <= {item.label for item in items}
