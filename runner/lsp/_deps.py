@@ -21,6 +21,7 @@ from runner.validate import (
     SPEC_SUFFIXES,
     TEST_SUFFIXES,
     LoadCache,
+    agents_playing,
     check_file,
     is_agent_file_name,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "Problem",
     "SpecError",
     "StaticAgent",
+    "agents_playing",
     "check_file",
     "did_you_mean",
     "display_path",

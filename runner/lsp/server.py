@@ -16,7 +16,7 @@ from pygls.lsp.server import LanguageServer
 
 from runner import __version__
 from runner.lsp import features
-from runner.lsp._deps import AgentSpec, SpecError, load_spec, load_test_file
+from runner.lsp._deps import AgentSpec, SpecError, agents_playing, load_spec, load_test_file
 from runner.lsp.diagnostics import Checked, check, diagnostics_by_file
 from runner.lsp.documents import Overlay, file_kind, overlaid, path_to_uri, uri_to_path
 
@@ -44,6 +44,14 @@ class AgentLanguageServer(LanguageServer):
             if path is not None:
                 texts[str(path)] = document.source
         return Overlay(texts)
+
+    def uri_of(self, path: str | Path) -> str:
+        """The URI the client opened `path` by (its spelling, which may quote differently from
+        ours), or ours for a file it has not opened."""
+        for uri in self.workspace.text_documents:
+            if uri_to_path(uri) == Path(path):
+                return uri
+        return path_to_uri(path)
 
     def text_of(self, uri: str) -> str:
         return self.workspace.get_text_document(uri).source
@@ -73,7 +81,7 @@ class AgentLanguageServer(LanguageServer):
             self._check(target)
 
     def _check(self, path: Path) -> None:
-        uri = path_to_uri(path)
+        uri = self.uri_of(path)
         if uri not in self.workspace.text_documents:
             return
         text = self.text_of(uri)
@@ -112,8 +120,6 @@ class AgentLanguageServer(LanguageServer):
                 except SpecError:
                     return []
         if kind == "cassette":
-            from runner.validate import agents_playing
-
             with overlaid(Overlay(overlay)):
                 return agents_playing(path)
         return []
@@ -131,7 +137,7 @@ class AgentLanguageServer(LanguageServer):
             for diagnostics in self.published.get(file, {}).values():
                 merged += [d for d in diagnostics if d not in merged]
             self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(uri=path_to_uri(file), diagnostics=merged)
+                lsp.PublishDiagnosticsParams(uri=self.uri_of(file), diagnostics=merged)
             )
 
     def forget(self, uri: str) -> None:
