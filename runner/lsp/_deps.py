@@ -10,6 +10,7 @@ from __future__ import annotations
 from runner.cassette_check import is_cassette
 from runner.errors import Problem, SpecError
 from runner.loader import display_path, load_spec
+from runner.skills import discover as discover_skills
 from runner.spec import AgentSpec, json_schema_text
 from runner.spec.model import KNOWN_PROVIDERS
 from runner.spec_errors import did_you_mean
@@ -45,6 +46,7 @@ __all__ = [
     "agents_playing",
     "check_file",
     "did_you_mean",
+    "discover_skills",
     "display_path",
     "is_agent_file_name",
     "is_cassette",

@@ -24,6 +24,7 @@ from runner.lsp._deps import (
     KNOWN_PROVIDERS,
     AgentSpec,
     StaticAgent,
+    discover_skills,
     read_yaml,
     static_agents,
 )
@@ -280,6 +281,8 @@ def hover(
         return tool_hover(word, specs, path)
     if kind == "cassette" and (path[-1:] == ("subagent_type",) or cursor.path == ("agents",)):
         return agent_hover(word, specs)
+    if not is_key and "skills" in path[-2:] and kind in ("agent", "fragment"):
+        return skills_hover(resolve(word, file.parent))
     if is_key:
         about = schema.key_description(schema_kind, path)
         return f"**{word}**\n\n{about}" if about else None
@@ -337,6 +340,15 @@ def _declared(agent: StaticAgent, name: str) -> str:
             description = getattr(entry, "description", None)
             return str(description) if description else ""
     return ""
+
+
+def skills_hover(folder: Path) -> str:
+    """The skills a host skills folder holds: each name with its description."""
+    if not folder.is_dir():
+        return f"no folder `{folder}` (yet)"
+    found = discover_skills([(folder, "/skills/")])
+    lines = [f"- **{s.name}**: {s.description}" for s in found.skills.values()]
+    return "Skills here:\n\n" + "\n".join(lines) if lines else "No skills here (no `*/SKILL.md`)"
 
 
 def agent_hover(name: str, specs: list[AgentSpec]) -> str:

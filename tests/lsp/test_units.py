@@ -97,3 +97,14 @@ def test_tool_names_are_offered_in_a_file_that_never_loaded(tmp_path: Path) -> N
     text = "name: x\nmodle: y\ntools:\n  - import: ./t.py:lookup\ninterrupt_on:\n  lo\n"
     items = complete(text, tmp_path / "x.yaml", "agent", 5, 4, [])
     assert {"lookup", "read_file", "write_todos"} <= {item.label for item in items}
+
+
+def test_a_skills_folder_hovers_with_its_skills() -> None:
+    from runner.lsp.features import hover
+    from tests.conftest import AGENTS
+
+    agent = AGENTS / "researcher.yaml"
+    text = agent.read_text(encoding="utf-8")
+    line = text.splitlines().index("skills: [../skills]")
+    shown = hover(text, agent, "agent", line, len("skills: [../sk"), [])
+    assert shown is not None and "- **fact-check**: Check the factual claims" in shown
