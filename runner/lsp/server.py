@@ -182,6 +182,17 @@ async def did_save(ls: AgentLanguageServer, params: lsp.DidSaveTextDocumentParam
     ls.schedule(params.text_document.uri, now=True)
 
 
+@server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def watched_files(ls: AgentLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    """A file changed on disk (saved by another program, a cassette re-recorded): re-check the
+    open files that read it, or that may now find it (a created file)."""
+    changed = {str(p) for change in params.changes if (p := uri_to_path(change.uri)) is not None}
+    created = any(change.type == lsp.FileChangeType.Created for change in params.changes)
+    for path, checked in list(ls.checks.items()):
+        if created or checked.reads & changed:
+            ls.check_now(ls.uri_of(path))
+
+
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: AgentLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
     ls.forget(params.text_document.uri)

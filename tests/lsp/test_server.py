@@ -266,3 +266,28 @@ async def test_a_cassette_and_a_test_file(client: LanguageClient) -> None:
     assert isinstance(cases, lsp.DocumentSymbol)
     assert [c.name for c in cases.children or []] == ["asks the helper"]
     await close(client, test)
+
+
+async def test_a_file_changed_on_disk_rechecks_the_files_reading_it(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    fragment = tmp_path / "_shared.yaml"
+    fragment.write_text("todos: maybe\n", encoding="utf-8")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("name: a\ninclude: [_shared.yaml]\nprompt: Hi.\n", encoding="utf-8")
+    target = agent.as_uri()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(target, "yaml", 1, agent.read_text(encoding="utf-8"))
+        )
+    )
+    (on_include,) = await published(client, target)
+    assert on_include.range.start.line == 1
+    fragment.write_text("todos: false\n", encoding="utf-8")
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(fragment.as_uri(), lsp.FileChangeType.Changed)]
+        )
+    )
+    assert await published(client, target) == []
+    await close(client, target)
