@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from contextvars import ContextVar
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
