@@ -18,7 +18,7 @@ from runner.errors import Problem, SpecError
 from runner.loader import display_path
 from runner.spec_errors import problems_from_validation
 from runner.testing.spec import TestFileSpec
-from runner.yamlsource import KeyPath, SourceMap, read_yaml
+from runner.yamlsource import KeyPath, SourceMap, SourceTooLarge, read_source, read_yaml
 
 __all__ = [
     "TEST_FILE_SUFFIXES",
@@ -62,7 +62,7 @@ def load_test_file(
     path = Path(path)
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
     except FileNotFoundError:
         raise SpecError(Problem(shown, 0, 0, "", "file not found")) from None
     except IsADirectoryError:
@@ -73,6 +73,8 @@ def load_test_file(
         ) from None
     except OSError as exc:
         raise SpecError(Problem(shown, 0, 0, "", f"cannot read: {exc.strerror}")) from None
+    except SourceTooLarge as exc:
+        raise SpecError(Problem(shown, 0, 0, "", str(exc))) from None
     doc = read_yaml(text, shown, os.environ if env is None else env)
     if doc.problems and doc.value is None:
         raise SpecError(sorted(doc.problems))
