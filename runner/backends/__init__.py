@@ -238,6 +238,7 @@ class _DirectoryNode(_Node):
                 timeout=spec.timeout,
                 max_timeout=max(spec.max_timeout, spec.timeout),
                 max_output_bytes=spec.max_output_bytes,
+                max_saved_output_bytes=spec.max_saved_output_bytes,
                 env=spec.env,
                 inherit_env=spec.inherit_env,
                 sandbox=spec.sandbox,
@@ -262,7 +263,8 @@ class _DirectoryNode(_Node):
             text += (
                 f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s (a call may ask "
                 f"for up to {max(spec.max_timeout, spec.timeout):g} s), output cap "
-                f"{spec.max_output_bytes:,} bytes, environment: {env}; sandbox: {self.sandbox()}"
+                f"{spec.max_output_bytes:,} bytes shown (head and tail), "
+                f"{spec.max_saved_output_bytes:,} saved, environment: {env}; sandbox: {self.sandbox()}"
             )
         return text
 

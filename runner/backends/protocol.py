@@ -150,11 +150,17 @@ class EditResult:
 
 @dataclass(frozen=True, slots=True)
 class ExecuteResult:
-    """Merged stdout and stderr; `exit_code` is None when the command was killed on timeout."""
+    """Merged stdout and stderr; `exit_code` is None when the command was killed on timeout.
+
+    `output` is what the model is shown: when it is `truncated` (cut to the backend's output
+    cap), `full_output` may hold the whole output (up to a larger cap), which the `execute` tool
+    saves to a file the model can read; a backend that keeps no more leaves it None.
+    """
 
     output: str
     exit_code: int | None
     truncated: bool
+    full_output: str | None = None
 
 
 @runtime_checkable

@@ -45,7 +45,7 @@ from runner.backends import (
     StateBackend,
     validate_path,
 )
-from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT
+from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT, cut_between
 from runner.backends.text import split_lines
 from runner.middleware.prompt import PromptSection
 from runner.tools.runtime import calling_message, harness_tool
@@ -96,7 +96,8 @@ TOOL_DESCRIPTIONS = {
         "Run a shell command in your workspace (the folder your files are in) and get its "
         "combined output and exit status. Use it for scripts, tests and builds. A command that "
         "runs longer than `timeout` seconds (default {timeout:g}; at most {max_timeout:g}) is "
-        "stopped: raise it for long builds. Very long output is cut off."
+        "stopped: raise it for long builds. Very long output shows its beginning and its end, "
+        "and the whole of it is saved to a file you can read."
     ),
 }
 
@@ -130,6 +131,10 @@ READ_LINE_CUT = (
 )
 NOTE_ROOM = 200  # characters kept free for the note after a page of read_file
 LIST_TRUNCATED = "\n... [{more:,} more not shown: narrow the path or the pattern]"
+OUTPUT_SAVED = (
+    "\n[The whole output ({size:,} bytes) is saved to {path}: read it in pages with read_file "
+    "(offset and limit), or search it with grep.]"
+)
 TOO_LARGE = """\
 This result was too large for your context ({size:,} characters), so it was saved to {path}.
 Read it in pages with read_file (offset and limit), or search it with grep.
@@ -678,14 +683,20 @@ class FilesystemMiddleware(AgentMiddleware):
         return _tool("grep", description, grep, agrep)
 
     def _execute_tool(self, description: str) -> BaseTool:
-        report = execution_report
-
         def execute(
             command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
         ) -> Result:
             def run() -> Result:
                 backend: Any = self.backend(runtime)
-                return report(backend.execute(command, timeout))
+                result = backend.execute(command, timeout)
+                path = self._output_file(result, runtime)
+                if path is None:
+                    return execution_report(result)
+                try:
+                    written = backend.write(path, result.full_output)
+                except (BackendError, OSError):
+                    return execution_report(result)
+                return self._saved_output(result, path, written, runtime)
 
             return self._guard(run, runtime, "execute")
 
@@ -694,11 +705,37 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 backend: Any = await self.abackend(runtime)
-                return report(await backend.aexecute(command, timeout))
+                result = await backend.aexecute(command, timeout)
+                path = self._output_file(result, runtime)
+                if path is None:
+                    return execution_report(result)
+                try:
+                    written = await backend.awrite(path, result.full_output)
+                except (BackendError, OSError):
+                    return execution_report(result)
+                return self._saved_output(result, path, written, runtime)
 
             return await self._aguard(run, runtime, "execute")
 
         return _tool("execute", description, execute, aexecute)
+
+    def _output_file(self, result: Any, runtime: ToolRuntime) -> str | None:
+        """Where the whole output of a command that was cut is saved (as large results are),
+        or None: nothing was cut, the backend kept no more, or eviction is off."""
+        if not result.truncated or result.full_output is None or self.evict_over is None:
+            return None
+        return f"{LARGE_RESULTS_DIR}/{sanitize_id(runtime.tool_call_id or 'execute')}"
+
+    def _saved_output(self, result: Any, path: str, written: Any, runtime: ToolRuntime) -> Result:
+        """The report of a cut command, pointing at the file with its whole output; its head and
+        tail are cut further to stay within the eviction budget (so it is not evicted again)."""
+        note = OUTPUT_SAVED.format(size=len(result.full_output.encode()), path=path)
+        text = execution_report(result)
+        budget = self.max_chars - len(note) - 100
+        if len(text) > budget:
+            half = max(budget // 2, 1)
+            text = cut_between(text[:half], text[-half:], len(text.encode()))
+        return self._updated(text + note, written.files_update, runtime, "execute")
 
     # ----------------------------------------------------------------------- eviction
 
@@ -771,7 +808,7 @@ def execution_report(result: Any) -> str:
         status = "succeeded" if result.exit_code == 0 else "failed"
         parts.append(f"[Command {status} with exit code {result.exit_code}]")
     if result.truncated:
-        parts.append("[Output was truncated due to size limits]")
+        parts.append("[Output was truncated due to size limits: its middle is not shown]")
     return "\n".join(p for p in parts if p)
 
 

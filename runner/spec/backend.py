@@ -69,7 +69,11 @@ class LocalShellBackendSpec(SpecModel):
     max_timeout: float = Field(default=3600, gt=0)
     """The longest `timeout` one `execute` call may ask for; longer requests get this."""
     max_output_bytes: int = Field(default=100_000, gt=0)
-    """Output beyond this many bytes is cut off and flagged as truncated."""
+    """The most output the agent is shown of one command: longer output shows its first and
+    last halves of this, and is flagged as truncated."""
+    max_saved_output_bytes: int = Field(default=10_000_000, gt=0)
+    """The most output of one command kept to be saved under `/large_tool_results/` when the
+    shown part is cut (head and tail again beyond this)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables added to the commands' environment."""
     inherit_env: bool = False

@@ -294,7 +294,7 @@ def test_execute_reports_the_exit_status_and_truncation(tmp_path: Path, mode: st
     model = scripted(
         [
             call("execute", command="echo hi; exit 3"),
-            call("execute", command="printf abcdefghijklmnop"),
+            call("execute", "cut", command="printf abcdefghijklmnop"),
             call("execute", command="true"),
             call("write_file", file_path="/made.txt", content="made"),
             call("execute", command="cat made.txt"),
@@ -303,12 +303,56 @@ def test_execute_reports_the_exit_status_and_truncation(tmp_path: Path, mode: st
     agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
     assert tool_texts(run(agent, "go", mode)["messages"]) == [
         "hi\n[Command failed with exit code 3]",
-        "abcdefghij\n[Command succeeded with exit code 0]\n[Output was truncated due to size "
-        "limits]",
+        "abcde\n... [6 bytes of output not shown] ...\nlmnop\n[Command succeeded with exit code 0]"
+        "\n[Output was truncated due to size limits: its middle is not shown]\n[The whole output "
+        "(16 bytes) is saved to /large_tool_results/cut: read it in pages with read_file (offset "
+        "and limit), or search it with grep.]",
         "[Command succeeded with exit code 0]",
         "Updated file /made.txt",
         "made\n[Command succeeded with exit code 0]",
     ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_long_output_shows_head_and_tail_and_the_whole_is_saved(tmp_path: Path, mode: str) -> None:
+    """`seq 1 30000` is ~170 KB: the answer shows its first and last lines within the eviction
+    budget, and the saved file holds all of it, down to the last line."""
+    backend = {"kind": "local_shell", "root_dir": "ws"}
+    model = scripted([call("execute", "long", command="seq 1 30000")])
+    agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
+    [answer] = tool_texts(run(agent, "go", mode)["messages"])
+    assert answer.startswith("1\n2\n3\n")
+    assert "\n29999\n30000\n[Command succeeded with exit code 0]" in answer
+    assert answer.endswith(
+        "[The whole output (168,894 bytes) is saved to /large_tool_results/long: read it in "
+        "pages with read_file (offset and limit), or search it with grep.]"
+    )
+    assert len(answer) <= 80_000  # within the eviction budget: not evicted again
+    saved = (tmp_path / "ws" / "large_tool_results" / "long").read_text()
+    assert saved == "".join(f"{n}\n" for n in range(1, 30001))
+
+
+def test_long_output_is_saved_where_large_results_are_routed(tmp_path: Path) -> None:
+    backend = {
+        "kind": "composite",
+        "default": {"kind": "local_shell", "root_dir": "ws"},
+        "routes": {"/large_tool_results/": "state"},
+    }
+    model = scripted([call("execute", "long", command="seq 1 30000")])
+    agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
+    files = run(agent, "go")["files"]
+    assert files["/large_tool_results/long"]["content"].endswith("29999\n30000\n")
+
+
+def test_with_eviction_off_long_output_is_only_cut(tmp_path: Path) -> None:
+    backend = {"kind": "local_shell", "root_dir": "ws", "max_output_bytes": 100}
+    model = scripted([call("execute", "long", command="seq 1 30000")])
+    spec = spec_file(tmp_path, backend=backend, filesystem={"evict_results_over_tokens": None})
+    agent = runner.build_agent(spec, model=model)
+    [answer] = tool_texts(run(agent, "go")["messages"])
+    assert "bytes of output not shown" in answer and "30000\n[Command succeeded" in answer
+    assert "saved" not in answer
+    assert not (tmp_path / "ws" / "large_tool_results").exists()
 
 
 def test_a_command_over_the_timeout_is_killed_and_says_so(tmp_path: Path) -> None:
