@@ -264,7 +264,8 @@ class _DirectoryNode(_Node):
                 f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s (a call may ask "
                 f"for up to {max(spec.max_timeout, spec.timeout):g} s), output cap "
                 f"{spec.max_output_bytes:,} bytes shown (head and tail), "
-                f"{spec.max_saved_output_bytes:,} saved, environment: {env}; sandbox: {self.sandbox()}"
+                f"{spec.max_saved_output_bytes:,} saved, environment: {env}; "
+                f"sandbox: {self.sandbox()}"
             )
         return text
 
