@@ -170,8 +170,9 @@ class Backend(Protocol):
     Every method raises `BackendError` for a request the agent can correct. `read` takes a 0-based
     line `offset` and a line `limit`; `read_bytes` returns a whole file as it is stored (images),
     refusing one over `max_bytes`; `write` only creates; `edit` replaces exact text; `glob`
-    supports `**` and returns files sorted by path; `grep` searches LITERAL text line by line and
-    returns matches sorted by path, then line.
+    supports `**` and returns files sorted by path; `grep` searches LITERAL text line by line (a
+    Python regular expression searched in each line when `regex` is true; an invalid one is a
+    `BackendError`) and returns matches sorted by path, then line.
     """
 
     def ls(self, path: str) -> list[FileInfo]: ...
@@ -189,7 +190,7 @@ class Backend(Protocol):
     def glob(self, pattern: str, path: str = "/") -> list[FileInfo]: ...
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]: ...
 
     async def als(self, path: str) -> list[FileInfo]: ...
@@ -207,7 +208,7 @@ class Backend(Protocol):
     async def aglob(self, pattern: str, path: str = "/") -> list[FileInfo]: ...
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]: ...
 
 

@@ -87,10 +87,13 @@ TOOL_DESCRIPTIONS = {
         "paths, sorted."
     ),
     "grep": (
-        "Search file contents for LITERAL text (not a regular expression). `path` limits the "
+        "Search file contents, line by line, for LITERAL text by default; with `regex` true, "
+        "`pattern` is a Python regular expression searched in each line. `path` limits the "
         "search to a folder or a file; `glob` to file names matching a pattern (e.g. `*.md`). "
         "`output_mode`: `files_with_matches` (default) lists the files, `content` shows each "
-        "matching line as `path:line: text`, `count` gives the matching lines per file."
+        "matching line as `path:line: text` with `context_lines` lines (default 2) before and "
+        "after it as `path-line- text` and `--` between groups, `count` gives the matching "
+        "lines per file."
     ),
     "execute": (
         "Run a shell command in your workspace (the folder your files are in) and get its "
@@ -251,17 +254,87 @@ def format_grep(matches: list[GrepMatch], mode: str) -> list[str]:
     return list(counts)
 
 
+DEFAULT_CONTEXT_LINES = 2
+"""Lines shown before and after each match in grep's `content` mode, unless the call asks."""
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """Matches of one file close enough to share their context: lines `first`..`last`."""
+
+    path: str
+    first: int
+    last: int
+    matches: list[GrepMatch]
+
+
+def context_windows(matches: list[GrepMatch], context: int) -> list[ContextWindow]:
+    """The matches (sorted by path, then line) grouped into the line ranges shown around them:
+    ranges that overlap or touch are merged, as grep -C merges them."""
+    windows: list[ContextWindow] = []
+    for match in matches:
+        first, last = max(1, match.line - context), match.line + context
+        previous = windows[-1] if windows else None
+        if previous is not None and previous.path == match.path and first <= previous.last + 1:
+            windows[-1] = ContextWindow(
+                match.path, previous.first, last, [*previous.matches, match]
+            )
+        else:
+            windows.append(ContextWindow(match.path, first, last, [match]))
+    return windows
+
+
+def _window_text(read: Callable[..., Any], window: ContextWindow) -> list[str] | None:
+    """The lines of `window` as `read` gives them, or None when the file cannot be read now."""
+    try:
+        return _lines_of(read(window.path, window.first - 1, window.last - window.first + 1))
+    except (BackendError, OSError):
+        return None
+
+
+async def _awindow_text(
+    read: Callable[..., Awaitable[Any]], window: ContextWindow
+) -> list[str] | None:
+    try:
+        return _lines_of(await read(window.path, window.first - 1, window.last - window.first + 1))
+    except (BackendError, OSError):
+        return None
+
+
+def _lines_of(result: Any) -> list[str]:
+    return [line.removesuffix("\r") for line in result.content.split("\n")]
+
+
+def format_context(windows: list[ContextWindow], texts: list[list[str] | None]) -> list[str]:
+    """grep -C style rows: `path:12: text` for a matching line, `path-13- text` for a line of
+    context, `--` between windows. A window whose file was not read (beyond the budget, or gone)
+    shows its matching lines only."""
+    rows: list[str] = []
+    for index, window in enumerate(windows):
+        if index:
+            rows.append("--")
+        lines = texts[index] if index < len(texts) else None
+        if lines is None:
+            rows.extend(f"{m.path}:{m.line}: {m.text}" for m in window.matches)
+            continue
+        matched = {m.line for m in window.matches}
+        for number, text in enumerate(lines, start=window.first):
+            mark = ":" if number in matched else "-"
+            rows.append(f"{window.path}{mark}{number}{mark} {text}")
+    return rows
+
+
 REGEX_SYNTAX = re.compile(r"[\\^$|*+?()\[\]{}]")
 LITERAL_NOTE = (
-    " (grep searches for the pattern as literal text, not as a regular expression; to find "
-    "text around these characters, search for a plain piece of it)"
+    " (grep searched for the pattern as literal text; to search for a regular expression, "
+    "call grep again with regex true)"
 )
 
 
-def no_matches(pattern: str) -> str:
-    """grep's answer when nothing matched; when the pattern looks like a regular expression,
-    it says the search was literal, so the model does not conclude the text is absent."""
-    note = LITERAL_NOTE if REGEX_SYNTAX.search(pattern) else ""
+def no_matches(pattern: str, regex: bool = False) -> str:
+    """grep's answer when nothing matched; when the pattern looks like a regular expression
+    but was searched literally, it says so, so the model does not conclude the text is absent."""
+    note = LITERAL_NOTE if not regex and REGEX_SYNTAX.search(pattern) else ""
     return f"No matches for {pattern!r}{note}"
 
 
@@ -309,11 +382,19 @@ NewString = Annotated[str, "The text to put in its place"]
 ReplaceAll = Annotated[bool, "Replace every occurrence instead of exactly one"]
 Pattern = Annotated[str, "Glob pattern, e.g. **/*.md"]
 BaseDir = Annotated[str, "Folder to search under (absolute)"]
-GrepText = Annotated[str, "The text to find (literal, not a regular expression)"]
+GrepText = Annotated[
+    str, "The text to find: literal text, or a regular expression when `regex` is true"
+]
 GrepPath = Annotated[str | None, "Folder or file to search (absolute); everything when absent"]
 GrepGlob = Annotated[str | None, "Only files whose name matches this pattern, e.g. *.py"]
 GrepMode = Annotated[
     Literal["files_with_matches", "content", "count"], "files_with_matches, content, or count"
+]
+GrepContext = Annotated[
+    int, "In content mode: how many lines to show before and after each match (0 for none)"
+]
+GrepRegex = Annotated[
+    bool, "Search for `pattern` as a Python regular expression instead of literal text"
 ]
 ShellCommand = Annotated[str, "The shell command to run"]
 ShellTimeout = Annotated[
@@ -645,9 +726,9 @@ class FilesystemMiddleware(AgentMiddleware):
         return _tool("glob", description, glob, aglob)
 
     def _grep_tool(self, description: str) -> BaseTool:
-        def found(matches: list[GrepMatch], pattern: str, mode: str) -> str:
+        def found(matches: list[GrepMatch], pattern: str, mode: str, regex: bool) -> str:
             if not matches:
-                return no_matches(pattern)
+                return no_matches(pattern, regex)
             return truncate_lines(format_grep(matches, mode), self.max_chars)
 
         def grep(
@@ -656,10 +737,18 @@ class FilesystemMiddleware(AgentMiddleware):
             path: GrepPath = None,
             glob: GrepGlob = None,
             output_mode: GrepMode = "files_with_matches",
+            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
+            regex: GrepRegex = False,
         ) -> Result:
             def run() -> Result:
                 base = validate_path(path) if path is not None else None
-                return found(self.backend(runtime).grep(pattern, base, glob), pattern, output_mode)
+                backend = self.backend(runtime)
+                matches = backend.grep(pattern, base, glob, regex)
+                if output_mode != "content" or context_lines <= 0 or not matches:
+                    return found(matches, pattern, output_mode, regex)
+                windows = context_windows(matches, context_lines)
+                texts = [_window_text(backend.read, w) for w in self._within_budget(windows)]
+                return truncate_lines(format_context(windows, texts), self.max_chars)
 
             return self._guard(run, runtime, "grep")
 
@@ -669,18 +758,35 @@ class FilesystemMiddleware(AgentMiddleware):
             path: GrepPath = None,
             glob: GrepGlob = None,
             output_mode: GrepMode = "files_with_matches",
+            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
+            regex: GrepRegex = False,
         ) -> Result:
             async def run() -> Result:
                 base = validate_path(path) if path is not None else None
-                return found(
-                    await (await self.abackend(runtime)).agrep(pattern, base, glob),
-                    pattern,
-                    output_mode,
-                )
+                backend = await self.abackend(runtime)
+                matches = await backend.agrep(pattern, base, glob, regex)
+                if output_mode != "content" or context_lines <= 0 or not matches:
+                    return found(matches, pattern, output_mode, regex)
+                windows = context_windows(matches, context_lines)
+                texts = [
+                    await _awindow_text(backend.aread, w) for w in self._within_budget(windows)
+                ]
+                return truncate_lines(format_context(windows, texts), self.max_chars)
 
             return await self._aguard(run, runtime, "grep")
 
         return _tool("grep", description, grep, agrep)
+
+    def _within_budget(self, windows: list[ContextWindow]) -> list[ContextWindow]:
+        """The first windows whose lines can fit in one answer: only those are read for their
+        context (the answer is cut at the budget anyway, so reading more would be wasted)."""
+        kept, used = [], 0
+        for window in windows:
+            if used > self.max_chars:
+                break
+            kept.append(window)
+            used += sum(len(m.path) + len(m.text) + 12 for m in window.matches)
+        return kept
 
     def _execute_tool(self, description: str) -> BaseTool:
         def execute(

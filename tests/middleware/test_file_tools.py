@@ -108,16 +108,39 @@ SESSION: list[tuple[dict[str, Any], str]] = [
     (call("grep", pattern="t"), "/notes/a.md\n/notes/deep/b.txt"),
     (
         call("grep", pattern="t", output_mode="content"),
+        "/notes/a.md-1- ALPHA\n/notes/a.md:2: beta 2\n/notes/a.md-3- gamma 2\n--\n"
+        "/notes/deep/b.txt:1: two\n/notes/deep/b.txt:2: three\n/notes/deep/b.txt:3: two again",
+    ),
+    (
+        call("grep", pattern="t", output_mode="content", context_lines=0),
         "/notes/a.md:2: beta 2\n/notes/deep/b.txt:1: two\n/notes/deep/b.txt:2: three\n"
         "/notes/deep/b.txt:3: two again",
     ),
+    (
+        call("grep", pattern="^t.o", regex=True, output_mode="content", context_lines=0),
+        "/notes/deep/b.txt:1: two\n/notes/deep/b.txt:3: two again",
+    ),
+    (
+        call("grep", pattern="^t.o", output_mode="count"),
+        "No matches for '^t.o' (grep searched "
+        "for the pattern as literal text; to search for a regular expression, call grep again with "
+        "regex true)",
+    ),
+    (
+        call("grep", pattern="(", regex=True),
+        "Error: The grep pattern is not a valid regular expression (missing ), unterminated "
+        "subpattern at position 0); fix it, or search for literal text with regex false",
+    ),
     (call("grep", pattern="t", output_mode="count"), "/notes/a.md: 1\n/notes/deep/b.txt: 3"),
     (call("grep", pattern="two", glob="*.txt", output_mode="count"), "/notes/deep/b.txt: 2"),
-    (call("grep", pattern="t", path="/notes/a.md", output_mode="content"), "/notes/a.md:2: beta 2"),
+    (
+        call("grep", pattern="t", path="/notes/a.md", output_mode="content"),
+        "/notes/a.md-1- ALPHA\n/notes/a.md:2: beta 2\n/notes/a.md-3- gamma 2",
+    ),
     (
         call("grep", pattern="(", path="/notes"),
-        "No matches for '(' (grep searches for the pattern as literal text, not as a regular "
-        "expression; to find text around these characters, search for a plain piece of it)",
+        "No matches for '(' (grep searched for the pattern as literal text; to search for a "
+        "regular expression, call grep again with regex true)",
     ),
     (call("grep", pattern="a.md", path="/notes"), "No matches for 'a.md'"),
     (
@@ -642,3 +665,39 @@ def test_parallel_changes_to_one_real_file_run_one_at_a_time(
     texts = tool_texts(run(agent, "go", mode)["messages"])
     assert texts[1:9] == ["Successfully replaced 1 instance(s) of the string in /a.md"] * 8
     assert texts[9] == "\n".join(f"{i + 1:>6}\tLINE {i}" for i in range(8))
+
+
+def test_grep_context_windows_merge_when_they_touch(tmp_path: Path) -> None:
+    """Matches a few lines apart share one group; a file's first and last lines bound it."""
+    text = "".join(f"line {n}{' hit' if n in (1, 5, 12) else ''}\n" for n in range(1, 14))
+    model = scripted(
+        [
+            call("write_file", file_path="/log.txt", content=text),
+            call("grep", pattern="hit", output_mode="content"),
+            call("grep", pattern="hit", output_mode="content", context_lines=1),
+        ]
+    )
+    agent = runner.build_agent(spec_file(tmp_path), model=model)
+    answers = tool_texts(run(agent, "go")["messages"])[1:]
+    assert answers[0].splitlines() == [
+        "/log.txt:1: line 1 hit",
+        *(f"/log.txt-{n}- line {n}" for n in range(2, 5)),
+        "/log.txt:5: line 5 hit",
+        *(f"/log.txt-{n}- line {n}" for n in range(6, 8)),
+        "--",
+        *(f"/log.txt-{n}- line {n}" for n in range(10, 12)),
+        "/log.txt:12: line 12 hit",
+        "/log.txt-13- line 13",
+    ]
+    assert answers[1].splitlines() == [
+        "/log.txt:1: line 1 hit",
+        "/log.txt-2- line 2",
+        "--",
+        "/log.txt-4- line 4",
+        "/log.txt:5: line 5 hit",
+        "/log.txt-6- line 6",
+        "--",
+        "/log.txt-11- line 11",
+        "/log.txt:12: line 12 hit",
+        "/log.txt-13- line 13",
+    ]
