@@ -163,7 +163,9 @@ def subagent_middleware(
             # and resume with the parent's thread.
             graph = build_graph(sub.agent, checkpointer=None, store=store)
         subagents.append(Subagent(sub.name, sub.description, graph, sub.kind))
-    return SubAgentMiddleware(subagents)
+    return SubAgentMiddleware(
+        subagents, task_description=getattr(agent.spec, "task_description", None)
+    )
 
 
 def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
