@@ -228,7 +228,7 @@ before you start, and follow it; it may point to more files in its folder.
 
 def _sentence(text: str) -> str:
     """`text` ending as a sentence does, so what is listed after it does not run into it."""
-    return text if text.endswith((".", "!", "?", "。", "！", "？", ":")) else text + "."
+    return text if text.endswith((".", "!", "?", ":", "\u3002", "\uff01", "\uff1f")) else text + "."
 
 
 def skills_section(skills: Iterable[Skill]) -> str | None:
