@@ -7,6 +7,13 @@ messages are kept (default: 10% of the window, else 6 messages), never splitting
 from its ToolMessages. Before anything is replaced, the full text of the replaced messages is
 appended to `<history_dir><thread id>.md` on the agent's backend, and the summary says where.
 
+The summary is not the user speaking (seed 004 shows it as a system message): it is kept in the
+conversation as a `SystemMessage` marked `agentctl_summary`, where the replaced messages were, and
+an exported thread shows it as the summary. On every model call it is sent as context: appended
+to the system prompt, with the kept messages after it (when those start with the agent's own
+turn, a one-line user turn asking it to continue comes first, since providers expect a
+conversation to open with the user).
+
 It runs inside the model call (`wrap_model_call`), not as a graph node of its own, and counts
 tokens (4 characters each) once per message, caching the count by message id, and the total of
 the conversation as it was at the last call, so a long conversation pays neither a recount nor a
@@ -33,13 +40,15 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     RemoveMessage,
+    SystemMessage,
     get_buffer_string,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from runner.backends import Backend, BackendError, BackendProvider
-from runner.events import SUMMARY_TAG
+from runner.events import SUMMARY_KEY, SUMMARY_TAG, is_summary
+from runner.middleware.prompt import append_to_system_message
 
 log = logging.getLogger("agentctl")
 
@@ -79,6 +88,26 @@ SUMMARY_MESSAGE = """\
 
 (The {count} messages this replaces are saved in full in {path}; read it with read_file if you
 need a detail the summary lacks.)"""
+
+
+CONTINUE_AFTER_SUMMARY = "(Continue from the summary of the conversation so far.)"
+"""The user turn sent, in what the model is sent only, when the messages kept after a summary
+start with the agent's own turn."""
+
+
+def summary_as_context(request: ModelRequest) -> ModelRequest:
+    """`request` with a summary at the head of its messages moved into its system message: the
+    model reads it as context, not as something the user said."""
+    messages = request.messages
+    if not messages or not is_summary(messages[0]):
+        return request
+    system = request.system_message or SystemMessage(content="")
+    rest = list(messages[1:])
+    if not rest or rest[0].type != "human":
+        rest.insert(0, HumanMessage(content=CONTINUE_AFTER_SUMMARY))
+    return request.override(
+        system_message=append_to_system_message(system, messages[0].text), messages=rest
+    )
 
 
 IMAGE_TOKENS = 1_600
@@ -299,9 +328,9 @@ class SummarizationMiddleware(AgentMiddleware):
         return [HumanMessage(content=SUMMARY_PROMPT.format(conversation=conversation))]
 
     @staticmethod
-    def _summary_message(summary: str, count: int, path: str) -> HumanMessage:
+    def _summary_message(summary: str, count: int, path: str) -> SystemMessage:
         text = SUMMARY_MESSAGE.format(summary=summary.strip(), count=count, path=path)
-        return HumanMessage(content=text, additional_kwargs={"agentctl_summary": True})
+        return SystemMessage(content=text, additional_kwargs={SUMMARY_KEY: True})
 
     @staticmethod
     def _finish(response: Any, new_history: list[AnyMessage], files_update: Any) -> Any:
@@ -329,7 +358,7 @@ class SummarizationMiddleware(AgentMiddleware):
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         plan = self._plan(request) if self.should_summarize(request) else None
         if plan is None:
-            return handler(request)
+            return handler(summary_as_context(request))
         old, kept = plan
         path = self._history_path()
         files_update = None
@@ -341,7 +370,7 @@ class SummarizationMiddleware(AgentMiddleware):
             log.warning("could not save the conversation history to %s: %s", path, exc)
         summary = self.model.invoke(self._prompt(old), config={"tags": [SUMMARY_TAG]})
         new_history: list[AnyMessage] = [self._summary_message(summary.text, len(old), path), *kept]
-        response = handler(request.override(messages=new_history))
+        response = handler(summary_as_context(request.override(messages=new_history)))
         return self._finish(response, new_history, files_update)
 
     async def awrap_model_call(
@@ -349,7 +378,7 @@ class SummarizationMiddleware(AgentMiddleware):
     ) -> Any:
         plan = self._plan(request) if self.should_summarize(request) else None
         if plan is None:
-            return await handler(request)
+            return await handler(summary_as_context(request))
         old, kept = plan
         path = self._history_path()
         files_update = None
@@ -360,5 +389,5 @@ class SummarizationMiddleware(AgentMiddleware):
             log.warning("could not save the conversation history to %s: %s", path, exc)
         summary = await self.model.ainvoke(self._prompt(old), config={"tags": [SUMMARY_TAG]})
         new_history: list[AnyMessage] = [self._summary_message(summary.text, len(old), path), *kept]
-        response = await handler(request.override(messages=new_history))
+        response = await handler(summary_as_context(request.override(messages=new_history)))
         return self._finish(response, new_history, files_update)
