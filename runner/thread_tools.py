@@ -147,7 +147,6 @@ def message_records(messages: list[Any]) -> list[dict[str, Any]]:
     return records
 
 
-
 def tool_call_records(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each tool call joined with its result: `id`, `name`, `args`, `result` (None while it has
     none), `status`, `message_index` (of the assistant message that made it)."""
