@@ -768,15 +768,17 @@ class Resolver:
                     locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
                 )
         summarizer: Any = None
+        summarizer_window = None
         summary_agent = f"{name}/summary"
         if settings.model is not None:
-            summarizer = self.model_for(
+            summary_model = self.model_for(
                 settings.model,
                 agent=summary_agent,
                 is_main=False,
                 at=(*where, "summarization", "model"),
                 locator=locator,
-            ).chat_model
+            )
+            summarizer, summarizer_window = summary_model.chat_model, summary_model.context_window
         elif self.with_models and model.provider == "replay":
             summarizer = self._init(
                 model.id,
@@ -794,6 +796,7 @@ class Resolver:
             keep=keep,
             context_window=window,
             history_dir=settings.history_dir,
+            summarizer_window=summarizer_window,
         )
 
     def _filesystem(

@@ -58,6 +58,11 @@ DEFAULT_TRIGGER_TOKENS = 170_000
 DEFAULT_KEEP_FRACTION = 0.10
 DEFAULT_KEEP_MESSAGES = 6
 MAX_SUMMARIZER_INPUT_TOKENS = 100_000
+"""The conversation the summarizer reads, in tokens, when its model's context window is unknown."""
+SUMMARIZER_INPUT_SHARE = 0.6
+"""With a known window, the share of it the conversation may take in the summarizer's request:
+the rest holds the instructions, the summary it writes, and the error of counting 4 characters
+per token (real tokenizers often need more tokens for code or other languages)."""
 _CACHE_LIMIT = 100_000
 
 Threshold = tuple[str, float]
@@ -164,6 +169,15 @@ def cut_point(
     return cut
 
 
+def summarizer_input_tokens(window: int | None) -> int:
+    """How many tokens of conversation the summarizer is given: a share of its model's context
+    window when that is known, so the summarization request itself fits it."""
+    if not window:
+        return MAX_SUMMARIZER_INPUT_TOKENS
+    instructions = len(SUMMARY_PROMPT) // CHARS_PER_TOKEN
+    return max(int(window * SUMMARIZER_INPUT_SHARE) - instructions, 256)
+
+
 def _trim_for_summarizer(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
@@ -185,13 +199,17 @@ class SummarizationMiddleware(AgentMiddleware):
         keep: Threshold,
         context_window: int | None,
         history_dir: str = "/conversation_history/",
+        summarizer_window: int | None = None,
     ) -> None:
+        """`summarizer_window`: the context window of the summarizer's model when it is not the
+        agent's (the agent's `context_window` otherwise); the summarizer's input is cut to fit."""
         super().__init__()
         self.model = model
         self.provider = provider
         self.trigger = trigger
         self.keep = keep
         self.window = context_window
+        self.summarizer_input_tokens = summarizer_input_tokens(summarizer_window or context_window)
         self.history_dir = history_dir if history_dir.endswith("/") else history_dir + "/"
         self._counts: dict[str, tuple[tuple[int, tuple[int, ...]], int]] = {}
         self._static: dict[int, int] = {}
@@ -323,7 +341,7 @@ class SummarizationMiddleware(AgentMiddleware):
 
     def _prompt(self, old: list[AnyMessage]) -> list[BaseMessage]:
         conversation = _trim_for_summarizer(
-            get_buffer_string(old), MAX_SUMMARIZER_INPUT_TOKENS * CHARS_PER_TOKEN
+            get_buffer_string(old), self.summarizer_input_tokens * CHARS_PER_TOKEN
         )
         return [HumanMessage(content=SUMMARY_PROMPT.format(conversation=conversation))]
 
