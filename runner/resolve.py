@@ -66,6 +66,8 @@ class ResolvedModel:
     images: bool | None = None
     """Whether tool results may carry images for it: the spec's `images`, else the model
     profile's `image_tool_message`; None when neither says (then: no)."""
+    parse_text_tool_calls: bool = False
+    """Run tool calls written out as a reply's text (see `runner.middleware.replies`)."""
     chat_model: BaseChatModel | None = None
     fallbacks: list[BaseChatModel] = field(default_factory=list)
     prices: dict[str, PriceSpec] = field(default_factory=dict)
@@ -278,6 +280,7 @@ class Resolver:
             context_window=spec_model.context_window,
             images=spec_model.images,
             prices=_prices(spec_model),
+            parse_text_tool_calls=spec_model.parse_text_tool_calls,
         )
         fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
         resolved = self._instantiate(
@@ -306,6 +309,7 @@ class Resolver:
             fallback_ids=parent.fallback_ids,
             context_window=parent.context_window,
             images=parent.images,
+            parse_text_tool_calls=parent.parse_text_tool_calls,
             chat_model=parent.chat_model,
             fallbacks=list(parent.fallbacks),
             prices=dict(parent.prices),
@@ -604,7 +608,7 @@ class Resolver:
                     else None
                 ),
                 "permissions": permissions,
-                "replies": ReplyCheckMiddleware(),
+                "replies": ReplyCheckMiddleware(parse_text_tool_calls=model.parse_text_tool_calls),
                 "summarization": self._summarization(core, name, model, backend, where, locator),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(
