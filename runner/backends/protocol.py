@@ -13,6 +13,17 @@ Exception
 
 A `BackendError` is not a bug and not a `RunnerError`: the tool layer returns `f"Error: {exc}"` to
 the model, which reads it and tries again. Anything else raised by a backend is a real failure.
+
+Backends of your own (a remote sandbox: Daytona, Modal, E2B, ...) plug in without a change to
+agentctl: `backend: {import: my_pkg.sandboxes:make, args: {...}}` in the YAML (a factory called
+with `args`, or the backend object itself), or `runner.build_agent(spec, backend=obj)`. The object
+must have every method of `Backend` (sync and async; `grep` takes `regex`), and `execute` /
+`aexecute` too (`SandboxBackend`) for the agent to get the `execute` tool; this is checked when
+the agent is built, with an error naming what is missing. `runner.backends.base.SyncBackend`
+gives the async twins of sync methods. The object is used for every call of every thread, so a
+per-thread sandbox is the object's own business (keyed by `runner.backends.current_thread_id()`).
+Paths arrive validated (absolute, normalised, no `..`); results are the dataclasses below;
+`ExecuteResult.full_output` may carry the whole output of a command whose `output` was cut.
 """
 
 from __future__ import annotations
