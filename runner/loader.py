@@ -32,7 +32,7 @@ from runner.spec import (
     import_ref_is_file,
 )
 from runner.spec.agent import AgentCore
-from runner.spec.backend import backend_leaves
+from runner.spec.backend import ImportBackendSpec, backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
 from runner.spec_errors import problems_from_validation
@@ -478,6 +478,8 @@ class _Loader:
                     )
         if core.backend is not None:
             for leaf, leaf_at in backend_leaves(core.backend, (*where, "backend")):
+                if isinstance(leaf, ImportBackendSpec):
+                    leaf.import_ = self._import_ref(leaf.import_, smap, (*leaf_at, "import"))
                 if isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):
                     leaf.root_dir = str(
                         _host_path(leaf.root_dir, _base_dir(smap, (*leaf_at, "root_dir")))

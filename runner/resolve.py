@@ -67,6 +67,8 @@ class ResolvedModel:
     images: bool | None = None
     """Whether tool results may carry images for it: the spec's `images`, else the model
     profile's `image_tool_message`; None when neither says (then: no)."""
+    parse_text_tool_calls: bool = False
+    """Run tool calls written out as a reply's text (see `runner.middleware.replies`)."""
     chat_model: BaseChatModel | None = None
     fallbacks: list[BaseChatModel] = field(default_factory=list)
     prices: dict[str, PriceSpec] = field(default_factory=dict)
@@ -182,7 +184,11 @@ class Resolver:
         model: str | BaseChatModel | None = None,
         with_models: bool = True,
         local_context: LocalContext | None = None,
+        backend: Any = None,
     ) -> None:
+        """`backend`: a backend object (implementing `runner.backends.protocol.Backend`) that
+        replaces the main agent's `backend:`, e.g. a remote sandbox made in Python."""
+        self.backend_override = backend
         self.model_override = model
         self.with_models = with_models
         self.local_context = local_context
@@ -282,6 +288,7 @@ class Resolver:
             context_window=spec_model.context_window,
             images=spec_model.images,
             prices=_prices(spec_model),
+            parse_text_tool_calls=spec_model.parse_text_tool_calls,
         )
         fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
         resolved = self._instantiate(
@@ -310,6 +317,7 @@ class Resolver:
             fallback_ids=parent.fallback_ids,
             context_window=parent.context_window,
             images=parent.images,
+            parse_text_tool_calls=parent.parse_text_tool_calls,
             chat_model=parent.chat_model,
             fallbacks=list(parent.fallbacks),
             prices=dict(parent.prices),
@@ -608,7 +616,7 @@ class Resolver:
                     else None
                 ),
                 "permissions": permissions,
-                "replies": ReplyCheckMiddleware(),
+                "replies": ReplyCheckMiddleware(parse_text_tool_calls=model.parse_text_tool_calls),
                 "summarization": self._summarization(core, name, model, backend, where, locator),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(
@@ -644,17 +652,54 @@ class Resolver:
         self, core: AgentCore, where: KeyPath, locator: Locator, parent: ResolvedAgent | None
     ) -> BackendProvider:
         """The agent's own backend, else its parent's (so files are shared), else `state`."""
-        from runner.backends import provider_from_spec
+        from runner.backends import (
+            checked_backend,
+            protocol_gaps,
+            provider_from_backend,
+            provider_from_spec,
+        )
         from runner.backends.sandbox import sandbox_problems
+        from runner.spec.backend import backend_leaves
+        from runner.tools.imports import import_object
 
+        if parent is None and self.backend_override is not None:
+            try:
+                return provider_from_backend(self.backend_override)
+            except BuildError as exc:
+                raise BuildError(str(exc)) from None
         if core.backend is None and parent is not None and parent.backend is not None:
             return parent.backend
         if core.backend is not None:
             for at, message in sandbox_problems(core.backend, (*where, "backend")):
                 raise ResolutionError.at(locator(at, message))
+        leaves = {
+            id(leaf): at
+            for leaf, at in (
+                backend_leaves(core.backend, (*where, "backend")) if core.backend else ()
+            )
+        }
+
+        def load(spec: Any) -> Any:
+            """The object an `import` backend names: called with `args` unless it already
+            is a backend."""
+            at = leaves.get(id(spec), (*where, "backend"))
+            obj = import_object(spec.import_, lambda m: locator((*at, "import"), m))
+            if protocol_gaps(obj) and callable(obj):
+                try:
+                    obj = obj(**spec.args)
+                except Exception as exc:
+                    message = f"calling {spec.import_} raised {type(exc).__name__}: {exc}"
+                    raise ResolutionError.at(locator((*at, "import"), message)) from None
+            try:
+                return checked_backend(obj, spec.import_)
+            except BuildError as exc:
+                raise BuildError.at(locator((*at, "import"), str(exc))) from None
+
         try:
-            return provider_from_spec(core.backend)
+            return provider_from_spec(core.backend, load)
         except BuildError as exc:
+            if exc.problem is not None:  # located already (an `import` backend)
+                raise
             raise BuildError.at(locator((*where, "backend"), str(exc))) from None
 
     def _memory_and_skills(
@@ -774,15 +819,17 @@ class Resolver:
                     locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
                 )
         summarizer: Any = None
+        summarizer_window = None
         summary_agent = f"{name}/summary"
         if settings.model is not None:
-            summarizer = self.model_for(
+            summary_model = self.model_for(
                 settings.model,
                 agent=summary_agent,
                 is_main=False,
                 at=(*where, "summarization", "model"),
                 locator=locator,
-            ).chat_model
+            )
+            summarizer, summarizer_window = summary_model.chat_model, summary_model.context_window
         elif self.with_models and model.provider == "replay":
             summarizer = self._init(
                 model.id,
@@ -800,6 +847,7 @@ class Resolver:
             keep=keep,
             context_window=window,
             history_dir=settings.history_dir,
+            summarizer_window=summarizer_window,
         )
 
     def _filesystem(

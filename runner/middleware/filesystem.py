@@ -45,7 +45,7 @@ from runner.backends import (
     StateBackend,
     validate_path,
 )
-from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT
+from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT, cut_between
 from runner.backends.text import split_lines
 from runner.middleware.prompt import PromptSection
 from runner.tools.runtime import calling_message, harness_tool
@@ -87,16 +87,20 @@ TOOL_DESCRIPTIONS = {
         "paths, sorted."
     ),
     "grep": (
-        "Search file contents for LITERAL text (not a regular expression). `path` limits the "
+        "Search file contents, line by line, for LITERAL text by default; with `regex` true, "
+        "`pattern` is a Python regular expression searched in each line. `path` limits the "
         "search to a folder or a file; `glob` to file names matching a pattern (e.g. `*.md`). "
         "`output_mode`: `files_with_matches` (default) lists the files, `content` shows each "
-        "matching line as `path:line: text`, `count` gives the matching lines per file."
+        "matching line as `path:line: text` with `context_lines` lines (default 2) before and "
+        "after it as `path-line- text` and `--` between groups, `count` gives the matching "
+        "lines per file."
     ),
     "execute": (
         "Run a shell command in your workspace (the folder your files are in) and get its "
         "combined output and exit status. Use it for scripts, tests and builds. A command that "
         "runs longer than `timeout` seconds (default {timeout:g}; at most {max_timeout:g}) is "
-        "stopped: raise it for long builds. Very long output is cut off."
+        "stopped: raise it for long builds. Very long output shows its beginning and its end, "
+        "and the whole of it is saved to a file you can read."
     ),
 }
 
@@ -130,6 +134,10 @@ READ_LINE_CUT = (
 )
 NOTE_ROOM = 200  # characters kept free for the note after a page of read_file
 LIST_TRUNCATED = "\n... [{more:,} more not shown: narrow the path or the pattern]"
+OUTPUT_SAVED = (
+    "\n[The whole output ({size:,} bytes) is saved to {path}: read it in pages with read_file "
+    "(offset and limit), or search it with grep.]"
+)
 TOO_LARGE = """\
 This result was too large for your context ({size:,} characters), so it was saved to {path}.
 Read it in pages with read_file (offset and limit), or search it with grep.
@@ -246,17 +254,87 @@ def format_grep(matches: list[GrepMatch], mode: str) -> list[str]:
     return list(counts)
 
 
+DEFAULT_CONTEXT_LINES = 2
+"""Lines shown before and after each match in grep's `content` mode, unless the call asks."""
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """Matches of one file close enough to share their context: lines `first`..`last`."""
+
+    path: str
+    first: int
+    last: int
+    matches: list[GrepMatch]
+
+
+def context_windows(matches: list[GrepMatch], context: int) -> list[ContextWindow]:
+    """The matches (sorted by path, then line) grouped into the line ranges shown around them:
+    ranges that overlap or touch are merged, as grep -C merges them."""
+    windows: list[ContextWindow] = []
+    for match in matches:
+        first, last = max(1, match.line - context), match.line + context
+        previous = windows[-1] if windows else None
+        if previous is not None and previous.path == match.path and first <= previous.last + 1:
+            windows[-1] = ContextWindow(
+                match.path, previous.first, last, [*previous.matches, match]
+            )
+        else:
+            windows.append(ContextWindow(match.path, first, last, [match]))
+    return windows
+
+
+def _window_text(read: Callable[..., Any], window: ContextWindow) -> list[str] | None:
+    """The lines of `window` as `read` gives them, or None when the file cannot be read now."""
+    try:
+        return _lines_of(read(window.path, window.first - 1, window.last - window.first + 1))
+    except (BackendError, OSError):
+        return None
+
+
+async def _awindow_text(
+    read: Callable[..., Awaitable[Any]], window: ContextWindow
+) -> list[str] | None:
+    try:
+        return _lines_of(await read(window.path, window.first - 1, window.last - window.first + 1))
+    except (BackendError, OSError):
+        return None
+
+
+def _lines_of(result: Any) -> list[str]:
+    return [line.removesuffix("\r") for line in result.content.split("\n")]
+
+
+def format_context(windows: list[ContextWindow], texts: list[list[str] | None]) -> list[str]:
+    """grep -C style rows: `path:12: text` for a matching line, `path-13- text` for a line of
+    context, `--` between windows. A window whose file was not read (beyond the budget, or gone)
+    shows its matching lines only."""
+    rows: list[str] = []
+    for index, window in enumerate(windows):
+        if index:
+            rows.append("--")
+        lines = texts[index] if index < len(texts) else None
+        if lines is None:
+            rows.extend(f"{m.path}:{m.line}: {m.text}" for m in window.matches)
+            continue
+        matched = {m.line for m in window.matches}
+        for number, text in enumerate(lines, start=window.first):
+            mark = ":" if number in matched else "-"
+            rows.append(f"{window.path}{mark}{number}{mark} {text}")
+    return rows
+
+
 REGEX_SYNTAX = re.compile(r"[\\^$|*+?()\[\]{}]")
 LITERAL_NOTE = (
-    " (grep searches for the pattern as literal text, not as a regular expression; to find "
-    "text around these characters, search for a plain piece of it)"
+    " (grep searched for the pattern as literal text; to search for a regular expression, "
+    "call grep again with regex true)"
 )
 
 
-def no_matches(pattern: str) -> str:
-    """grep's answer when nothing matched; when the pattern looks like a regular expression,
-    it says the search was literal, so the model does not conclude the text is absent."""
-    note = LITERAL_NOTE if REGEX_SYNTAX.search(pattern) else ""
+def no_matches(pattern: str, regex: bool = False) -> str:
+    """grep's answer when nothing matched; when the pattern looks like a regular expression
+    but was searched literally, it says so, so the model does not conclude the text is absent."""
+    note = LITERAL_NOTE if not regex and REGEX_SYNTAX.search(pattern) else ""
     return f"No matches for {pattern!r}{note}"
 
 
@@ -304,11 +382,19 @@ NewString = Annotated[str, "The text to put in its place"]
 ReplaceAll = Annotated[bool, "Replace every occurrence instead of exactly one"]
 Pattern = Annotated[str, "Glob pattern, e.g. **/*.md"]
 BaseDir = Annotated[str, "Folder to search under (absolute)"]
-GrepText = Annotated[str, "The text to find (literal, not a regular expression)"]
+GrepText = Annotated[
+    str, "The text to find: literal text, or a regular expression when `regex` is true"
+]
 GrepPath = Annotated[str | None, "Folder or file to search (absolute); everything when absent"]
 GrepGlob = Annotated[str | None, "Only files whose name matches this pattern, e.g. *.py"]
 GrepMode = Annotated[
     Literal["files_with_matches", "content", "count"], "files_with_matches, content, or count"
+]
+GrepContext = Annotated[
+    int, "In content mode: how many lines to show before and after each match (0 for none)"
+]
+GrepRegex = Annotated[
+    bool, "Search for `pattern` as a Python regular expression instead of literal text"
 ]
 ShellCommand = Annotated[str, "The shell command to run"]
 ShellTimeout = Annotated[
@@ -640,9 +726,9 @@ class FilesystemMiddleware(AgentMiddleware):
         return _tool("glob", description, glob, aglob)
 
     def _grep_tool(self, description: str) -> BaseTool:
-        def found(matches: list[GrepMatch], pattern: str, mode: str) -> str:
+        def found(matches: list[GrepMatch], pattern: str, mode: str, regex: bool) -> str:
             if not matches:
-                return no_matches(pattern)
+                return no_matches(pattern, regex)
             return truncate_lines(format_grep(matches, mode), self.max_chars)
 
         def grep(
@@ -651,10 +737,18 @@ class FilesystemMiddleware(AgentMiddleware):
             path: GrepPath = None,
             glob: GrepGlob = None,
             output_mode: GrepMode = "files_with_matches",
+            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
+            regex: GrepRegex = False,
         ) -> Result:
             def run() -> Result:
                 base = validate_path(path) if path is not None else None
-                return found(self.backend(runtime).grep(pattern, base, glob), pattern, output_mode)
+                backend = self.backend(runtime)
+                matches = backend.grep(pattern, base, glob, regex)
+                if output_mode != "content" or context_lines <= 0 or not matches:
+                    return found(matches, pattern, output_mode, regex)
+                windows = context_windows(matches, context_lines)
+                texts = [_window_text(backend.read, w) for w in self._within_budget(windows)]
+                return truncate_lines(format_context(windows, texts), self.max_chars)
 
             return self._guard(run, runtime, "grep")
 
@@ -664,28 +758,51 @@ class FilesystemMiddleware(AgentMiddleware):
             path: GrepPath = None,
             glob: GrepGlob = None,
             output_mode: GrepMode = "files_with_matches",
+            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
+            regex: GrepRegex = False,
         ) -> Result:
             async def run() -> Result:
                 base = validate_path(path) if path is not None else None
-                return found(
-                    await (await self.abackend(runtime)).agrep(pattern, base, glob),
-                    pattern,
-                    output_mode,
-                )
+                backend = await self.abackend(runtime)
+                matches = await backend.agrep(pattern, base, glob, regex)
+                if output_mode != "content" or context_lines <= 0 or not matches:
+                    return found(matches, pattern, output_mode, regex)
+                windows = context_windows(matches, context_lines)
+                texts = [
+                    await _awindow_text(backend.aread, w) for w in self._within_budget(windows)
+                ]
+                return truncate_lines(format_context(windows, texts), self.max_chars)
 
             return await self._aguard(run, runtime, "grep")
 
         return _tool("grep", description, grep, agrep)
 
-    def _execute_tool(self, description: str) -> BaseTool:
-        report = execution_report
+    def _within_budget(self, windows: list[ContextWindow]) -> list[ContextWindow]:
+        """The first windows whose lines can fit in one answer: only those are read for their
+        context (the answer is cut at the budget anyway, so reading more would be wasted)."""
+        kept, used = [], 0
+        for window in windows:
+            if used > self.max_chars:
+                break
+            kept.append(window)
+            used += sum(len(m.path) + len(m.text) + 12 for m in window.matches)
+        return kept
 
+    def _execute_tool(self, description: str) -> BaseTool:
         def execute(
             command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
         ) -> Result:
             def run() -> Result:
                 backend: Any = self.backend(runtime)
-                return report(backend.execute(command, timeout))
+                result = backend.execute(command, timeout)
+                path = self._output_file(result, runtime)
+                if path is None:
+                    return execution_report(result)
+                try:
+                    written = backend.write(path, result.full_output)
+                except (BackendError, OSError):
+                    return execution_report(result)
+                return self._saved_output(result, path, written, runtime)
 
             return self._guard(run, runtime, "execute")
 
@@ -694,11 +811,37 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 backend: Any = await self.abackend(runtime)
-                return report(await backend.aexecute(command, timeout))
+                result = await backend.aexecute(command, timeout)
+                path = self._output_file(result, runtime)
+                if path is None:
+                    return execution_report(result)
+                try:
+                    written = await backend.awrite(path, result.full_output)
+                except (BackendError, OSError):
+                    return execution_report(result)
+                return self._saved_output(result, path, written, runtime)
 
             return await self._aguard(run, runtime, "execute")
 
         return _tool("execute", description, execute, aexecute)
+
+    def _output_file(self, result: Any, runtime: ToolRuntime) -> str | None:
+        """Where the whole output of a command that was cut is saved (as large results are),
+        or None: nothing was cut, the backend kept no more, or eviction is off."""
+        if not result.truncated or result.full_output is None or self.evict_over is None:
+            return None
+        return f"{LARGE_RESULTS_DIR}/{sanitize_id(runtime.tool_call_id or 'execute')}"
+
+    def _saved_output(self, result: Any, path: str, written: Any, runtime: ToolRuntime) -> Result:
+        """The report of a cut command, pointing at the file with its whole output; its head and
+        tail are cut further to stay within the eviction budget (so it is not evicted again)."""
+        note = OUTPUT_SAVED.format(size=len(result.full_output.encode()), path=path)
+        text = execution_report(result)
+        budget = self.max_chars - len(note) - 100
+        if len(text) > budget:
+            half = max(budget // 2, 1)
+            text = cut_between(text[:half], text[-half:], len(text.encode()))
+        return self._updated(text + note, written.files_update, runtime, "execute")
 
     # ----------------------------------------------------------------------- eviction
 
@@ -771,7 +914,7 @@ def execution_report(result: Any) -> str:
         status = "succeeded" if result.exit_code == 0 else "failed"
         parts.append(f"[Command {status} with exit code {result.exit_code}]")
     if result.truncated:
-        parts.append("[Output was truncated due to size limits]")
+        parts.append("[Output was truncated due to size limits: its middle is not shown]")
     return "\n".join(p for p in parts if p)
 
 

@@ -175,6 +175,17 @@ def _final_text(result: Mapping[str, Any], name: str) -> str:
     return str(messages[-1].text)
 
 
+AGENTS_PLACEHOLDERS = ("{available_agents}", "{agents}")
+"""Where the list of subagents goes in the `task` tool's description (the seeds' name first)."""
+
+
+def task_tool_description(template: str, listing: str) -> str:
+    """The `task` tool's description: `template` with the subagent list in its placeholders."""
+    for placeholder in AGENTS_PLACEHOLDERS:
+        template = template.replace(placeholder, listing)
+    return template
+
+
 class SubAgentMiddleware(AgentMiddleware):
     """Adds the `task` tool for the given subagents."""
 
@@ -190,7 +201,7 @@ class SubAgentMiddleware(AgentMiddleware):
         self.parallel_changes = ParallelChanges()
         self.system_prompt = system_prompt
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
-        description = (task_description or TASK_DESCRIPTION).replace("{agents}", listing)
+        description = task_tool_description(task_description or TASK_DESCRIPTION, listing)
         self.tools = [
             harness_tool("task", description, self._task, self._atask, parse_docstring=True)
         ]

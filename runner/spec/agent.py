@@ -524,6 +524,9 @@ class AgentSpec(AgentCore):
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | GeneralPurposeAgentSpec),
     ] = Field(default_factory=GeneralPurposeAgentSpec)
     """The built-in `general-purpose` subagent (`false` removes it)."""
+    task_description: str | None = None
+    """Replace the `task` tool's description. `{available_agents}` in it (or `{agents}`) is
+    replaced by the list of subagents, one `- name: description` line each."""
 
     _source: str | None = PrivateAttr(default=None)
     _locator: Callable[[tuple[str | int, ...], str, bool], Problem] | None = PrivateAttr(
