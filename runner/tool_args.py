@@ -58,6 +58,8 @@ class GrepArgs(_Args):
     path: str | None = None
     glob: str | None = None
     output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches"
+    context_lines: int = 2
+    regex: bool = False
 
 
 class ExecuteArgs(_Args):
