@@ -6,6 +6,7 @@ RunnerError            base of everything agentctl raises on purpose
   ResolutionError      a name does not resolve: tool, provider, import path, missing optional extra
   BuildError           a combination of valid settings that cannot be built together
   RunError             a model, tool, backend or cassette failed while the agent ran
+    DecisionError      an answer the waiting approval does not take (a usage error: exit 2)
 ```
 
 `SpecError` carries every `Problem` found, not just the first, so a YAML author fixes a file in one
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "BuildError",
+    "DecisionError",
     "Problem",
     "ResolutionError",
     "RunError",
@@ -96,6 +98,14 @@ class RunError(RunnerError):
     """A model, tool, backend or cassette failed while the agent ran."""
 
     exit_code = 1
+
+
+class DecisionError(RunError):
+    """Decisions that do not fit what waits: a decision the approval does not allow (`--edit`
+    where only approve and reject are), an answer to an approval, the wrong number of them. The
+    person at the command line fixes it, as any usage error."""
+
+    exit_code = 2
 
 
 def display_path(path: str | Path) -> str:

@@ -15,6 +15,16 @@ SUMMARY_TAG = "agentctl:summary"
 """The run tag of the summarizer's own model calls: their words are not the agent's, so the
 event stream and the cassette recorder leave them out."""
 
+SUMMARY_KEY = "agentctl_summary"
+"""The `additional_kwargs` key marking the message that summarizes the messages it replaced (see
+`runner.middleware.summarization`)."""
+
+
+def is_summary(message: Any) -> bool:
+    """Whether `message` is a conversation summary (a system message; older versions of agentctl
+    made it a user message)."""
+    return bool((getattr(message, "additional_kwargs", None) or {}).get(SUMMARY_KEY))
+
 
 DENIED_KEY = "agentctl_denied"
 """The `response_metadata` key of the ToolMessage that answers a denied call (`{rule, tool,
@@ -87,7 +97,7 @@ class Denied(RunEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class TodosUpdate(RunEvent):
-    """The agent's todo list changed: items with `content` and `status`."""
+    """The agent's todo list changed: items with `content`, `status` and, when given, `id`."""
 
     type: ClassVar[str] = "todos"
     todos: list[dict[str, Any]]
@@ -213,6 +223,7 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
 __all__ = [
     "DENIED_KEY",
     "EVENT_TYPES",
+    "SUMMARY_KEY",
     "SUMMARY_TAG",
     "Action",
     "Denied",
@@ -229,4 +240,5 @@ __all__ = [
     "ToolResult",
     "Usage",
     "emit_warning",
+    "is_summary",
 ]

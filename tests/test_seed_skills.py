@@ -32,8 +32,20 @@ def test_extra_front_matter_keys_are_accepted_and_the_trigger_is_listed(tmp_path
     assert skills_section(found.skills.values()) is not None
     assert (
         "- **code-review** (`/skills/code-review/SKILL.md`): Review code for quality and "
-        "security. Use when: When the user asks for a code or PR review (uses: read_file, grep)"
+        "security. Use when: When the user asks for a code or PR review. (uses: read_file, grep)"
     ) in (skills_section(found.skills.values()) or "")
+
+
+def test_a_description_without_a_full_stop_is_kept_apart_from_its_trigger(tmp_path: Path) -> None:
+    folder = tmp_path / "skills" / "code-review"
+    folder.mkdir(parents=True)
+    text = SEED_SKILL.replace("quality and security.", "quality and security")
+    (folder / "SKILL.md").write_text(text, encoding="utf-8")
+    found = discover([(tmp_path / "skills", "/skills/")])
+    assert found.problems == []
+    assert "and security. Use when: When the user asks" in (
+        skills_section(found.skills.values()) or ""
+    )
 
 
 def test_a_misspelt_key_of_ours_is_still_an_error_with_its_line() -> None:

@@ -167,7 +167,9 @@ def subagent_middleware(
             # and resume with the parent's thread.
             graph = build_graph(sub.agent, checkpointer=None, store=store)
         subagents.append(Subagent(sub.name, sub.description, graph, sub.kind))
-    return SubAgentMiddleware(subagents)
+    return SubAgentMiddleware(
+        subagents, task_description=getattr(agent.spec, "task_description", None)
+    )
 
 
 def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
@@ -181,7 +183,8 @@ def _check_approvals(agent: ResolvedAgent, tools: set[str]) -> None:
         if name in tools:
             continue
         message = unknown_tool_message(name, agent.name, sorted(tools))
-        problem = agent.locate(("interrupt_on", name), message) if agent.locate else None
+        at = ("interrupt_on", name)
+        problem = agent.locate(at, message, at_key=True) if agent.locate else None
         raise BuildError(message, problem=problem)
 
 
@@ -271,8 +274,13 @@ def build_agent(
     vars: Mapping[str, Any] | None = None,
     checkpointer: Any = None,
     store: Any = None,
+    backend: Any = None,
 ) -> CompiledStateGraph:
     """Build a runnable agent from a spec file or a loaded `AgentSpec`.
+
+    `backend` (an object implementing `runner.backends.protocol.Backend`, or `SandboxBackend`
+    for `execute`: a remote sandbox, a backend of your own) replaces the spec's `backend:` of
+    the main agent and of the subagents that share it; it is checked here.
 
     `model` (a `provider:model` string or a chat model instance) replaces the model of the main
     agent and of every subagent that does not set its own. `vars` override the spec's template
@@ -284,7 +292,7 @@ def build_agent(
     `close()` or `with`), or resolve with `Resolver` and call `ResolvedAgent.close()`.
     """
     spec = _as_spec(spec_or_path, vars)
-    resolved = Resolver(model=model).resolve(spec)
+    resolved = Resolver(model=model, backend=backend).resolve(spec)
     try:
         return build_graph(resolved, checkpointer=checkpointer, store=store)
     except BaseException:

@@ -30,20 +30,61 @@ def ask_user_middleware(core: AgentCore) -> Middleware | None:
 
 
 def backend_for(
-    core: AgentCore, where: KeyPath, locator: Locator, parent: ResolvedAgent | None
+    core: AgentCore,
+    where: KeyPath,
+    locator: Locator,
+    parent: ResolvedAgent | None,
+    override: Any = None,
 ) -> BackendProvider:
-    """The agent's own backend, else its parent's (so files are shared), else `state`."""
-    from runner.backends import provider_from_spec
+    """The agent's own backend, else its parent's (so files are shared), else `state`.
+    `override`: a backend object given in Python (`build_agent(backend=...)`), which replaces
+    the main agent's `backend:`."""
+    from runner.backends import (
+        checked_backend,
+        protocol_gaps,
+        provider_from_backend,
+        provider_from_spec,
+    )
     from runner.backends.sandbox import sandbox_problems
+    from runner.spec.backend import backend_leaves
+    from runner.tools.imports import import_object
 
+    if parent is None and override is not None:
+        try:
+            return provider_from_backend(override)
+        except BuildError as exc:
+            raise BuildError(str(exc)) from None
     if core.backend is None and parent is not None and parent.backend is not None:
         return parent.backend
     if core.backend is not None:
         for at, message in sandbox_problems(core.backend, (*where, "backend")):
             raise ResolutionError.at(locator(at, message))
+    leaves = {
+        id(leaf): at
+        for leaf, at in (backend_leaves(core.backend, (*where, "backend")) if core.backend else ())
+    }
+
+    def load(spec: Any) -> Any:
+        """The object an `import` backend names: called with `args` unless it already is a
+        backend."""
+        at = leaves.get(id(spec), (*where, "backend"))
+        obj = import_object(spec.import_, lambda m: locator((*at, "import"), m))
+        if protocol_gaps(obj) and callable(obj):
+            try:
+                obj = obj(**spec.args)
+            except Exception as exc:
+                message = f"calling {spec.import_} raised {type(exc).__name__}: {exc}"
+                raise ResolutionError.at(locator((*at, "import"), message)) from None
+        try:
+            return checked_backend(obj, spec.import_)
+        except BuildError as exc:
+            raise BuildError.at(locator((*at, "import"), str(exc))) from None
+
     try:
-        return provider_from_spec(core.backend)
+        return provider_from_spec(core.backend, load)
     except BuildError as exc:
+        if exc.problem is not None:  # located already (an `import` backend)
+            raise
         raise BuildError.at(locator((*where, "backend"), str(exc))) from None
 
 

@@ -79,7 +79,11 @@ class Resolver:
         model: str | BaseChatModel | None = None,
         with_models: bool = True,
         local_context: LocalContext | None = None,
+        backend: Any = None,
     ) -> None:
+        """`backend`: a backend object (implementing `runner.backends.protocol.Backend`) that
+        replaces the main agent's `backend:`, e.g. a remote sandbox made in Python."""
+        self.backend_override = backend
         self.model_override = model
         self.with_models = with_models
         self.local_context = local_context
@@ -103,7 +107,11 @@ class Resolver:
         close_all(self.resources)
 
     def _budget(
-        self, core: AgentCore, is_main: bool, model: ResolvedModel, locate: Locator
+        self,
+        core: AgentCore,
+        is_main: bool,
+        model: ResolvedModel,
+        locate: Callable[[KeyPath, str], Problem],
     ) -> Middleware | None:
         """The budget middleware: the main agent's budgets (`limits.tokens/time/cost`), counted
         by it and by every subagent it builds, each with its own model's prices."""
@@ -175,6 +183,7 @@ class Resolver:
             context_window=spec_model.context_window,
             images=spec_model.images,
             prices=_prices(spec_model),
+            parse_text_tool_calls=spec_model.parse_text_tool_calls,
         )
         fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
         resolved = self._instantiate(
@@ -203,6 +212,7 @@ class Resolver:
             fallback_ids=parent.fallback_ids,
             context_window=parent.context_window,
             images=parent.images,
+            parse_text_tool_calls=parent.parse_text_tool_calls,
             chat_model=parent.chat_model,
             fallbacks=list(parent.fallbacks),
             prices=dict(parent.prices),
@@ -447,7 +457,7 @@ class Resolver:
             inherited=parent.harness.get("permissions") if parent else None,  # type: ignore[arg-type]
             sets_own=is_main or "permissions" in fields,
         )
-        backend = backend_for(core, where, locator, parent)
+        backend = backend_for(core, where, locator, parent, self.backend_override)
         backend, memory, skills = memory_and_skills(core, backend, where, locator)
         tools = (
             self.tools_for(core, where, locator, backend=backend)
@@ -501,7 +511,7 @@ class Resolver:
                     else None
                 ),
                 "permissions": permissions,
-                "replies": ReplyCheckMiddleware(),
+                "replies": ReplyCheckMiddleware(parse_text_tool_calls=model.parse_text_tool_calls),
                 "summarization": self._summarization(core, name, model, backend, where, locator),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(
@@ -512,7 +522,9 @@ class Resolver:
             },
             backend=backend,
             resources=self.resources,
-            locate=lambda path, message: locator((*where, *path), message),
+            locate=lambda path, message, at_key=False: locator(
+                (*where, *path), message, at_key=at_key
+            ),
         )
         if isinstance(core, AgentSpec):
             agent.subagents = self._subagents(core, agent, where, locator)
@@ -569,15 +581,17 @@ class Resolver:
                     locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
                 )
         summarizer: Any = None
+        summarizer_window = None
         summary_agent = f"{name}/summary"
         if settings.model is not None:
-            summarizer = self.model_for(
+            summary_model = self.model_for(
                 settings.model,
                 agent=summary_agent,
                 is_main=False,
                 at=(*where, "summarization", "model"),
                 locator=locator,
-            ).chat_model
+            )
+            summarizer, summarizer_window = summary_model.chat_model, summary_model.context_window
         elif self.with_models and model.provider == "replay":
             summarizer = self._init(
                 model.id,
@@ -595,6 +609,7 @@ class Resolver:
             keep=keep,
             context_window=window,
             history_dir=settings.history_dir,
+            summarizer_window=summarizer_window,
         )
 
     def _subagents(

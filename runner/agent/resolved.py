@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from runner.errors import BuildError, Problem
+from runner.check.tools import KeyPath, Locator
+from runner.errors import BuildError
 from runner.events import RunWarning
 from runner.middleware.prompt import PromptSection
 from runner.spec import InterruptOn
@@ -63,6 +64,8 @@ class ResolvedModel:
     images: bool | None = None
     """Whether tool results may carry images for it: the spec's `images`, else the model
     profile's `image_tool_message`; None when neither says (then: no)."""
+    parse_text_tool_calls: bool = False
+    """Run tool calls written out as a reply's text (see `runner.middleware.replies`)."""
     chat_model: BaseChatModel | None = None
     fallbacks: list[BaseChatModel] = field(default_factory=list)
     prices: dict[str, PriceSpec] = field(default_factory=dict)
@@ -121,9 +124,9 @@ class ResolvedAgent:
     backend: BackendProvider | None = None
     resources: list[Resource] = field(default_factory=list)
     """What resolution opened (MCP servers): open while the agent runs, closed by `close()`."""
-    locate: Callable[[KeyPath, str], Problem] | None = None
+    locate: Locator | None = None
     """A problem at a key path of this agent's own spec (an inline subagent's is in its parent's
-    file, under `subagents[i]`)."""
+    file, under `subagents[i]`), at its value or (`at_key=True`) at its key."""
 
     def close(self) -> None:
         """Close what resolution opened (idempotent)."""
@@ -140,12 +143,6 @@ class ResolvedAgent:
             seen.add(id(current))
             yield current
             pending += [sub.agent for sub in current.subagents if sub.agent is not None]
-
-
-KeyPath = tuple[str | int, ...]
-
-
-Locator = Callable[[KeyPath, str], Problem]
 
 
 def core_name(core: AgentCore) -> str:

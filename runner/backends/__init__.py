@@ -31,7 +31,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from runner.backends.composite import CompositeBackend, can_execute
 from runner.backends.filesystem import MEGABYTE, FilesystemBackend
@@ -57,6 +57,7 @@ from runner.errors import BuildError
 from runner.spec.backend import (
     CompositeBackendSpec,
     FilesystemBackendSpec,
+    ImportBackendSpec,
     LocalShellBackendSpec,
     StateBackendSpec,
     StoreBackendSpec,
@@ -89,8 +90,13 @@ __all__ = [
     "StoreBackend",
     "WriteResult",
     "can_execute",
+    "checked_backend",
     "merge_files",
+    "protocol_gaps",
+    "provider_from_backend",
     "provider_from_spec",
+    "scope_store_by_user",
+    "store_user_prefix",
     "thread_root",
     "validate_path",
 ]
@@ -112,6 +118,47 @@ def current_thread_id() -> str | None:
     config = var_child_runnable_config.get() or {}
     thread = (config.get("configurable") or {}).get("thread_id")
     return None if thread is None else str(thread)
+
+
+_store_by_user = False
+
+
+def scope_store_by_user(enabled: bool = True) -> None:
+    """Give each user of a server with authentication a store of their own: a run's `store`
+    backend then works under `(*store_user_prefix(user), *namespace)`, the user being the one
+    the server authenticated for the run (the same prefix the server's store API puts before
+    the namespaces a client names, so both see the same items). Off (the default, and
+    `agentctl run`): namespaces are used as written."""
+    global _store_by_user
+    _store_by_user = enabled
+
+
+def store_user_prefix(identity: str) -> tuple[str, str]:
+    """Where `identity`'s store namespaces live: `("users", identity)`, as Aegra scopes its
+    store API, with '%' and '.' percent-encoded (a namespace label may not hold a '.')."""
+    return ("users", identity.replace("%", "%25").replace(".", "%2E"))
+
+
+def current_store_owner() -> tuple[str, ...]:
+    """The namespace prefix of the user the current run belongs to, when stores are scoped by
+    user (else empty)."""
+    if not _store_by_user:
+        return ()
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    configurable = (var_child_runnable_config.get() or {}).get("configurable") or {}
+    user = configurable.get("langgraph_auth_user")
+    if isinstance(user, Mapping):
+        identity = user.get("identity")
+    else:
+        identity = getattr(user, "identity", None)
+    identity = identity or configurable.get("langgraph_auth_user_id")
+    if not identity:
+        raise BackendError(
+            "this server keeps a store per user, and this run has no authenticated user: "
+            "the store backend is not available to it"
+        )
+    return store_user_prefix(str(identity))
 
 
 def thread_root(root: str, thread: str) -> str:
@@ -177,7 +224,7 @@ class _StoreNode(_Node):
                 "but this run has none: compile the graph with `store=` (for example an "
                 "InMemoryStore)"
             )
-        return StoreBackend(store, self.namespace)
+        return StoreBackend(store, (*current_store_owner(), *self.namespace))
 
     def describe(self) -> str:
         return f"store (namespace {list(self.namespace)} in the LangGraph store; outlives threads)"
@@ -237,6 +284,7 @@ class _DirectoryNode(_Node):
                 timeout=spec.timeout,
                 max_timeout=max(spec.max_timeout, spec.timeout),
                 max_output_bytes=spec.max_output_bytes,
+                max_saved_output_bytes=spec.max_saved_output_bytes,
                 env=spec.env,
                 inherit_env=spec.inherit_env,
                 sandbox=spec.sandbox,
@@ -261,7 +309,9 @@ class _DirectoryNode(_Node):
             text += (
                 f"; execute: /bin/sh in the root, timeout {spec.timeout:g} s (a call may ask "
                 f"for up to {max(spec.max_timeout, spec.timeout):g} s), output cap "
-                f"{spec.max_output_bytes:,} bytes, environment: {env}; sandbox: {self.sandbox()}"
+                f"{spec.max_output_bytes:,} bytes shown (head and tail), "
+                f"{spec.max_saved_output_bytes:,} saved, environment: {env}; "
+                f"sandbox: {self.sandbox()}"
             )
         return text
 
@@ -349,7 +399,75 @@ class _MountNode(_Node):
         return f"{what}host folder {self.mount.host_dir}{files}"
 
 
-def _leaf(spec: Any, prefix: str = "/") -> _Node:
+class _ObjectNode(_Node):
+    """A backend object made by the user's code (`backend: {import: ...}`, or passed to
+    `build_agent`): used as it is for every call."""
+
+    def __init__(self, backend: Backend, origin: str) -> None:
+        self.backend = backend
+        self.backend_type = type(backend)
+        self.origin = origin
+
+    def make(self, state: Mapping[str, Any] | None, store: BaseStore | None) -> Backend:
+        return self.backend
+
+    def describe(self) -> str:
+        shell = "; execute on it" if isinstance(self.backend, SandboxBackend) else ""
+        return f"{type(self.backend).__qualname__} from {self.origin}{shell}"
+
+
+def protocol_gaps(backend: Any) -> list[str]:
+    """What `backend` lacks to be a backend: the protocol's methods it does not have, and a
+    `grep` that takes no `regex`. Empty when it implements `Backend`."""
+    import inspect
+
+    gaps = [
+        name for name in sorted(_PROTOCOL_METHODS) if not callable(getattr(backend, name, None))
+    ]
+    for name in ("grep", "agrep"):
+        method = getattr(backend, name, None)
+        if callable(method):
+            try:
+                parameters = inspect.signature(method).parameters
+            except (TypeError, ValueError):
+                continue
+            takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+            if "regex" not in parameters and not takes_any:
+                gaps.append(f"{name}(..., regex) parameter")
+    return gaps
+
+
+_PROTOCOL_METHODS = frozenset(
+    name
+    for name in dir(Backend)
+    if not name.startswith("_") and callable(getattr(Backend, name, None))
+)
+
+
+def checked_backend(backend: Any, origin: str) -> Backend:
+    """`backend` when it implements the protocol, else a BuildError naming what it lacks."""
+    gaps = protocol_gaps(backend)
+    if gaps:
+        raise BuildError(
+            f"{origin} gave {type(backend).__qualname__}, which is not a backend: it lacks "
+            + ", ".join(gaps)
+            + " (see runner.backends.protocol.Backend; with execute, SandboxBackend)"
+        )
+    return cast(Backend, backend)
+
+
+def provider_from_backend(
+    backend: Any, origin: str = "build_agent(backend=...)"
+) -> BackendProvider:
+    """The provider for a backend object (a remote sandbox, a backend of your own), checked."""
+    return BackendProvider(_ObjectNode(checked_backend(backend, origin), origin))
+
+
+def _leaf(spec: Any, prefix: str = "/", load: Any = None) -> _Node:
+    if isinstance(spec, ImportBackendSpec):
+        if load is None:
+            raise BuildError(f"the backend {spec.import_} is made by Python code: resolve the spec")
+        return _ObjectNode(checked_backend(load(spec), spec.import_), spec.import_)
     if isinstance(spec, StateBackendSpec):
         return _StateNode(prefix)
     if isinstance(spec, StoreBackendSpec):
@@ -465,8 +583,9 @@ class BackendProvider:
         return f"BackendProvider({self.describe()!r})"
 
 
-def provider_from_spec(spec: BackendSpec | None) -> BackendProvider:
-    """The provider for a spec's `backend:` (None means `state`, the default).
+def provider_from_spec(spec: BackendSpec | None, load: Any = None) -> BackendProvider:
+    """The provider for a spec's `backend:` (None means `state`, the default); `load` makes the
+    object of an `import` backend from its spec (the resolver imports and calls the factory).
 
     `root_dir` is normally absolute already (the loader resolves it against the spec file); a
     relative one is taken relative to the current directory. Route prefixes are normalised
@@ -482,6 +601,6 @@ def provider_from_spec(spec: BackendSpec | None) -> BackendProvider:
                 raise BuildError("a composite backend route cannot be '/'; use `default` for it")
             if normal in routes:
                 raise BuildError(f"composite backend routes name {normal + '/'!r} twice")
-            routes[normal] = _leaf(route_spec, normal)
-        return BackendProvider(_CompositeNode(_leaf(spec.default), routes))
-    return BackendProvider(_leaf(spec))
+            routes[normal] = _leaf(route_spec, normal, load)
+        return BackendProvider(_CompositeNode(_leaf(spec.default, "/", load), routes))
+    return BackendProvider(_leaf(spec, "/", load))

@@ -47,7 +47,7 @@ class SyncBackend(ABC):
 
     @abstractmethod
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]: ...
 
     async def _twin(self, method: Callable[..., _T], *args: Any) -> _T:
@@ -76,6 +76,6 @@ class SyncBackend(ABC):
         return await self._twin(self.glob, pattern, path)
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
-        return await self._twin(self.grep, pattern, path, glob)
+        return await self._twin(self.grep, pattern, path, glob, regex)

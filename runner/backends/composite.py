@@ -44,7 +44,7 @@ from runner.backends.protocol import (
     WriteResult,
     argv_runner,
 )
-from runner.backends.text import check_grep_pattern
+from runner.backends.text import check_grep_pattern, grep_regex
 
 __all__ = ["CompositeBackend", "can_execute"]
 
@@ -257,9 +257,11 @@ class CompositeBackend:
         return calls, combine_within
 
     def _plan_grep(
-        self, pattern: str, path: str | None, glob: str | None
+        self, pattern: str, path: str | None, glob: str | None, regex: bool = False
     ) -> _Plan[list[GrepMatch]]:
         check_grep_pattern(pattern)
+        if regex:
+            grep_regex(pattern)  # an invalid one is refused once, not once per route
         base = validate_path(path or "/")
         accept = file_filter(glob)
         # A glob without '/' matches file names at any depth, so a route can apply it itself.
@@ -267,8 +269,10 @@ class CompositeBackend:
         prefix, backend, inner = self._locate(base)
         calls, combine = self._plan_search(
             base,
-            _Call(prefix, backend, "grep", (pattern, inner, glob)),
-            lambda route: _Call(route, self.routes[route], "grep", (pattern, "/", route_glob)),
+            _Call(prefix, backend, "grep", (pattern, inner, glob, regex)),
+            lambda route: _Call(
+                route, self.routes[route], "grep", (pattern, "/", route_glob, regex)
+            ),
             lambda outer: accept(relative_to(outer, base)),
         )
 
@@ -344,14 +348,14 @@ class CompositeBackend:
         return await self._async(self._plan_glob(pattern, path))
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
-        return self._sync(self._plan_grep(pattern, path, glob))
+        return self._sync(self._plan_grep(pattern, path, glob, regex))
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
-        return await self._async(self._plan_grep(pattern, path, glob))
+        return await self._async(self._plan_grep(pattern, path, glob, regex))
 
     def execute(self, command: str, timeout: float | None = None) -> ExecuteResult:
         return self._sandbox().execute(command, timeout)

@@ -46,6 +46,7 @@ from runner.backends.protocol import (
 from runner.backends.search import find_ripgrep, grep_tree, search_bytes
 from runner.backends.text import (
     check_grep_pattern,
+    grep_regex,
     iso_from_timestamp,
     read_lines,
     replace_exact,
@@ -372,9 +373,10 @@ class FilesystemBackend(SyncBackend):
         return sorted(found, key=lambda info: info.path)
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
         check_grep_pattern(pattern)
+        compiled = grep_regex(pattern) if regex else None
         accept = file_filter(glob)
         agent, parts = self._parts(path or "/")
         try:
@@ -397,6 +399,7 @@ class FilesystemBackend(SyncBackend):
                     max_size=self.max_file_size,
                     ripgrep=self.ripgrep,
                     plain_only=self.virtual_mode,
+                    regex=compiled,
                 )
                 return [
                     GrepMatch(join_path(agent, rel), line, text)
@@ -418,5 +421,7 @@ class FilesystemBackend(SyncBackend):
             return []
         return [
             GrepMatch(agent, line, text)
-            for _, line, text in search_bytes(name, data, pattern.encode("utf-8"))
+            for _, line, text in search_bytes(
+                name, data, pattern.encode("utf-8") if compiled is None else compiled
+            )
         ]

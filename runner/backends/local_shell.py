@@ -14,9 +14,11 @@ What `execute` guarantees:
   a sandbox, the command's process group, which a process leaving its session escapes). A call may
   ask for its own timeout; one longer than `max_timeout` is cut to it (the operator's ceiling,
   which the agent cannot raise);
-- an output cap: stdout and stderr are merged in the order written, at most `max_output_bytes` are
-  kept (the rest is read and dropped so the command never blocks on a full pipe), and the result is
-  flagged `truncated`.
+- an output cap: stdout and stderr are merged in the order written; output over
+  `max_output_bytes` is shown as its head and its tail (the end of a test log is usually what
+  matters) and flagged `truncated`, with the whole output, up to `max_saved_output_bytes` (again
+  head and tail beyond that), in `full_output` for the tool to save; the rest is read and dropped
+  so the command never blocks on a full pipe.
 
 The output is read from a pipe agentctl owns, by a reader that never stops (sync: a selector;
 async: an event-loop reader), and the call waits for the shell's exit, not for the pipe's end: a
@@ -49,11 +51,13 @@ from runner.backends.sandbox import (
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_MAX_SAVED_OUTPUT_BYTES",
     "DEFAULT_MAX_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "ENV_ALLOWLIST",
     "LocalShellBackend",
     "command_environment",
+    "cut_between",
 ]
 
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "SHELL", "TMPDIR")
@@ -61,6 +65,7 @@ ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "SHELL"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_TIMEOUT = 3600.0
 DEFAULT_MAX_OUTPUT_BYTES = 100_000
+DEFAULT_MAX_SAVED_OUTPUT_BYTES = 10_000_000
 SHELL = "/bin/sh"
 _CHUNK = 65536
 _PIPE_MAX = 1 << 20
@@ -83,24 +88,43 @@ def command_environment(
 
 
 class _Output:
-    """Collects a command's output, keeping the first `cap` bytes and counting the rest."""
+    """Collects a command's output: its first and last `saved_cap // 2` bytes and the count of all.
 
-    def __init__(self, cap: int) -> None:
+    What the model is shown (`cap` bytes: head and tail) and what is saved for it to read
+    (`saved_cap` bytes, the whole output when it fits) are both cut from these two ends.
+    """
+
+    def __init__(self, cap: int, saved_cap: int | None = None) -> None:
         self.cap = cap
-        self.kept = bytearray()
+        self.saved_cap = max(saved_cap or cap, cap)
+        self.head = bytearray()
+        self.tail = bytearray()
         self.total = 0
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = self.cap - len(self.kept)
+        half = self.saved_cap - self.saved_cap // 2
+        room = self.saved_cap // 2 - len(self.head)
         if room > 0:
-            self.kept += chunk[:room]
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * half:  # trimmed now and then, not on every chunk
+            del self.tail[:-half]
+
+    def _ends(self, cap: int) -> str:
+        """The output within `cap` bytes: all of it, or its head and tail around a note."""
+        whole = bytes(self.head) + bytes(self.tail)
+        if self.total <= cap and len(whole) == self.total:
+            return _decode(whole)
+        head = whole[: cap // 2]
+        tail = whole[len(whole) - (cap - cap // 2) :]
+        return cut_between(_decode(head, final=False), _decode(tail, start=True), self.total)
 
     def result(self, exit_code: int | None, timed_out: float | None) -> ExecuteResult:
         truncated = self.total > self.cap
-        # A cut in the middle of a UTF-8 sequence drops the partial character, not garbles it.
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        output = decoder.decode(bytes(self.kept), final=not truncated)
+        output = self._ends(self.cap)
+        full = self._ends(self.saved_cap) if truncated else None
         if timed_out is not None:
             if output and not output.endswith("\n"):
                 output += "\n"
@@ -109,10 +133,38 @@ class _Output:
                 f"[Command timed out after {seconds}; it was killed together with every process "
                 "it started]"
             )
-            return ExecuteResult(output, None, truncated)
+            return ExecuteResult(output, None, truncated, full)
         if exit_code is not None and exit_code < 0:  # killed by a signal: report it as a shell does
             exit_code = 128 - exit_code
-        return ExecuteResult(output, exit_code, truncated)
+        return ExecuteResult(output, exit_code, truncated, full)
+
+
+def _decode(data: bytes, *, final: bool = True, start: bool = False) -> str:
+    """UTF-8 text of a piece of output: a cut in the middle of a character drops the partial
+    character at the end (`final=False`) or at the start (`start`), rather than garbling it."""
+    if start:
+        skip = 0
+        while skip < min(len(data), 3) and data[skip] & 0xC0 == 0x80:
+            skip += 1
+        data = data[skip:]
+    return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=final)
+
+
+def cut_between(head: str, tail: str, total: int) -> str:
+    """`head` and `tail` of an output of `total` bytes around a note of how much is left out;
+    each end is trimmed to whole lines when a line break is near (within its last or first
+    half)."""
+    newline = head.rfind("\n")
+    if newline >= len(head) // 2:
+        head = head[: newline + 1]
+    newline = tail.find("\n")
+    if 0 <= newline < len(tail) // 2:
+        tail = tail[newline + 1 :]
+    dropped = total - len(head.encode()) - len(tail.encode())
+    if head and not head.endswith("\n"):
+        head += "\n"
+    unit = "byte" if dropped == 1 else "bytes"
+    return f"{head}... [{dropped:,} {unit} of output not shown] ...\n{tail}"
 
 
 def _kill_group(pid: int) -> None:
@@ -186,6 +238,7 @@ class LocalShellBackend(FilesystemBackend):
         timeout: float = DEFAULT_TIMEOUT,
         max_timeout: float = DEFAULT_MAX_TIMEOUT,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        max_saved_output_bytes: int = DEFAULT_MAX_SAVED_OUTPUT_BYTES,
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
         ripgrep: str | bool = True,
@@ -203,6 +256,7 @@ class LocalShellBackend(FilesystemBackend):
         self.timeout = timeout
         self.max_timeout = max(max_timeout, timeout)
         self.max_output_bytes = max_output_bytes
+        self.max_saved_output_bytes = max(max_saved_output_bytes, max_output_bytes)
         self.env = dict(env or {})
         self.inherit_env = inherit_env
         self.network = network
@@ -291,7 +345,7 @@ class LocalShellBackend(FilesystemBackend):
         return await self._arun(self.argv_line(argv), self._limit(timeout), env)
 
     def _run(self, argv: list[str], limit: float, env: Mapping[str, str] | None) -> ExecuteResult:
-        output = _Output(self.max_output_bytes)
+        output = _Output(self.max_output_bytes, self.max_saved_output_bytes)
         read_end, write_end = os.pipe()
         try:
             try:
@@ -314,7 +368,7 @@ class LocalShellBackend(FilesystemBackend):
     async def _arun(
         self, argv: list[str], limit: float, env: Mapping[str, str] | None
     ) -> ExecuteResult:
-        output = _Output(self.max_output_bytes)
+        output = _Output(self.max_output_bytes, self.max_saved_output_bytes)
         loop = asyncio.get_running_loop()
         read_end, write_end = os.pipe()
         try:

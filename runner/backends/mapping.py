@@ -27,7 +27,7 @@ from runner.backends.protocol import (
     GrepMatch,
     too_large,
 )
-from runner.backends.text import check_grep_pattern, grep_text
+from runner.backends.text import check_grep_pattern, grep_regex, grep_text
 
 __all__ = [
     "check_creatable",
@@ -126,9 +126,13 @@ def glob_files(items: Items, pattern: str, path: str) -> list[FileInfo]:
     return sorted(found, key=lambda info: info.path)
 
 
-def grep_files(items: Items, pattern: str, path: str | None, glob: str | None) -> list[GrepMatch]:
-    """Lines containing `pattern` in the file `path` or the files under it that pass `glob`."""
+def grep_files(
+    items: Items, pattern: str, path: str | None, glob: str | None, regex: bool = False
+) -> list[GrepMatch]:
+    """Lines containing `pattern` (matching it, with `regex`) in the file `path` or the files
+    under it that pass `glob`."""
     check_grep_pattern(pattern)
+    compiled = grep_regex(pattern) if regex else None
     base = validate_path(path or "/")
     accept = file_filter(glob)
     matches: list[GrepMatch] = []
@@ -142,7 +146,7 @@ def grep_files(items: Items, pattern: str, path: str | None, glob: str | None) -
             continue
         exists = True
         if accept(relative) and not _is_binary(data):
-            matches.extend(grep_text(key, data["content"], pattern))
+            matches.extend(grep_text(key, data["content"], pattern, compiled))
     if not exists:
         raise BackendError("Path not found: {0}", base)
     return sorted(matches, key=lambda match: (match.path, match.line))

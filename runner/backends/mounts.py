@@ -79,8 +79,10 @@ class MountedBackend(SyncBackend):
         return [info for info in self.inner.glob(pattern, path) if self._visible(info.path)]
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
         return [
-            match for match in self.inner.grep(pattern, path, glob) if self._visible(match.path)
+            match
+            for match in self.inner.grep(pattern, path, glob, regex)
+            if self._visible(match.path)
         ]

@@ -13,6 +13,17 @@ Exception
 
 A `BackendError` is not a bug and not a `RunnerError`: the tool layer returns `f"Error: {exc}"` to
 the model, which reads it and tries again. Anything else raised by a backend is a real failure.
+
+Backends of your own (a remote sandbox: Daytona, Modal, E2B, ...) plug in without a change to
+agentctl: `backend: {import: my_pkg.sandboxes:make, args: {...}}` in the YAML (a factory called
+with `args`, or the backend object itself), or `runner.build_agent(spec, backend=obj)`. The object
+must have every method of `Backend` (sync and async; `grep` takes `regex`), and `execute` /
+`aexecute` too (`SandboxBackend`) for the agent to get the `execute` tool; this is checked when
+the agent is built, with an error naming what is missing. `runner.backends.base.SyncBackend`
+gives the async twins of sync methods. The object is used for every call of every thread, so a
+per-thread sandbox is the object's own business (keyed by `runner.backends.current_thread_id()`).
+Paths arrive validated (absolute, normalised, no `..`); results are the dataclasses below;
+`ExecuteResult.full_output` may carry the whole output of a command whose `output` was cut.
 """
 
 from __future__ import annotations
@@ -149,11 +160,17 @@ class EditResult:
 
 @dataclass(frozen=True, slots=True)
 class ExecuteResult:
-    """Merged stdout and stderr; `exit_code` is None when the command was killed on timeout."""
+    """Merged stdout and stderr; `exit_code` is None when the command was killed on timeout.
+
+    `output` is what the model is shown: when it is `truncated` (cut to the backend's output
+    cap), `full_output` may hold the whole output (up to a larger cap), which the `execute` tool
+    saves to a file the model can read; a backend that keeps no more leaves it None.
+    """
 
     output: str
     exit_code: int | None
     truncated: bool
+    full_output: str | None = None
 
 
 @runtime_checkable
@@ -163,8 +180,9 @@ class Backend(Protocol):
     Every method raises `BackendError` for a request the agent can correct. `read` takes a 0-based
     line `offset` and a line `limit`; `read_bytes` returns a whole file as it is stored (images),
     refusing one over `max_bytes`; `write` only creates; `edit` replaces exact text; `glob`
-    supports `**` and returns files sorted by path; `grep` searches LITERAL text line by line and
-    returns matches sorted by path, then line.
+    supports `**` and returns files sorted by path; `grep` searches LITERAL text line by line (a
+    Python regular expression searched in each line when `regex` is true; an invalid one is a
+    `BackendError`) and returns matches sorted by path, then line.
     """
 
     def ls(self, path: str) -> list[FileInfo]: ...
@@ -182,7 +200,7 @@ class Backend(Protocol):
     def glob(self, pattern: str, path: str = "/") -> list[FileInfo]: ...
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]: ...
 
     async def als(self, path: str) -> list[FileInfo]: ...
@@ -200,7 +218,7 @@ class Backend(Protocol):
     async def aglob(self, pattern: str, path: str = "/") -> list[FileInfo]: ...
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]: ...
 
 

@@ -16,7 +16,10 @@ this on thousands of files):
   memory maps so it checks the whole file, flags the file when it meets the NUL after printing
   matches, and those matches are dropped);
 - lines are split on `\\n`, matched as bytes against the UTF-8 pattern, and decoded as UTF-8 with
-  replacement characters; results are sorted by path, then line.
+  replacement characters (a regular expression is searched in each decoded line, Python syntax;
+  ripgrep only proposes candidate files, and a pattern its own syntax refuses leaves the walk to
+  Python; in a file that is not valid UTF-8 ripgrep may pass over a line whose replacement
+  characters the pattern would match); results are sorted by path, then line.
 
 ripgrep only finds the candidate files: it walks by path names, which another process could
 redirect while it runs, so every file it names is opened again from the search directory's
@@ -49,6 +52,8 @@ __all__ = [
 
 Hit = tuple[str, int, str]
 """(path relative to the search base, 1-based line, line text)."""
+Needle = bytes | re.Pattern[str]
+"""What grep looks for: literal UTF-8 bytes, or a regular expression searched in each line."""
 
 _CHUNK = 65536
 _SIMPLE_GLOB = re.compile(r"^[\w.*?-]+$")
@@ -67,10 +72,12 @@ def _decode_line(line: bytes) -> str:
     return line.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-def search_bytes(relative: str, data: bytes, needle: bytes) -> list[Hit]:
+def search_bytes(relative: str, data: bytes, needle: Needle) -> list[Hit]:
     """The lines of `data` containing `needle` (a single line, not empty), as hits for
     `relative`; none for a binary file. Jumps from match to match and counts the newlines
     between them, so a file with few matches costs little more than one scan."""
+    if isinstance(needle, re.Pattern):
+        return _search_lines(relative, data, needle)
     position = data.find(needle)
     if position == -1 or b"\0" in data:
         return []
@@ -86,6 +93,20 @@ def search_bytes(relative: str, data: bytes, needle: bytes) -> list[Hit]:
         hits.append((relative, number, _decode_line(data[start:end])))
         position = data.find(needle, end + 1)
     return hits
+
+
+def _search_lines(relative: str, data: bytes, regex: re.Pattern[str]) -> list[Hit]:
+    """The lines of `data` (decoded as grep decodes them) in which `regex` finds a match."""
+    if b"\0" in data:
+        return []
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [
+        (relative, number, text)
+        for number, line in enumerate(lines, start=1)
+        if regex.search(text := _decode_line(line))
+    ]
 
 
 def _read_plain(fd: int, max_size: int, plain_only: bool) -> bytes | None:
@@ -108,7 +129,7 @@ def _read_plain(fd: int, max_size: int, plain_only: bool) -> bytes | None:
 def _python_tree(
     tree: Root,
     dir_fd: int,
-    needle: bytes,
+    needle: Needle,
     accept: Callable[[str], bool],
     max_size: int,
     plain_only: bool,
@@ -134,7 +155,7 @@ class _RipgrepFailed(Exception):
 
 
 def _ripgrep_candidates(
-    rg: str, cwd: str, pattern: str, max_size: int, glob_hint: str | None
+    rg: str, cwd: str, pattern: str, max_size: int, glob_hint: str | None, regex: bool = False
 ) -> Iterator[str] | None:
     """The files under `cwd` that ripgrep finds `pattern` in (relative paths), as ripgrep names
     them, so reading them overlaps its walk; None when it cannot start. Iterating raises
@@ -142,7 +163,8 @@ def _ripgrep_candidates(
     command = [
         rg,
         "--no-config",
-        "--fixed-strings",
+        # a regular expression sees lines without their `\r`, as the Python search does
+        *(("--crlf",) if regex else ("--fixed-strings",)),
         "--hidden",
         "--no-ignore",
         "--no-messages",
@@ -209,19 +231,23 @@ def grep_tree(
     max_size: int,
     ripgrep: str | None,
     plain_only: bool = True,
+    regex: re.Pattern[str] | None = None,
 ) -> list[Hit]:
-    """Lines containing `pattern` in files under the open directory `dir_fd` that `accept`
-    (given the relative path); `glob` is the same filter's source, passed to ripgrep when it is
-    simple enough to mean the same there. Paths are relative to the directory; sorted by path,
-    then line. `plain_only` skips files with other hard links."""
-    needle = pattern.encode("utf-8")
+    """Lines containing `pattern` (matching `regex`, when given: its compiled form) in files
+    under the open directory `dir_fd` that `accept` (given the relative path); `glob` is the same
+    filter's source, passed to ripgrep when it is simple enough to mean the same there. Paths
+    are relative to the directory; sorted by path, then line. `plain_only` skips files with
+    other hard links."""
+    needle: Needle = pattern.encode("utf-8") if regex is None else regex
     candidates: Iterator[str] | None = None
     if ripgrep is not None:
         hint = glob if glob is not None and _SIMPLE_GLOB.match(glob) else None
         # The child starts in the very directory we hold open, whatever its path now leads to.
         cwd = _descriptor_path(dir_fd)
         if cwd is not None:
-            candidates = _ripgrep_candidates(ripgrep, cwd, pattern, max_size, hint)
+            candidates = _ripgrep_candidates(
+                ripgrep, cwd, pattern, max_size, hint, regex is not None
+            )
     if candidates is not None:
         try:
             found = _read_candidates(tree, dir_fd, candidates, needle, accept, max_size, plain_only)
@@ -235,7 +261,7 @@ def _read_candidates(
     tree: Root,
     dir_fd: int,
     candidates: Iterator[str],
-    needle: bytes,
+    needle: Needle,
     accept: Callable[[str], bool],
     max_size: int,
     plain_only: bool,

@@ -156,6 +156,6 @@ class StateBackend(SyncBackend):
         return glob_files(self._items(), pattern, path)
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
-        return grep_files(self._items(), pattern, path, glob)
+        return grep_files(self._items(), pattern, path, glob, regex)

@@ -209,11 +209,11 @@ class StoreBackend:
         return glob_files(await self._all_items(), pattern, path)
 
     def grep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
-        return grep_files(self._items(), pattern, path, glob)
+        return grep_files(self._items(), pattern, path, glob, regex)
 
     async def agrep(
-        self, pattern: str, path: str | None = None, glob: str | None = None
+        self, pattern: str, path: str | None = None, glob: str | None = None, regex: bool = False
     ) -> list[GrepMatch]:
-        return grep_files(await self._all_items(), pattern, path, glob)
+        return grep_files(await self._all_items(), pattern, path, glob, regex)

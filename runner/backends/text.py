@@ -8,12 +8,14 @@ file with a NUL character is binary: `grep` skips it on every backend, as ripgre
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from runner.backends.protocol import BackendError, GrepMatch, ReadResult
 
 __all__ = [
     "check_grep_pattern",
+    "grep_regex",
     "grep_text",
     "iso_from_timestamp",
     "now_iso",
@@ -104,9 +106,33 @@ def check_grep_pattern(pattern: str) -> None:
         raise BackendError("The grep pattern is not valid Unicode text") from None
 
 
-def grep_text(path: str, content: str, pattern: str) -> list[GrepMatch]:
-    """The lines of `content` containing `pattern` literally; none for a binary (NUL) file."""
-    if pattern not in content or "\0" in content:
+def grep_regex(pattern: str) -> re.Pattern[str]:
+    """`pattern` (already checked) as the regular expression `grep(regex=True)` searches each
+    line for (Python `re` syntax, searched anywhere in the line), or a BackendError saying why
+    it is not one."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise BackendError(
+            f"The grep pattern is not a valid regular expression ({exc}); fix it, or search "
+            "for literal text with regex false"
+        ) from None
+
+
+def grep_text(
+    path: str, content: str, pattern: str, regex: re.Pattern[str] | None = None
+) -> list[GrepMatch]:
+    """The lines of `content` containing `pattern` literally, or matching `regex` when given;
+    none for a binary (NUL) file."""
+    if "\0" in content:
+        return []
+    if regex is not None:
+        return [
+            GrepMatch(path, number, text)
+            for number, line in enumerate(split_lines(content), start=1)
+            if regex.search(text := line.removesuffix("\r"))
+        ]
+    if pattern not in content:
         return []
     return [
         GrepMatch(path, number, line.removesuffix("\r"))

@@ -11,7 +11,7 @@ tools accept; a `task` call must name one of its subagents. Nothing here imports
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,9 +79,16 @@ def _replay_file(model_id: str) -> Path | None:
     return Path(rest).resolve() if provider == "replay" else None
 
 
-def replay_problems(spec: AgentSpec, *, checked: set[Path] | None = None) -> list[Problem]:
+def replay_problems(
+    spec: AgentSpec,
+    *,
+    checked: set[Path] | None = None,
+    also_played_by: Callable[[Path], list[AgentSpec]] | None = None,
+) -> list[Problem]:
     """Every cassette the spec plays: a missing one (located at the key naming it, with the
-    path it resolved to), its format problems, and its replies checked against the agents."""
+    path it resolved to), its format problems, and its replies checked against the agents
+    (the spec's, and those of the other agent files `also_played_by(cassette)` gives: a
+    cassette shared through an include serves every agent that plays it)."""
     agents = static_agents(spec)
     problems: list[Problem] = []
     cassettes: dict[Path, None] = {}
@@ -103,7 +110,8 @@ def replay_problems(spec: AgentSpec, *, checked: set[Path] | None = None) -> lis
             if path in checked:
                 continue
             checked.add(path)
-        problems += _check(path, agents)
+        others = also_played_by(path) if also_played_by is not None else []
+        problems += _check(path, agents, others)
     return problems
 
 
@@ -131,14 +139,24 @@ def cassette_problems(path: Path, specs: list[AgentSpec]) -> list[Problem]:
         document = read_cassette(path)
     except SpecError as exc:
         return list(exc.problems)
-    problems: list[Problem] = []
+    if not specs:
+        return []
+    return sorted(set(_check_replies(document, _players_of(specs, path.resolve()))))
+
+
+def _players_of(specs: list[AgentSpec], cassette: Path) -> _Players:
+    """The players of a cassette among several agent files, together: a reply list belongs
+    to an agent of any of them (one `_model.yaml` included by two agents serves both)."""
+    found = _Players()
     for spec in specs:
         agents = static_agents(spec)
-        players = _players(agents, path.resolve())
+        players = _players(agents, cassette)
         if not players.by_name:  # named after the agent, played with --model replay:...
             players = _as_override(agents)
-        problems += _check_replies(document, players)
-    return sorted(set(problems))
+        for name, agent in players.by_name.items():
+            found.by_name.setdefault(name, agent)
+        found.main = found.main or players.main
+    return found
 
 
 def _as_override(agents: list[StaticAgent]) -> _Players:
@@ -154,12 +172,15 @@ def _as_override(agents: list[StaticAgent]) -> _Players:
     return found
 
 
-def _check(path: Path, agents: list[StaticAgent]) -> list[Problem]:
+def _check(path: Path, agents: list[StaticAgent], others: list[AgentSpec]) -> list[Problem]:
     try:
         document = read_cassette(path)
     except SpecError as exc:
         return list(exc.problems)
-    return _check_replies(document, _players(agents, path))
+    players = _players(agents, path)
+    for name, agent in _players_of(others, path).by_name.items():
+        players.by_name.setdefault(name, agent)  # another agent file's replies
+    return _check_replies(document, players)
 
 
 def _check_replies(document: CassetteDocument, players: _Players) -> list[Problem]:
@@ -187,10 +208,32 @@ def _check_replies(document: CassetteDocument, players: _Players) -> list[Proble
             continue
         if key.endswith(SUMMARY_SUFFIX) and key != agent.name:
             continue  # the summarizer has no tools
+        problems += _check_answers(document, at, replies, is_main=key == MAIN or agent.is_main)
         for index, reply in enumerate(replies):
             for number, call in enumerate(reply.tool_calls):
                 call_at = (*at, index, "tool_calls", number)
                 problems += _check_call(document, agent, call.name, call.args, call_at)
+    return problems
+
+
+def _check_answers(
+    document: CassetteDocument, at: tuple[str | int, ...], replies: list[Any], *, is_main: bool
+) -> list[Problem]:
+    """`answers` (the `task` call a subagent's run answers) only where a run starts."""
+    problems = []
+    for index, reply in enumerate(replies):
+        if reply.answers is None:
+            continue
+        if is_main:
+            message = "only a subagent's replies answer a `task` call; remove `answers`"
+        elif index and replies[index - 1].tool_calls:
+            message = (
+                "`answers` names the call a run answers, so it goes on the run's first reply "
+                "(the first of the list, or one after a reply without tool calls)"
+            )
+        else:
+            continue
+        problems.append(document.problem((*at, index, "answers"), message, at_key=True))
     return problems
 
 

@@ -19,6 +19,7 @@ class _Args(BaseModel):
 class _Todo(_Args):
     content: str
     status: Literal["pending", "in_progress", "completed"]
+    id: str = ""
 
 
 class WriteTodosArgs(_Args):
@@ -57,6 +58,8 @@ class GrepArgs(_Args):
     path: str | None = None
     glob: str | None = None
     output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches"
+    context_lines: int = 2
+    regex: bool = False
 
 
 class ExecuteArgs(_Args):

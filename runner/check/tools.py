@@ -20,9 +20,10 @@ compares these lists and those arguments with built agents.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from runner.errors import Problem
 from runner.spec import (
@@ -43,15 +44,23 @@ from runner.spec.declared_tools import HttpTool, ScriptTool
 __all__ = [
     "FILE_TOOLS",
     "StaticAgent",
+    "code_with_placeholder",
     "execute_message",
     "fraction_message",
+    "is_shell",
     "script_message",
     "static_agents",
     "unknown_tool_message",
 ]
 
 KeyPath = tuple[str | int, ...]
-Locator = Callable[[KeyPath, str], Problem]
+
+
+class Locator(Protocol):
+    """Where a key path is in a spec's files (`AgentSpec.problem`)."""
+
+    def __call__(self, path: KeyPath, message: str, /, *, at_key: bool = False) -> Problem: ...
+
 
 FILE_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
 
@@ -111,6 +120,70 @@ def script_message(kind: str) -> str:
         f"commands (kind: local_shell, or a composite whose default is one); this agent's "
         f"backend is {kind}"
     )
+
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
+"""Programs that run their `-c` argument as shell code."""
+_CODE_FLAGS = {"python": ("-c",), "perl": ("-e", "-E"), "ruby": ("-e",), "node": ("-e", "--eval")}
+"""Interpreters that run an argument as code, and the flag that says which."""
+
+
+def _code_flags(program: str) -> tuple[str, ...] | None:
+    """The flags after which `program` runs the next argument as code; None for another."""
+    name = program.rsplit("/", 1)[-1]
+    if name in _SHELLS:
+        return ("-c",)
+    if re.fullmatch(r"python[0-9.]*", name):
+        return ("-c",)
+    return _CODE_FLAGS.get(name)
+
+
+def is_shell(command: list[str], code: int) -> bool:
+    """Whether the code at `command[code]` is run by a shell (not by another interpreter)."""
+    return any(e.rsplit("/", 1)[-1] in _SHELLS for e in command[:code])
+
+
+def code_with_placeholder(command: list[str]) -> tuple[int, str] | None:
+    """Where a script's `command` runs a `{placeholder}` as code: the index of the element a
+    shell (`sh -c`, `bash -c`, `env sh -c`, `busybox sh -c`) or an interpreter (`python -c`,
+    `perl -e`, `ruby -e`, `node -e`) runs, and the placeholder's name; None when none does.
+    A placeholder after that element is safe: the code reads it as `$1` or `sys.argv[1]`."""
+    from runner.spec.declared_tools import placeholders
+
+    index = 0
+    program = command[0].rsplit("/", 1)[-1]
+    if program == "env":  # env [-i] [-u NAME] [NAME=VALUE]... program args...
+        index = 1
+        while index < len(command) and (command[index].startswith("-") or "=" in command[index]):
+            index += 2 if command[index] in ("-u", "--unset", "-C", "--chdir") else 1
+        if index >= len(command):
+            return None
+    if command[index].rsplit("/", 1)[-1] == "busybox":
+        index += 1
+    if index >= len(command) or (flags := _code_flags(command[index])) is None:
+        return None
+    short = {f[1] for f in flags if len(f) == 2}
+    skip = False
+    for position in range(index + 1, len(command)):
+        element = command[position]
+        if skip:  # the value of `-o NAME` (`sh -o pipefail -c ...`)
+            skip = False
+            continue
+        if element in ("-o", "+o"):
+            skip = True
+            continue
+        if not element.startswith("-"):
+            return None  # a script file or the code itself, without a code flag: not ours
+        # `-c`, `-ec`, `-xc` (short flags run together, the code flag among them), `--eval`
+        runs_code = element in flags or (
+            not element.startswith("--") and bool(set(element[1:]) & short)
+        )
+        if runs_code:
+            if position + 1 >= len(command):
+                return None
+            names = placeholders(command[position + 1])[0]
+            return (position + 1, names[0]) if names else None
+    return None
 
 
 def fraction_message(model_id: str) -> str:

@@ -10,7 +10,7 @@ A cassette file (by name or content) is checked as a cassette. Nothing here impo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,8 @@ class FileReport:
     note: str | None = None
     """What a reader of `ok: FILE` should know: a cassette that no agent file here plays was
     checked for its format only."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What is valid but likely a mistake (`spec_warnings`): printed, not failed on."""
 
 
 def check_file(
@@ -147,7 +149,8 @@ def check_file(
                 return FileReport(sorted(problems))
         else:
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
-            return FileReport(sorted(found | set(static_problems(spec))))
+            found |= set(static_problems(spec, cache=cache))
+            return FileReport(sorted(found), warnings=spec_warnings(spec))
     agents = agents_playing(path, vars=vars, env=env, cache=cache)
     note = None
     if not agents:
@@ -217,8 +220,9 @@ def agents_playing(
     env: Mapping[str, str] | None = None,
     cache: LoadCache | None = None,
 ) -> list[AgentSpec]:
-    """The agent files a cassette serves: those in its folder that play it (`replay:`), and the
-    one it is named after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
+    """The agent files a cassette serves: those in its folder that play it (`replay:`, written
+    in them or in a file they include), and the one it is named after (`coder.cassette.yaml`,
+    `coder.reject.cassette.yaml`: `coder.yaml`).
     Files that do not load are left out (validating them shows why)."""
     from runner.load.source import read_source
 
@@ -239,8 +243,8 @@ def agents_playing(
             text = read_source(candidate)
         except (OSError, UnicodeDecodeError, ValueError):
             continue
-        if candidate.name not in named and cassette.name not in text:
-            continue  # neither named after it nor mentioning it: not worth loading
+        if candidate.name not in named and cassette.name not in text and "include" not in text:
+            continue  # not named after it, not mentioning it, no include: not worth loading
         try:
             spec = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
         except SpecError:
@@ -300,7 +304,9 @@ def budget_problems(spec: AgentSpec, agents: list[Any]) -> list[Problem]:
     return problems
 
 
-def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]:
+def static_problems(
+    spec: AgentSpec, *, cassettes: bool = True, cache: LoadCache | None = None
+) -> list[Problem]:
     """What `run` refuses before it starts, found without building: tool names in
     `interrupt_on`, `execute` in `filesystem.tools` or a `script:` tool without a shell
     backend, a `fraction` threshold that a replay model cannot size, and the replay cassettes
@@ -323,7 +329,8 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
             for name in core.interrupt_on:
                 if not agent.has_tool(name):
                     message = unknown_tool_message(name, agent.name, agent.tools)
-                    problems.append(agent.locate((*where, "interrupt_on", name), message))
+                    at = (*where, "interrupt_on", name)
+                    problems.append(agent.locate(at, message, at_key=True))
         wanted = core.filesystem.tools
         if wanted is not None and "execute" in wanted and not agent.executes:
             kind = core.backend.kind if core.backend is not None else "state"
@@ -361,7 +368,49 @@ def static_problems(spec: AgentSpec, *, cassettes: bool = True) -> list[Problem]
         return problems  # (and the cassette checks are not imported)
     from runner.check.cassettes import replay_problems
 
-    return problems + replay_problems(spec)
+    return problems + replay_problems(
+        spec, also_played_by=lambda cassette: agents_playing(cassette, cache=cache)
+    )
+
+
+def spec_warnings(spec: AgentSpec) -> list[Problem]:
+    """What `validate` warns about and `run` accepts: a `script:` tool whose `command` hands a
+    `{placeholder}` to a shell (`sh -c`, `bash -c`, `env sh -c`, ...) or an interpreter
+    (`python -c`, `perl -e`, `ruby -e`, `node -e`) inside the code it runs, where a value with
+    `;`, `$(...)` or a quote runs as code. Each agent file's own tools, once."""
+    from runner.check.tools import code_with_placeholder, is_shell, static_agents
+    from runner.spec import ScriptTool
+
+    warnings: list[Problem] = []
+    for agent in static_agents(spec):
+        if not (agent.is_main or "tools" in agent.core.model_fields_set):
+            continue  # inherited tools are warned about where they are written
+        for index, entry in enumerate(agent.core.tools):
+            if not isinstance(entry, ScriptTool):
+                continue
+            command = entry.script.command
+            found = code_with_placeholder(command)
+            if found is None:
+                continue
+            position, name = found
+            shown = " ".join(command[:position])
+            at = (*agent.where, "tools", index, "script", "command", position)
+            message = (
+                f"{{{name}}} is inside the code `{shown}` runs: a value holding `;`, `$(...)` or "
+                "a quote runs as code. Pass it as an argument after the code instead"
+            )
+            if is_shell(command, position):
+                message += (
+                    f", e.g. [sh, -c, 'grep -- \"$1\" notes.txt', sh, '{{{name}}}'] "
+                    "(the shell reads it as $1, never as code)"
+                )
+            else:
+                message += (
+                    ", and read it there (`sys.argv[1]` in Python, `$ARGV[0]` in Perl, "
+                    "`ARGV[0]` in Ruby, `process.argv[1]` in Node)"
+                )
+            warnings.append(agent.locate(at, message))
+    return warnings
 
 
 def _permission_problems(agent: Any, agents: list[Any]) -> list[Problem]:

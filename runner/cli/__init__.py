@@ -36,6 +36,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("runner.cli.init", "init", "Start a new agent folder that runs offline at once."),
     "serve": ("runner.cli.serve", "serve", "Serve agents over the LangGraph Agent Server API."),
     "mcp": ("runner.cli.mcp_serve", "mcp", "Serve agents as MCP tools (stdio or streamable HTTP)."),
+    "lsp": (
+        "runner.cli.lsp",
+        "lsp",
+        "Serve agent files to editors (Language Server Protocol, stdio).",
+    ),
 }
 
 

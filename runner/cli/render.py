@@ -75,10 +75,22 @@ def answer_hint(spec: str, thread_id: str, actions: list[Action] | None = None) 
         first = actions[0].args.get("choices") or []
         example = shlex.quote(str(first[0])) if first else "TEXT"
         return f"Answer with: agentctl run {spec} --thread {thread_id} --answer {example}"
-    return (
-        f"Answer with: agentctl run {spec} --thread {thread_id} --approve "
-        "(or --reject [--reason TEXT], or --edit JSON)"
-    )
+    return f"Answer with: agentctl run {spec} --thread {thread_id} {decision_flags(actions)}"
+
+
+_FLAGS = {"approve": "--approve", "reject": "--reject [--reason TEXT]", "edit": "--edit JSON"}
+
+
+def decision_flags(actions: list[Action] | None) -> str:
+    """The command line flags for the decisions every waiting call allows, the first one
+    followed by the others: `--approve (or --reject [--reason TEXT], or --edit JSON)`."""
+    allowed = [
+        name
+        for name in _FLAGS
+        if all(name in a.allowed_decisions for a in actions or () if a.name != ASK_USER_TOOL)
+    ] or list(_FLAGS)
+    first, *others = (_FLAGS[name] for name in allowed)
+    return first + (f" (or {', or '.join(others)})" if others else "")
 
 
 def question_lines(action: Action) -> list[str]:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from runner.cli.options import otel_options
+
+if TYPE_CHECKING:
+    from runner.serve.auth import AuthSettings
 
 
 @click.command(short_help="Serve agents over the LangGraph Agent Server API.")
@@ -57,6 +62,70 @@ from runner.cli.options import otel_options
     "then shares that folder.",
 )
 @click.option(
+    "--api-keys",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="YAML file of the users and their API keys (`keys: [{user: alice, key: ...}]`, or "
+    "`sha256: HEX` instead of `key:` so the file holds no secret). Clients send the key as "
+    "`x-api-key: KEY` (langgraph-sdk's api_key) or `Authorization: Bearer KEY`.",
+)
+@click.option(
+    "--auth-jwks",
+    metavar="URL",
+    help="OpenID Connect: the provider's key set (JWKS) URL; bearer tokens it signed are "
+    "accepted, and the user is their `sub`. Needs --auth-issuer and --auth-audience.",
+)
+@click.option(
+    "--auth-issuer", metavar="ISS", help="OpenID Connect: the `iss` every token must carry."
+)
+@click.option(
+    "--auth-audience",
+    metavar="AUD",
+    help="OpenID Connect: the `aud` every token must carry (this server's client id).",
+)
+@click.option(
+    "--admin",
+    "admins",
+    multiple=True,
+    metavar="USER",
+    help="A user (key user or token `sub`) who may see every user's threads (repeatable).",
+)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Serve without authentication on an address other than loopback (refused "
+    "otherwise): anyone who reaches the port can use every agent and thread.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    callback=lambda ctx, param, values: _checked("check_host", values),
+    help="Also answer requests whose Host header is NAME (any port) or NAME:PORT, such as the "
+    "public name of a reverse proxy in front (repeatable). Others are refused (421): a web "
+    "page could reach the server through a name of its own (DNS rebinding).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    callback=lambda ctx, param, values: _checked("check_origin", values),
+    help="Let pages of ORIGIN (scheme://host[:port], e.g. http://localhost:5173 for a dev "
+    "front end) call the server from the browser (repeatable; never `*`). Requests from any "
+    "other origin are refused (403).",
+)
+@click.option(
+    "--max-body",
+    metavar="SIZE",
+    default="10MB",
+    show_default=True,
+    callback=lambda ctx, param, value: _checked("parse_size", (value,))[0],
+    help="Largest request body, in bytes or with KB, MB, GB (powers of 1024); a larger one "
+    "is refused (413) before it is read.",
+)
+@click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
 @otel_options
@@ -69,6 +138,15 @@ def serve(
     dev: bool,
     jobs: int,
     shared_workspace: bool,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    max_body: int,
+    api_keys: str | None,
+    auth_jwks: str | None,
+    auth_issuer: str | None,
+    auth_audience: str | None,
+    admins: tuple[str, ...],
+    no_auth: bool,
     vars_: tuple[str, ...],
 ) -> int:
     """Serve agent files over the LangGraph Agent Server API (assistants, threads, runs,
@@ -83,12 +161,21 @@ def serve(
     Engines: in memory (no --db, or --dev), or Aegra on Postgres (--db), which with --redis
     shares runs between every server on the same database and Redis.
 
+    Users: with --api-keys and/or --auth-jwks, every API request (and the page's side API)
+    needs a key or a token, checked by the engine's own auth hook; a refusal is a 401 that
+    names no user. Without them the server answers anyone, so it listens only on loopback
+    unless --no-auth says so.
+
     With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each run is sent as one OpenTelemetry
     trace.
 
     A web page at `/` on the same port runs and watches the agents: chat, approvals,
     subagents, todos and files. With --dev, a file with problems is listed there with them
     (and served once it is fixed and saved) instead of stopping the start.
+
+    Browser safety is always on: a request for another Host, from another origin's page, or
+    with a body that is not JSON is refused, so a web page the user visits cannot drive the
+    agents. --allow-host and --allow-origin widen it; see docs/team-browser-safety.md.
     """
     from runner.cli.options import parse_vars
     from runner.errors import display_path
@@ -98,6 +185,15 @@ def serve(
         raise click.BadParameter(
             "needs --db: the run queue is shared through the database", param_hint="--redis"
         )
+    settings = _auth_settings(
+        host,
+        api_keys=api_keys,
+        jwks=auth_jwks,
+        issuer=auth_issuer,
+        audience=auth_audience,
+        admins=admins,
+        no_auth=no_auth,
+    )
     from runner.serve.engines import Engine
 
     engine = Engine.choose(database=db, redis=redis, dev=dev)
@@ -107,6 +203,10 @@ def serve(
         paths or ("agents",), vars=variables, shared_workspace=shared_workspace, keep_broken=dev
     )
     engine.check()
+    if settings is not None and settings.jwt is not None:
+        from runner.serve.auth import check_jwks
+
+        check_jwks(settings.jwt.jwks_url)
     from runner.serve.factory import GraphFactory
     from runner.serve.graphs import register
     from runner.serve.ports import check_port, free_port
@@ -121,17 +221,42 @@ def serve(
     click.echo(
         f"serving at http://{shown_host}:{port} ({engine.describe()}; Ctrl-C stops)", err=True
     )
+    click.echo(f"  {_describe_auth(settings)}", err=True)
     for agent in agents:
         click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
         for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
             click.echo(f"    {problem}", err=True)
+    from runner.serve.guard import Guard
+    from runner.serve.thread_guard import guard_middleware
     from runner.web.app import WebAgent, create_app
 
+    guard = Guard.serving(
+        host, port, allow_hosts=allow_hosts, allow_origins=allow_origins, max_body=max_body
+    )
+    persist = None
+    if engine.database is None:
+        from runner.serve.inmem import persist_threads
+
+        persist = persist_threads
+    authenticate_with = owns = None
+    if settings is not None:
+        from runner.backends import scope_store_by_user
+        from runner.serve.auth import authenticate, publish
+        from runner.serve.thread_guard import thread_visible
+
+        publish(settings)
+        scope_store_by_user()  # each user's runs see their own store (runner.serve.ownership)
+        authenticate_with, owns = authenticate, thread_visible
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
         graph_for=lambda path: factory.graph(path),
         dev=dev,
         vars=variables,
+        authenticate=authenticate_with,
+        thread_visible=owns,
+        middleware=[
+            guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
+        ],
     )
     # SIGTERM (how service managers and containers stop a process) stops cleanly like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -143,6 +268,8 @@ def serve(
             port=port,
             jobs=jobs,
             web_app=web,
+            guard=guard,
+            authenticated=settings is not None,
         )
     except KeyboardInterrupt:
         pass
@@ -150,6 +277,97 @@ def serve(
         factory.close()
     click.echo("stopped", err=True)
     return 0
+
+
+def _auth_settings(
+    host: str,
+    *,
+    api_keys: str | None,
+    jwks: str | None,
+    issuer: str | None,
+    audience: str | None,
+    admins: tuple[str, ...],
+    no_auth: bool,
+) -> AuthSettings | None:
+    """Who may come in, from the flags (None: anyone), refusing what would leave a server
+    open to the network by accident."""
+    oidc = {"--auth-jwks": jwks, "--auth-issuer": issuer, "--auth-audience": audience}
+    given = [flag for flag, value in oidc.items() if value]
+    if no_auth:
+        used = given + (["--api-keys"] if api_keys else []) + (["--admin"] if admins else [])
+        if used:
+            raise click.UsageError(f"--no-auth cannot be used with {', '.join(used)}")
+    if given and len(given) < len(oidc):
+        missing = ", ".join(flag for flag in oidc if flag not in given)
+        raise click.UsageError(f"{', '.join(given)} needs {missing} too")
+    if not api_keys and not given:
+        if admins:
+            raise click.UsageError("--admin needs users: give --api-keys or --auth-jwks")
+        from runner.serve.auth import is_loopback
+
+        if not no_auth and not is_loopback(host):
+            raise click.UsageError(
+                f"refusing to serve on {host} without authentication: anyone who can reach it "
+                "could run every agent and read every thread. Give --api-keys FILE (or "
+                "--auth-jwks URL --auth-issuer ISS --auth-audience AUD), or --no-auth if the "
+                "network in front of it does the checking."
+            )
+        return None
+    from runner.serve.auth import AuthSettings, JwtSettings, read_keys_file
+
+    keys = read_keys_file(api_keys) if api_keys else ()
+    if jwks:
+        _check_jwks_url(jwks)
+    jwt = JwtSettings(jwks, issuer, audience) if jwks and issuer and audience else None
+    if jwt is None:
+        users = {user for user, _ in keys}
+        for admin in admins:
+            if admin not in users:
+                raise click.BadParameter(
+                    f"{admin!r} has no key in {api_keys}", param_hint="--admin"
+                )
+    return AuthSettings(keys=keys, jwt=jwt, admins=frozenset(admins))
+
+
+def _check_jwks_url(url: str) -> None:
+    """An https:// URL (http:// only on this machine: keys fetched in clear could be swapped)."""
+    from urllib.parse import urlsplit
+
+    from runner.serve.auth import is_loopback
+
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
+        return
+    raise click.BadParameter(
+        f"expected an https:// URL (http:// on loopback only), found {url!r}",
+        param_hint="--auth-jwks",
+    )
+
+
+def _describe_auth(settings: AuthSettings | None) -> str:
+    """Who may come in, for the banner."""
+    if settings is None:
+        return "no authentication: anyone who reaches this address may use it"
+    ways = []
+    if settings.keys:
+        ways.append(f"API keys of {len(settings.keys)} users")
+    if settings.jwt is not None:
+        ways.append(f"tokens from {settings.jwt.issuer}")
+    admins = f"; admins: {', '.join(sorted(settings.admins))}" if settings.admins else ""
+    return f"authentication: {' or '.join(ways)}{admins}"
+
+
+def _checked(check: str, values: Iterable[str]) -> tuple[Any, ...]:
+    """Each value through `runner.serve.guard`'s `check` (imported only when the option is
+    given: not for --help); its ValueError is the option's usage error (exit 2)."""
+    from runner.serve import guard
+
+    try:
+        return tuple(getattr(guard, check)(value) for value in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

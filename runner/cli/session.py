@@ -457,6 +457,8 @@ def run_turns(
                 view.pause()  # stop the spinners before saying anything
                 finish_cancelled(turns, session)
                 raise
+        if isinstance(last, Error) and last.kind == "DecisionError":
+            return 2  # answers the approval does not take: a usage error
         return 1 if isinstance(last, Error) or last is None else 0
     except BrokenPipeError:
         reader_left(session)

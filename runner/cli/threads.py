@@ -65,15 +65,27 @@ def list_threads(
         which = f" of agent {agent!r}" if agent else ""
         click.echo(f"no threads{which} in {home.path}", err=True)
         return 0
+    # The owner column only where a server with authentication made threads (empty for the
+    # CLI's own).
+    owned = any(t.owner for t in found)
+    header = (*_HEADER[:2], "OWNER", *_HEADER[2:]) if owned else _HEADER
     rows = [
-        (t.thread_id, t.agent, local_time(t.updated_at), one_line(t.first_message)) for t in found
+        (
+            t.thread_id,
+            t.agent,
+            *((t.owner,) if owned else ()),
+            local_time(t.updated_at),
+            one_line(t.first_message),
+        )
+        for t in found
     ]
-    widths = [max(len(row[i]) for row in [_HEADER, *rows]) for i in range(3)]
+    columns = len(header) - 1
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(columns)]
     lines = []
-    for row in [_HEADER, *rows]:
+    for row in [header, *rows]:
         line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-        line += "  " + row[3]
-        lines.append(click.style(line, bold=True) if row is _HEADER else line)
+        line += "  " + row[columns]
+        lines.append(click.style(line, bold=True) if row is header else line)
     click.echo("\n".join(lines))  # one write: thousands of threads list at once
     return 0
 
@@ -97,7 +109,7 @@ def show_thread(
     """The conversation of thread ID: messages by role, tool calls and their results in short,
     and the approvals it waits for. --checkpoints: the checkpoints it keeps, newest first.
     --json: the thread record with its messages and pending approvals (or checkpoints)."""
-    from runner.cli.render import result_summary, short_args
+    from runner.cli.render import decision_flags, result_summary, short_args
     from runner.errors import RunError
     from runner.threads.export import latest_transcript
 
@@ -141,9 +153,10 @@ def show_thread(
                 f"[{'/'.join(action.allowed_decisions)}]"
             )
         spec = info.spec if info and info.spec else "SPEC"
+        flags = decision_flags(pending)
         click.echo(
-            f"answer with: agentctl run {spec} --thread {thread_id} --approve "
-            "(or --reject, --edit JSON; or without them in a terminal)"
+            f"answer with: agentctl run {spec} --thread {thread_id} {flags}; or without them "
+            "in a terminal"
         )
     return 0
 

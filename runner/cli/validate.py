@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from runner.check.validate import FileReport
 
 
 @click.command(short_help="Check agent files and report every problem.")
@@ -26,7 +30,9 @@ def validate(
     """Check agent files: YAML syntax, the schema, ${ENV} variables, includes, subagent refs,
     prompt templates, skills, tool names in interrupt_on, and the replay cassettes they play.
     Prints `ok: FILE` for each valid file and one located line (`file:line:col: key.path:
-    message`) for each problem. Exits 0 when all are valid, 2 if not.
+    message`) for each problem. Exits 0 when all are valid, 2 if not. A warning (valid, but
+    likely a mistake: a script tool that hands a `{placeholder}` to `sh -c`) is printed as
+    `warning: file:line:col: ...` (with `"warning": true` under --json) and changes no exit code.
 
     A cassette (`*.cassette.yaml`, or a file that holds one) is checked against the agents that
     play it: the agent files in its folder that name it in `replay:`, and the one it is named
@@ -40,6 +46,7 @@ def validate(
     from runner.check.validate import FileReport, LoadCache, check_file, find_specs
     from runner.cli.options import parse_vars
     from runner.errors import Problem, display_path
+    from runner.testing.loader import is_test_file_name
 
     variables = parse_vars(vars_)
     failed = checked = 0
@@ -55,6 +62,8 @@ def validate(
         report = (
             FileReport([problem])
             if problem
+            else _check_test_file(path)
+            if is_test_file_name(path)
             else check_file(
                 path,
                 vars=variables,
@@ -81,6 +90,15 @@ def validate(
         path, report = entry
         problems = report.problems
         checked += 1
+        for w in report.warnings:  # valid, but likely a mistake: said, not failed on
+            if w in printed:
+                continue
+            printed.add(w)
+            if as_json:
+                fields = {"file": w.file, "line": w.line, "col": w.col, "path": w.path}
+                click.echo(json.dumps({**fields, "message": w.message, "warning": True}))
+            else:
+                click.echo(f"warning: {w}", err=True)
         if not problems:
             if not as_json:
                 note = f" ({report.note})" if report.note else ""
@@ -101,3 +119,11 @@ def validate(
     if failed and not as_json and checked > 1:
         click.echo(f"{failed} of {checked} files have problems", err=True)
     return 2 if failed else 0
+
+
+def _check_test_file(path: Path) -> FileReport:
+    """A test file named on the command line is checked as `agentctl test` reads it."""
+    from runner.check.validate import FileReport
+    from runner.testing.loader import test_file_problems
+
+    return FileReport(test_file_problems(path), note="a test file")

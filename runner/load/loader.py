@@ -45,7 +45,7 @@ from runner.spec import (
     import_ref_is_file,
 )
 from runner.spec.agent import AgentCore
-from runner.spec.backend import backend_leaves
+from runner.spec.backend import ImportBackendSpec, backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
 
@@ -289,7 +289,9 @@ class _Loader:
             self._check_raw(value, smap, (*stack, key))
             return None
         spec._source = str(path)
-        spec._locator = lambda keypath, message: smap.problem(keypath, message)
+        spec._locator = lambda keypath, message, at_key: smap.problem(
+            keypath, message, at_key=at_key
+        )
         self.loaded[key] = spec
 
         self.used_vars.update(spec.vars)
@@ -467,6 +469,8 @@ class _Loader:
                     )
         if core.backend is not None:
             for leaf, leaf_at in backend_leaves(core.backend, (*where, "backend")):
+                if isinstance(leaf, ImportBackendSpec):
+                    leaf.import_ = self._import_ref(leaf.import_, smap, (*leaf_at, "import"))
                 if isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):
                     leaf.root_dir = str(
                         _host_path(leaf.root_dir, _base_dir(smap, (*leaf_at, "root_dir")))

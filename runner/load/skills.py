@@ -226,10 +226,16 @@ before you start, and follow it; it may point to more files in its folder.
 {listing}"""
 
 
+def _sentence(text: str) -> str:
+    """`text` ending as a sentence does, so what is listed after it does not run into it."""
+    return text if text.endswith((".", "!", "?", ":", "\u3002", "\uff01", "\uff1f")) else text + "."
+
+
 def skills_section(skills: Iterable[Skill]) -> str | None:
     rows = []
     for skill in sorted(skills, key=lambda s: s.name):
         tools = f" (uses: {', '.join(skill.allowed_tools)})" if skill.allowed_tools else ""
-        when = f" Use when: {skill.trigger}" if skill.trigger else ""
-        rows.append(f"- **{skill.name}** (`{skill.agent_path}`): {skill.description}{when}{tools}")
+        description = _sentence(skill.description) if skill.trigger else skill.description
+        when = f" Use when: {_sentence(skill.trigger)}" if skill.trigger else ""
+        rows.append(f"- **{skill.name}** (`{skill.agent_path}`): {description}{when}{tools}")
     return SKILLS_SECTION.format(listing="\n".join(rows)) if rows else None

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -410,10 +411,20 @@ class InputTooLarge(yaml.MarkedYAMLError):
     """A document over one of the bounds: an alias bomb, a loop of aliases, too deep nesting."""
 
 
+SOURCE_OVERLAY: ContextVar[Mapping[str, str] | None] = ContextVar("SOURCE_OVERLAY", default=None)
+"""Texts that `read_source` returns instead of the files' (keys: absolute, normalised paths):
+the unsaved buffers of an editor (`agentctl lsp`), so that what is checked is what is typed."""
+
+
 def read_source(path: os.PathLike[str] | str, *, limit: int | None = None) -> str:
     """The UTF-8 text of a file, refused (`SourceTooLarge`, with the reason) past `limit` bytes
     (default `MAX_SOURCE_BYTES`) before any of it is read into memory. OSError and
-    UnicodeDecodeError pass through."""
+    UnicodeDecodeError pass through. A file in `SOURCE_OVERLAY` reads as its text there."""
+    overlay = SOURCE_OVERLAY.get()
+    if overlay:
+        text = overlay.get(os.path.abspath(path))
+        if text is not None:
+            return text
     limit = MAX_SOURCE_BYTES if limit is None else limit
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -101,7 +102,7 @@ def render(
         autoescape=False,
     )
     try:
-        code = env.compile(source, name=name, filename=name)
+        code = _compiled(source, name)
         template = env.template_class.from_code(env, code, env.make_globals(None))
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateProblem(
@@ -133,6 +134,19 @@ def render(
         else:
             message = f"template error: {type(exc).__name__}: {exc}"
         raise TemplateProblem(message, line, file) from None
+
+
+@lru_cache(maxsize=256)
+def _compiled(source: str, name: str) -> Any:
+    """`source` compiled to Python code, remembered: the code depends only on the text and the
+    environment's fixed settings (not on its loader or the variables), and `agentctl lsp`
+    renders the same prompts again on every keystroke. A syntax error is not remembered."""
+    import jinja2
+
+    env = _bounded_environment()(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+    )
+    return env.compile(source, name=name, filename=name)
 
 
 def _capped(chunks: Any) -> str:

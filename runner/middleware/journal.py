@@ -19,6 +19,10 @@ saver among them). With any other checkpointer, or none, calls pass through unjo
 thread, scope and call id; the scope is the chain of `task` calls a subagent's call runs under,
 so subagents' calls are journaled too (a contextvar carries the chain into the subagent).
 
+Being the outermost tool wrapper, it is also where a result that cannot be stored (a huge
+integer, an unknown object: `runner.middleware.storable`) becomes an error result, before it is
+recorded or reaches the state.
+
 A call that raises (an error the tool node does not turn into a message, or a subagent's
 approval interrupt) is not recorded: it did not finish.
 """
@@ -34,6 +38,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
+from runner.middleware.storable import storable_result
 from runner.threads.guards import AsyncToolJournal, ToolJournal
 
 __all__ = ["DERIVED", "ToolJournalMiddleware", "journal_for"]
@@ -125,22 +130,29 @@ def _inner_scope(scope: str, call_id: str) -> str:
     return f"{scope}/{call_id}" if scope else call_id
 
 
+def _storable(request: Any, result: Any) -> Any:
+    """The result the graph gets and the journal records: one it can store
+    (`runner.middleware.storable`)."""
+    call = request.tool_call
+    return storable_result(result, str(call.get("name")), str(call.get("id")))
+
+
 class ToolJournalMiddleware(AgentMiddleware):
     """Journal each finished tool call; answer a call journaled before from the journal."""
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         entry = _entry(request)
         if entry is None:
-            return handler(request)
+            return _storable(request, handler(request))
         journal, thread_id, scope, call_id = entry
         if isinstance(journal, AsyncToolJournal):  # an async saver under invoke: its own
-            return handler(request)  # sync calls fail first; nothing to journal with
+            return _storable(request, handler(request))  # sync calls fail first
         found = journal.lookup(thread_id, scope, call_id)
         if found is not None:
             return found
         token = _SCOPE.set(_inner_scope(scope, call_id))
         try:
-            result = handler(request)
+            result = _storable(request, handler(request))
         finally:
             _SCOPE.reset(token)
         journal.record(thread_id, scope, call_id, result)
@@ -149,7 +161,7 @@ class ToolJournalMiddleware(AgentMiddleware):
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         entry = _entry(request)
         if entry is None:
-            return await handler(request)
+            return _storable(request, await handler(request))
         journal, thread_id, scope, call_id = entry
         if isinstance(journal, AsyncToolJournal):
             found = await journal.alookup(thread_id, scope, call_id)
@@ -159,7 +171,7 @@ class ToolJournalMiddleware(AgentMiddleware):
             return found
         token = _SCOPE.set(_inner_scope(scope, call_id))
         try:
-            result = await handler(request)
+            result = _storable(request, await handler(request))
         finally:
             _SCOPE.reset(token)
         if isinstance(journal, AsyncToolJournal):

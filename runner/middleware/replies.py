@@ -21,7 +21,14 @@ hook would cost a graph step per model call):
   ToolMessage that tells the model what went wrong and what to do; the loop then goes back to
   the model (`create_agent` does so when every call of the last reply is answered);
 - missing and repeated ids (within the reply or with the history) are replaced by fresh ones;
-- a cut-off or empty reply is reported as a `warning` event (`truncated_reply`, `empty_reply`).
+- a call whose arguments cannot be stored in the thread (an integer outside 64 bits, NaN, an
+  unknown object: `runner.middleware.storable`) gets `{}` arguments and an error result;
+- a cut-off or empty reply is reported as a `warning` event (`truncated_reply`, `empty_reply`);
+- a reply whose whole text is a tool call written out (`<tool_call>{"name": "write_file",
+  "arguments": {...}}</tool_call>`, `<tools>...</tools>`, or a fenced JSON block) naming one of
+  the agent's tools, which the server did not turn into a call (small local models do this when
+  the server's chat template does not parse their calls), is reported as a `text_tool_call`
+  warning; with the model's `parse_text_tool_calls` it becomes that call and runs.
 
 Before the call, the history is checked as a strict provider would (a thread saved before this
 middleware existed may hold an invalid call, and was unusable): an invalid call becomes a
@@ -43,6 +50,7 @@ adds no wrap hook of its own to a run.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
@@ -56,6 +64,7 @@ from langchain.agents.middleware import (
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from runner.events import emit_warning
+from runner.middleware.storable import unstorable, unstorable_call_message
 
 __all__ = [
     "EMPTY_REPLY_PLACEHOLDER",
@@ -168,6 +177,64 @@ def truncated_call_message(name: str, call_id: str) -> ToolMessage:
     )
 
 
+# --------------------------------------------------------------------------- calls as text
+
+_TAGGED = re.compile(r"<(tool_call|tools)>\s*(.*?)\s*</\1>", re.S)
+_FENCED = re.compile(r"```[A-Za-z]*\s*\n(.*?)\n?\s*```", re.S)
+
+
+def _call_of(text: str, tools: set[str]) -> dict[str, Any] | None:
+    """`{"name": ..., "arguments": {...}}` (or `parameters`, `args`; arguments also as a JSON
+    string) naming one of `tools`, as a tool call; None for anything else."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        value = value["function"]
+    if not isinstance(value, dict) or value.get("name") not in tools:
+        return None
+    args: Any = next((value[k] for k in ("arguments", "parameters", "args") if k in value), {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    if not isinstance(args, dict):
+        return None
+    return {"name": value["name"], "args": args, "id": _new_id(), "type": "tool_call"}
+
+
+def text_tool_calls(text: str, tools: set[str]) -> list[dict[str, Any]]:
+    """The tool calls a reply's text consists of, when it is nothing but calls written out in
+    `<tool_call>` / `<tools>` tags, one fenced JSON block, or bare JSON, each naming one of
+    `tools`; empty when there is anything else (prose around a call is an answer that shows
+    one, not a call)."""
+    text = text.strip()
+    if not text or not tools:
+        return []
+    tagged = list(_TAGGED.finditer(text))
+    if tagged:
+        if _TAGGED.sub("", text).strip():
+            return []
+        bodies = [m.group(2) for m in tagged]
+    elif (fenced := _FENCED.fullmatch(text)) is not None:
+        bodies = [fenced.group(1)]
+    else:
+        bodies = [text]
+    calls = [_call_of(body, tools) for body in bodies]
+    return [c for c in calls if c is not None] if all(calls) else []
+
+
+def _tool_names(request: ModelRequest) -> set[str]:
+    names = set()
+    for tool in request.tools:
+        name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
 # --------------------------------------------------------------------------- repair
 
 
@@ -211,9 +278,16 @@ def _readable_calls(
         if not call_id or call_id in taken or call_id in mine:
             call_id, changed = _new_id(), True
         mine.add(call_id)
-        calls.append({**call, "id": call_id} if call_id != call.get("id") else call)
+        problem = unstorable(call.get("args"), json_only=True)
+        if problem is not None:  # kept as is, the call would end the run at the next checkpoint
+            changed = True
+            calls.append({**call, "id": call_id, "args": {}})
+        else:
+            calls.append({**call, "id": call_id} if call_id != call.get("id") else call)
         if cut_off:
             answers.append(truncated_call_message(call["name"], call_id))
+        elif problem is not None:
+            answers.append(unstorable_call_message(call["name"], call_id, problem))
     for bad in message.invalid_tool_calls:
         changed = True
         call_id = bad.get("id")
@@ -308,8 +382,10 @@ class ReplyCheckMiddleware(AgentMiddleware):
     def name(self) -> str:
         return "ReplyCheckMiddleware"
 
-    def __init__(self) -> None:
+    def __init__(self, *, parse_text_tool_calls: bool = False) -> None:
+        """`parse_text_tool_calls`: run calls written out as a reply's text (see the module)."""
         super().__init__()
+        self.parse_text_tool_calls = parse_text_tool_calls
         # Conversations (by their first message) checked at earlier calls: only the messages
         # added since are read again, so the check costs O(new messages) per model call.
         self._checked: dict[int, _Checked] = {}
@@ -361,6 +437,12 @@ class ReplyCheckMiddleware(AgentMiddleware):
         cut_off = truncated(reply)
         writer = getattr(request.runtime, "stream_writer", None)
         if not (reply.tool_calls or reply.invalid_tool_calls):
+            written = [] if cut_off else text_tool_calls(reply.text, _tool_names(request))
+            if written:
+                result = self._text_calls(result, response, messages, position, written, writer)
+                if self.parse_text_tool_calls:  # the calls now met, checked as any call is
+                    return self._check(request, result, taken)
+                return result
             if cut_off:
                 emit_warning(writer, "truncated_reply", _limit_message(finish_reason(reply), 0))
             elif not _has_text(reply.content) and response.structured_response is None:
@@ -385,6 +467,38 @@ class ReplyCheckMiddleware(AgentMiddleware):
         if changed:
             messages[position] = _rebuilt(reply, calls)
         messages[position + 1 : position + 1] = answers
+        return with_messages(result, response, messages)
+
+    def _text_calls(
+        self,
+        result: Any,
+        response: ModelResponse,
+        messages: list[Any],
+        position: int,
+        calls: list[dict[str, Any]],
+        writer: Any,
+    ) -> Any:
+        """A reply that is only tool calls written out: warn, and make them calls when asked."""
+        names = ", ".join(f"`{c['name']}`" for c in calls)
+        if not self.parse_text_tool_calls:
+            emit_warning(
+                writer,
+                "text_tool_call",
+                f"the model wrote a call to {names} as text, and the server did not turn it "
+                "into a tool call, so it was taken as the final answer; set `model: "
+                "{parse_text_tool_calls: true}` to run such calls (or use a server or chat "
+                "template that parses this model's tool calls)",
+            )
+            return result
+        emit_warning(
+            writer,
+            "text_tool_call",
+            f"the model wrote a call to {names} as text; it was read as a tool call and run "
+            "(`parse_text_tool_calls`)",
+        )
+        messages[position] = messages[position].model_copy(
+            update={"content": "", "tool_calls": calls, "invalid_tool_calls": []}
+        )
         return with_messages(result, response, messages)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:

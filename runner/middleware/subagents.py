@@ -13,7 +13,9 @@ on the synchronous path too. Each call announces itself on the custom stream
 (`{"agentctl": "subagent_start", ...}`) so run events can name the subagent and nest its work
 under the call that started it. A subagent's approvals pause the whole run: the subagent shares
 the parent's checkpointer, and resuming re-enters the same `task` call, which resumes the
-subagent from its checkpoint.
+subagent from its checkpoint. While a subagent runs, `runner.tools.runtime.TASK_CALL` names the
+`task` call it answers and the calls of the same reply, so a replayed subagent plays the replies
+meant for that call whichever parallel call reaches its model first.
 
 Parallel subagents on the state backend each work on a copy of the parent's files, so two of
 them may change the same file. The first to finish keeps its version; a later one's version of
@@ -35,7 +37,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from runner.middleware.prompt import PromptSection
-from runner.tools.runtime import calling_message, harness_tool
+from runner.tools.runtime import TASK_CALL, calling_message, harness_tool, task_call
 
 EXCLUDED_STATE_KEYS = frozenset(
     {"messages", "todos", "structured_response", "jump_to", "remaining_steps"}
@@ -173,6 +175,17 @@ def _final_text(result: Mapping[str, Any], name: str) -> str:
     return str(messages[-1].text)
 
 
+AGENTS_PLACEHOLDERS = ("{available_agents}", "{agents}")
+"""Where the list of subagents goes in the `task` tool's description (the seeds' name first)."""
+
+
+def task_tool_description(template: str, listing: str) -> str:
+    """The `task` tool's description: `template` with the subagent list in its placeholders."""
+    for placeholder in AGENTS_PLACEHOLDERS:
+        template = template.replace(placeholder, listing)
+    return template
+
+
 class SubAgentMiddleware(AgentMiddleware):
     """Adds the `task` tool for the given subagents."""
 
@@ -188,7 +201,7 @@ class SubAgentMiddleware(AgentMiddleware):
         self.parallel_changes = ParallelChanges()
         self.system_prompt = system_prompt
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
-        description = (task_description or TASK_DESCRIPTION).replace("{agents}", listing)
+        description = task_tool_description(task_description or TASK_DESCRIPTION, listing)
         self.tools = [
             harness_tool("task", description, self._task, self._atask, parse_docstring=True)
         ]
@@ -269,7 +282,11 @@ class SubAgentMiddleware(AgentMiddleware):
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
-        result = subagent.graph.invoke(inputs)
+        token = TASK_CALL.set(task_call(runtime, subagent.name, description))
+        try:
+            result = subagent.graph.invoke(inputs)
+        finally:
+            TASK_CALL.reset(token)
         return self._finish(subagent, runtime.state or {}, result, runtime)
 
     async def _atask(
@@ -284,5 +301,9 @@ class SubAgentMiddleware(AgentMiddleware):
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
-        result = await subagent.graph.ainvoke(inputs)
+        token = TASK_CALL.set(task_call(runtime, subagent.name, description))
+        try:
+            result = await subagent.graph.ainvoke(inputs)
+        finally:
+            TASK_CALL.reset(token)
         return self._finish(subagent, runtime.state or {}, result, runtime)

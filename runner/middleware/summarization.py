@@ -7,6 +7,13 @@ messages are kept (default: 10% of the window, else 6 messages), never splitting
 from its ToolMessages. Before anything is replaced, the full text of the replaced messages is
 appended to `<history_dir><thread id>.md` on the agent's backend, and the summary says where.
 
+The summary is not the user speaking (seed 004 shows it as a system message): it is kept in the
+conversation as a `SystemMessage` marked `agentctl_summary`, where the replaced messages were, and
+an exported thread shows it as the summary. On every model call it is sent as context: appended
+to the system prompt, with the kept messages after it (when those start with the agent's own
+turn, a one-line user turn asking it to continue comes first, since providers expect a
+conversation to open with the user).
+
 It runs inside the model call (`wrap_model_call`), not as a graph node of its own, and counts
 tokens (4 characters each) once per message, caching the count by message id, and the total of
 the conversation as it was at the last call, so a long conversation pays neither a recount nor a
@@ -33,13 +40,15 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     RemoveMessage,
+    SystemMessage,
     get_buffer_string,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from runner.backends import Backend, BackendError, BackendProvider
-from runner.events import SUMMARY_TAG
+from runner.events import SUMMARY_KEY, SUMMARY_TAG, is_summary
+from runner.middleware.prompt import append_to_system_message
 
 log = logging.getLogger("agentctl")
 
@@ -49,6 +58,11 @@ DEFAULT_TRIGGER_TOKENS = 170_000
 DEFAULT_KEEP_FRACTION = 0.10
 DEFAULT_KEEP_MESSAGES = 6
 MAX_SUMMARIZER_INPUT_TOKENS = 100_000
+"""The conversation the summarizer reads, in tokens, when its model's context window is unknown."""
+SUMMARIZER_INPUT_SHARE = 0.6
+"""With a known window, the share of it the conversation may take in the summarizer's request:
+the rest holds the instructions, the summary it writes, and the error of counting 4 characters
+per token (real tokenizers often need more tokens for code or other languages)."""
 _CACHE_LIMIT = 100_000
 
 Threshold = tuple[str, float]
@@ -79,6 +93,26 @@ SUMMARY_MESSAGE = """\
 
 (The {count} messages this replaces are saved in full in {path}; read it with read_file if you
 need a detail the summary lacks.)"""
+
+
+CONTINUE_AFTER_SUMMARY = "(Continue from the summary of the conversation so far.)"
+"""The user turn sent, in what the model is sent only, when the messages kept after a summary
+start with the agent's own turn."""
+
+
+def summary_as_context(request: ModelRequest) -> ModelRequest:
+    """`request` with a summary at the head of its messages moved into its system message: the
+    model reads it as context, not as something the user said."""
+    messages = request.messages
+    if not messages or not is_summary(messages[0]):
+        return request
+    system = request.system_message or SystemMessage(content="")
+    rest = list(messages[1:])
+    if not rest or rest[0].type != "human":
+        rest.insert(0, HumanMessage(content=CONTINUE_AFTER_SUMMARY))
+    return request.override(
+        system_message=append_to_system_message(system, messages[0].text), messages=rest
+    )
 
 
 IMAGE_TOKENS = 1_600
@@ -135,6 +169,15 @@ def cut_point(
     return cut
 
 
+def summarizer_input_tokens(window: int | None) -> int:
+    """How many tokens of conversation the summarizer is given: a share of its model's context
+    window when that is known, so the summarization request itself fits it."""
+    if not window:
+        return MAX_SUMMARIZER_INPUT_TOKENS
+    instructions = len(SUMMARY_PROMPT) // CHARS_PER_TOKEN
+    return max(int(window * SUMMARIZER_INPUT_SHARE) - instructions, 256)
+
+
 def _trim_for_summarizer(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
@@ -156,13 +199,17 @@ class SummarizationMiddleware(AgentMiddleware):
         keep: Threshold,
         context_window: int | None,
         history_dir: str = "/conversation_history/",
+        summarizer_window: int | None = None,
     ) -> None:
+        """`summarizer_window`: the context window of the summarizer's model when it is not the
+        agent's (the agent's `context_window` otherwise); the summarizer's input is cut to fit."""
         super().__init__()
         self.model = model
         self.provider = provider
         self.trigger = trigger
         self.keep = keep
         self.window = context_window
+        self.summarizer_input_tokens = summarizer_input_tokens(summarizer_window or context_window)
         self.history_dir = history_dir if history_dir.endswith("/") else history_dir + "/"
         self._counts: dict[str, tuple[tuple[int, tuple[int, ...]], int]] = {}
         self._static: dict[int, int] = {}
@@ -294,14 +341,14 @@ class SummarizationMiddleware(AgentMiddleware):
 
     def _prompt(self, old: list[AnyMessage]) -> list[BaseMessage]:
         conversation = _trim_for_summarizer(
-            get_buffer_string(old), MAX_SUMMARIZER_INPUT_TOKENS * CHARS_PER_TOKEN
+            get_buffer_string(old), self.summarizer_input_tokens * CHARS_PER_TOKEN
         )
         return [HumanMessage(content=SUMMARY_PROMPT.format(conversation=conversation))]
 
     @staticmethod
-    def _summary_message(summary: str, count: int, path: str) -> HumanMessage:
+    def _summary_message(summary: str, count: int, path: str) -> SystemMessage:
         text = SUMMARY_MESSAGE.format(summary=summary.strip(), count=count, path=path)
-        return HumanMessage(content=text, additional_kwargs={"agentctl_summary": True})
+        return SystemMessage(content=text, additional_kwargs={SUMMARY_KEY: True})
 
     @staticmethod
     def _finish(response: Any, new_history: list[AnyMessage], files_update: Any) -> Any:
@@ -329,7 +376,7 @@ class SummarizationMiddleware(AgentMiddleware):
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         plan = self._plan(request) if self.should_summarize(request) else None
         if plan is None:
-            return handler(request)
+            return handler(summary_as_context(request))
         old, kept = plan
         path = self._history_path()
         files_update = None
@@ -341,7 +388,7 @@ class SummarizationMiddleware(AgentMiddleware):
             log.warning("could not save the conversation history to %s: %s", path, exc)
         summary = self.model.invoke(self._prompt(old), config={"tags": [SUMMARY_TAG]})
         new_history: list[AnyMessage] = [self._summary_message(summary.text, len(old), path), *kept]
-        response = handler(request.override(messages=new_history))
+        response = handler(summary_as_context(request.override(messages=new_history)))
         return self._finish(response, new_history, files_update)
 
     async def awrap_model_call(
@@ -349,7 +396,7 @@ class SummarizationMiddleware(AgentMiddleware):
     ) -> Any:
         plan = self._plan(request) if self.should_summarize(request) else None
         if plan is None:
-            return await handler(request)
+            return await handler(summary_as_context(request))
         old, kept = plan
         path = self._history_path()
         files_update = None
@@ -360,5 +407,5 @@ class SummarizationMiddleware(AgentMiddleware):
             log.warning("could not save the conversation history to %s: %s", path, exc)
         summary = await self.model.ainvoke(self._prompt(old), config={"tags": [SUMMARY_TAG]})
         new_history: list[AnyMessage] = [self._summary_message(summary.text, len(old), path), *kept]
-        response = await handler(request.override(messages=new_history))
+        response = await handler(summary_as_context(request.override(messages=new_history)))
         return self._finish(response, new_history, files_update)

@@ -6,18 +6,24 @@ It also drops the `after_model` node, which cost a graph superstep on every mode
 reject parallel `write_todos` calls: the tool itself does that check, from the AI message that
 asked for it (the last one in the state it runs on), and answers each of the parallel calls
 with the same error as before. The `todos` state key is unchanged.
+
+A todo item may carry an `id` beside LangChain's `content` and `status` (a model that tracks
+items across updates, a cassette that names them): the tool's argument model keeps it, so it
+reaches the state and the `todos` events instead of being dropped when the arguments are read.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, TodoListMiddleware
-from langchain.agents.middleware.todo import WriteTodosInput, _write_todos
+from langchain.agents.middleware.todo import Todo as LangChainTodo
+from langchain.agents.middleware.todo import _write_todos
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.types import Command
+from pydantic import BaseModel
 
 from runner.middleware.prompt import PromptSection
 
@@ -26,6 +32,19 @@ PARALLEL_ERROR = (
     "in parallel. Please call it only once per model invocation to update "
     "the todo list."
 )
+
+
+class Todo(LangChainTodo):
+    """A todo item: its content, its status and, optionally, an id."""
+
+    id: NotRequired[str]
+    """An id the item keeps across updates of the list (optional)."""
+
+
+class WriteTodosInput(BaseModel):
+    """Input schema for the `write_todos` tool."""
+
+    todos: list[Todo]
 
 
 def parallel_calls_error(runtime: ToolRuntime) -> ToolMessage | None:

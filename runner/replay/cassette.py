@@ -9,6 +9,12 @@ at 0 for the main agent (a new thread) and, for a subagent, at the next reply no
 the same thread has taken, so a subagent called several times takes successive replies. Cursors
 are kept per thread (the run config's `thread_id`): a long-lived server replays each thread's
 subagents from their first reply. Calls outside any thread share one process-wide cursor.
+
+A subagent's replies form runs, each ending with a reply without tool calls (as the subagent's
+loop ends). A new call to the subagent starts a run chosen from its `task` call, never from the
+order in which parallel runs reach their model: the calls of one parent reply are given runs
+together, in the order the parent made them, a run whose first reply names a call (`answers`:
+its `description` or `id`) going to that call.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from runner.errors import Problem, SpecError
 from runner.load.source import SourceMap
 from runner.spec.cassette import (
     CASSETTE_SUFFIXES,
+    CassetteAnswers,
     CassetteFile,
     CassetteReply,
     CassetteToolCall,
@@ -32,6 +39,7 @@ from runner.spec.cassette import (
 __all__ = [
     "CASSETTE_SUFFIXES",
     "Cassette",
+    "CassetteAnswers",
     "CassetteDocument",
     "CassetteFile",
     "CassetteReply",
@@ -53,6 +61,11 @@ class Cassette:
         self.main = main
         self._cursor: dict[tuple[str | None, str], int] = {}
         self._lock = threading.Lock()
+        self._taken: dict[tuple[str | None, str], set[int]] = {}
+        """Per (thread, agent): the runs (see `runs`) a call has started."""
+        self._assigned: dict[tuple[str | None, str], dict[str, int]] = {}
+        """Per (thread, agent): the run each `task` call (by id) was given."""
+        self._runs: dict[str, list[tuple[int, int]]] = {}
 
     def replies_for(self, agent: str, *, is_main: bool) -> list[CassetteReply]:
         if agent in self.agents:
@@ -88,12 +101,91 @@ class Cassette:
 
     def claim(self, agent: str, index: int | None, thread: str | None = None) -> int:
         """The index to play: `index` when the conversation already decided it, else the next
-        reply no call in `thread` has taken yet. Either way that thread's cursor moves past it."""
+        reply no call in `thread` has taken yet. Either way that thread's cursor moves past it,
+        and the run holding it counts as started."""
         key = (thread, agent)
         with self._lock:
             chosen = self._cursor.get(key, 0) if index is None else index
             self._cursor[key] = max(self._cursor.get(key, 0), chosen + 1)
+            for number, (start, end) in enumerate(self.runs(agent)):
+                if start <= chosen <= end:
+                    self._taken.setdefault(key, set()).add(number)
             return chosen
+
+    def runs(self, agent: str) -> list[tuple[int, int]]:
+        """(first, last) reply index of each run of a subagent: a run ends with a reply without
+        tool calls, as the subagent's loop does."""
+        if agent in self._runs:
+            return self._runs[agent]
+        replies = self.agents.get(agent) or []
+        found: list[tuple[int, int]] = []
+        start = 0
+        for index, reply in enumerate(replies):
+            if not reply.tool_calls:
+                found.append((start, index))
+                start = index + 1
+        if start < len(replies):
+            found.append((start, len(replies) - 1))
+        self._runs[agent] = found
+        return found
+
+    def start_of_run(
+        self,
+        agent: str,
+        thread: str | None,
+        call_id: str | None,
+        description: str,
+        siblings: tuple[tuple[str | None, str], ...] = (),
+    ) -> int:
+        """The first reply of the run that answers a new `task` call to subagent `agent`.
+
+        The calls of one parent reply (`siblings`, in order, this one included) get their runs
+        together, whichever call asks first: each takes the first run not yet started that names
+        it (`answers`), else the first one that names no call. So parallel calls get the same
+        replies on every run. `len(replies)` when no run is left for it."""
+        key = (thread, agent)
+        with self._lock:
+            assigned = self._assigned.setdefault(key, {})
+            if call_id is None:
+                return self._take_run(agent, key, None, description)
+            if call_id not in assigned:
+                for sibling_id, sibling_description in siblings or ((call_id, description),):
+                    if sibling_id is not None and sibling_id not in assigned:
+                        assigned[sibling_id] = self._take_run(
+                            agent, key, sibling_id, sibling_description
+                        )
+                if call_id not in assigned:  # not among the siblings given
+                    assigned[call_id] = self._take_run(agent, key, call_id, description)
+            return assigned[call_id]
+
+    def _take_run(
+        self, agent: str, key: tuple[str | None, str], call_id: str | None, description: str
+    ) -> int:
+        replies = self.agents.get(agent) or []
+        taken = self._taken.setdefault(key, set())
+        free = [(n, start) for n, (start, _) in enumerate(self.runs(agent)) if n not in taken]
+        named = [
+            (n, start)
+            for n, start in free
+            if isinstance(answers := replies[start].answers, CassetteAnswers)
+            and answers.matches(call_id, description)
+        ]
+        unnamed = [(n, start) for n, start in free if replies[start].answers is None]
+        for number, start in named[:1] or unnamed[:1]:
+            taken.add(number)
+            return start
+        return len(replies)
+
+    def unmatched_answers(self, agent: str, thread: str | None) -> list[CassetteAnswers]:
+        """The calls named by `answers` on runs of `agent` no call in `thread` has started."""
+        replies = self.agents.get(agent) or []
+        with self._lock:
+            taken = set(self._taken.get((thread, agent), ()))
+        return [
+            answers
+            for n, (start, _) in enumerate(self.runs(agent))
+            if n not in taken and isinstance(answers := replies[start].answers, CassetteAnswers)
+        ]
 
 
 @dataclass(frozen=True)

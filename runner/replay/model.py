@@ -81,12 +81,20 @@ class ReplayChatModel(BaseChatModel):
             ai_count += 1
         if decided is None and (self.is_main or ai_count):
             decided = ai_count  # a history without tags: continue after its AI messages
+        if decided is None:  # a subagent's new run: which one follows from its `task` call
+            decided = self._start_of_run(messages)
         index = cassette.claim(self.agent, decided, _thread_id())
         if index >= len(replies):
             from runner.errors import display_path
 
             have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
             fix = "record more replies (agentctl run --record) or shorten the run"
+            named = cassette.unmatched_answers(self.agent, _thread_id())
+            if named and not self.is_main:
+                fix = (
+                    f"no reply left answers this task call ({_brief(messages)!r}); the runs not "
+                    f"played answer: {', '.join(_named_call(a) for a in named)}"
+                )
             if not replies:  # most likely a misspelt agent name in the cassette
                 from runner.load.problems import did_you_mean
 
@@ -102,6 +110,19 @@ class ReplayChatModel(BaseChatModel):
                 f"{self.agent!r}, and the run asked for reply {index + 1}; {fix}"
             )
         return index, replies[index]
+
+    def _start_of_run(self, messages: list[BaseMessage]) -> int:
+        """The first reply of the run answering the `task` call that started this subagent
+        (the calls of one parent reply are given runs in the order the parent made them)."""
+        from runner.replay.calls import TASK_CALL
+
+        call = TASK_CALL.get()
+        description = _brief(messages)
+        if call is None or call.subagent != self.agent:
+            return self.cassette.start_of_run(self.agent, _thread_id(), None, description)
+        return self.cassette.start_of_run(
+            self.agent, _thread_id(), call.id, call.description, call.siblings
+        )
 
     def _message(self, index: int, reply: CassetteReply, messages: list[BaseMessage]) -> AIMessage:
         tool_calls = [
@@ -256,6 +277,20 @@ def _warn_failed_tools(messages: list[BaseMessage], cassette: str) -> None:
             "reply as recorded, whatever the result: check its tool calls (agentctl validate "
             f"{cassette}) or start from the files it was recorded with",
         )
+
+
+def _brief(messages: list[BaseMessage]) -> str:
+    """A subagent's brief: the text of the first human message of its conversation."""
+    first = next((m for m in messages if m.type == "human"), None)
+    return "" if first is None else str(first.text)
+
+
+def _named_call(answers: Any) -> str:
+    return " and ".join(
+        f"{key} {value!r}"
+        for key, value in (("id", answers.id), ("description", answers.description))
+        if value is not None
+    )
 
 
 def _thread_id() -> str | None:

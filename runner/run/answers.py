@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runner.errors import RunError
+from runner.errors import DecisionError
 from runner.events import Action
 from runner.spec.ask_user import ASK_USER_TOOL
 
@@ -58,13 +58,13 @@ def resume_values(
     if len(decisions) != total and all(
         [a.name for a in actions] == [ASK_USER_TOOL] for _, actions in pending
     ):
-        raise RunError(
+        raise DecisionError(
             f"thread {thread_id} waits on {total} questions; give {total} answers, not "
             f"{len(decisions)} (from the command line: --answer once per question, in the "
             "order they are listed)"
         )
     if len(decisions) != total:
-        raise RunError(
+        raise DecisionError(
             f"thread {thread_id} waits on {total} approvals; give {total} decisions, "
             f"not {len(decisions)} (from the command line: --decisions with a JSON "
             f"list of {total}, in the order the calls are listed)"
@@ -84,11 +84,11 @@ def resume_values(
             decision = decisions[position]
             position += 1
             if decision.type == "answer":
-                raise RunError(
+                raise DecisionError(
                     f"{action.name} waits for approval, not an answer: approve, edit or reject it"
                 )
             if decision.type not in action.allowed_decisions:
-                raise RunError(
+                raise DecisionError(
                     f"{action.name}: '{decision.type}' is not allowed here; allowed: "
                     f"{', '.join(action.allowed_decisions)}"
                 )

@@ -531,10 +531,18 @@ class Session:
             if c["name"] == "task" and isinstance(c.get("args"), dict)
         }
         for path, cassette in self._cassettes.items():
-            left = [
-                f"{agent} played {played} of {total}"
+            unused = [
+                (agent, played, total)
                 for agent, played, total in cassette.unused(self.name, main_played, thread_id)
                 if agent == self.name or played or agent not in earlier
+            ]
+            elsewhere = self._played_by_other_files(
+                path, {a for a, played, _ in unused if not played}
+            )
+            left = [
+                f"{agent} played {played} of {total}"
+                for agent, played, total in unused
+                if agent not in elsewhere
             ]
             if left:
                 yield RunWarning(
@@ -544,6 +552,23 @@ class Session:
                     f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
                     "a run that took another path)",
                 )
+
+    def _played_by_other_files(self, cassette: Path, names: set[str]) -> set[str]:
+        """Which of `names` (agents with no reply played) no agent of this build has, but an
+        agent file in the cassette's folder plays: a shared cassette holds their replies."""
+        from runner.check.tools import static_agents
+        from runner.check.validate import agents_playing
+
+        mine = {a.name for a in static_agents(self.spec)}
+        mine |= {name + "/summary" for name in mine}
+        foreign = names - mine
+        if not foreign:
+            return set()
+        theirs: set[str] = set()
+        for spec in agents_playing(cassette):
+            theirs |= {a.name for a in static_agents(spec)}
+        theirs |= {name + "/summary" for name in theirs}
+        return foreign & theirs
 
     def _state_at_start(self, thread_id: str) -> Any:
         """The thread's state as this turn finds it: what the last turn of this session ended

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from runner.errors import RunError, redact
+from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
 __all__ = ["check_database", "check_redis", "database_url", "redact", "require_aegra", "run_aegra"]
 
@@ -108,11 +109,16 @@ def run_aegra(
     database: str,
     redis: str | None,
     web_app: Any | None = None,
+    guard: Guard | None = None,
+    authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: `file.py:NAME`}) on Aegra until interrupted (blocks).
 
     `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the API,
-    on the same port: Aegra adds the API's routes to it (its `http.app`).
+    on the same port: Aegra adds the API's routes to it (its `http.app`). Every request passes
+    `guard` (default: the address served, no other origin, 10 MB bodies) before Aegra sees it.
+    `authenticated`: the API requires the users `runner.serve.auth` lets in (Aegra's
+    `auth.path`).
     Call `require_aegra`, `check_database` and `check_redis` first: a failure here is Aegra's.
     """
     with tempfile.TemporaryDirectory(prefix="agentctl-aegra-") as folder:
@@ -125,14 +131,24 @@ def run_aegra(
         # does: a run taken over after a crash resumes from its last step, not an earlier one
         # (AEGRA_CHECKPOINT_DURABILITY in the environment overrides it).
         body: dict[str, object] = {"graphs": entries, "checkpointer": {"durability": "sync"}}
+        # Aegra's own CORS would answer `*` to every origin: it allows none; the guard answers
+        # for the origins served with --allow-origin.
+        http: dict[str, object] = {"cors": ENGINE_CORS_OFF}
         if web_app is not None:
-            body["http"] = {"app": _publish(web_app)}
+            http["app"] = _publish(web_app)
+        body["http"] = http
+        if authenticated:
+            from runner.serve.auth import AUTH_PATH
+
+            body["auth"] = {"path": AUTH_PATH}
         config.write_text(json.dumps(body, indent=2), encoding="utf-8")
         _configure(config, host=host, port=port, jobs=jobs, database=database, redis=redis)
         from aegra_api.utils.setup_logging import setup_logging
 
         setup_logging()  # before anything of Aegra's logs: at LOG_LEVEL, in its format
-        _serve(host, port, database)
+        _serve(
+            host, port, database, guard or Guard.serving(host, port), authenticated=authenticated
+        )
 
 
 WEB_MODULE = "agentctl_served_web"
@@ -141,13 +157,14 @@ WEB_MODULE = "agentctl_served_web"
 
 def _publish(web_app: Any) -> str:
     """The import path Aegra loads `web_app` by. Aegra takes only a FastAPI app: a Starlette
-    app's routes are moved into one (they come before the API's, `/` included)."""
+    app's routes and middleware are moved into one (its routes come before the API's, `/`
+    included, and the API's routes go behind its middleware)."""
     import types
 
     from fastapi import FastAPI
 
     if not isinstance(web_app, FastAPI):
-        web_app = FastAPI(routes=list(web_app.routes))
+        web_app = FastAPI(routes=list(web_app.routes), middleware=list(web_app.user_middleware))
     module = types.ModuleType(WEB_MODULE, "agentctl's web page, for Aegra.")
     module.app = web_app  # type: ignore[attr-defined]
     sys.modules[WEB_MODULE] = module
@@ -180,6 +197,20 @@ def _configure(
     # The engine's own logs (every request, every run) only when asked for: LOG_LEVEL=INFO.
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.setdefault("LANGSMITH_TRACING", "false")
+
+
+def _require_our_auth() -> None:
+    """Refuse to serve unless Aegra loaded our `Auth` object: when it cannot load the one its
+    config names, it logs a warning and lets every request in as "anonymous"."""
+    from aegra_api.core.auth_middleware import get_auth_instance
+
+    from runner.serve.auth import auth
+
+    if get_auth_instance() is not auth:
+        raise RunError(
+            "the Aegra engine did not load agentctl's authentication (its log above says why); "
+            "not serving without it"
+        )
 
 
 STARTUP_LOCK = 0x61676E746374  # "agntct"
@@ -259,15 +290,25 @@ def _started_in_turn(app: Any, database: str) -> None:
     app.router.lifespan_context = lifespan
 
 
-def _serve(host: str, port: int, database: str) -> None:
+def _serve(host: str, port: int, database: str, guard: Guard, *, authenticated: bool) -> None:
     import uvicorn
     from aegra_api.main import app
 
+    if authenticated:
+        _require_our_auth()
+        from runner.serve.auth import ENV_VAR, AuthSettings
+        from runner.serve.ownership import let_admins_see_all_on_aegra
+
+        let_admins_see_all_on_aegra(AuthSettings.from_json(os.environ[ENV_VAR]).admins)
+
     _started_in_turn(app, database)
+    # Around the whole app, outside Aegra's own middleware (which reads a `text/plain` body as
+    # JSON): the guard sees each request as the client sent it.
+    served = GuardMiddleware(app, guard=guard)
     level = os.environ["LOG_LEVEL"].upper()
     server = uvicorn.Server(
         uvicorn.Config(
-            app,
+            served,
             host=host,
             port=port,
             lifespan="on",

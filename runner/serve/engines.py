@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.serve.guard import Guard
 
 __all__ = ["Engine"]
 
@@ -61,11 +64,18 @@ class Engine:
         port: int,
         jobs: int,
         web_app: Any | None = None,
+        guard: Guard | None = None,
+        authenticated: bool = False,
     ) -> None:
         """Serve `graphs` (`graphs.register`'s {graph id: import path}) until interrupted.
 
         `web_app` (a Starlette or FastAPI app, such as a web page) is served in front of the
-        API, on the same port, by either engine; its routes come first, `/` included."""
+        API, on the same port, by either engine; its routes come first, `/` included. Every
+        request passes `guard` first (`runner.serve.guard`; by default: the address served, no
+        other origin, 10 MB bodies).
+
+        `authenticated`: the engine loads `runner.serve.auth.auth` (settings `publish`ed first)
+        and the API answers only the users it lets in."""
         if self.database is None:
             from runner.serve.inmem import run_inmem
 
@@ -77,6 +87,8 @@ class Engine:
                 jobs=jobs,
                 detect_blocking=self.detect_blocking,
                 web_app=web_app,
+                guard=guard,
+                authenticated=authenticated,
             )
             return
         from runner.serve.aegra import run_aegra
@@ -91,4 +103,6 @@ class Engine:
             database=self.database,
             redis=self.redis,
             web_app=web_app,
+            guard=guard,
+            authenticated=authenticated,
         )

@@ -130,15 +130,18 @@ class GraphFactory:
 
     def _refuse_file_inputs(self, path: str, vars: Mapping[str, Any]) -> None:
         """A `file` input's value is a path the server reads into the prompt: a client choosing
-        it could read any file the server can. Only `agentctl serve --var` sets one."""
+        it could read any file the server can. Only `agentctl serve --var` sets one. Vars reach
+        every agent of the tree, so a `file` input of any of them (a `ref:` subagent file, an
+        included file) counts."""
         from runner.load.loader import load_spec
+        from runner.spec.checks import file_inputs
 
         spec = load_spec(
             Path(path), vars=self.base_vars, require_inputs=False, allow_unused_vars=True
         )
+        files = file_inputs(spec)
         for name in sorted(vars):
-            declared = spec.inputs.get(name)
-            if declared is not None and declared.kind == "file":
+            if name in files:
                 raise BuildError(
                     f"`vars.{name}` is a file input: its value is a path the server reads, which "
                     f"a client may not choose; the server sets it (agentctl serve --var "

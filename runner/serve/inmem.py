@@ -3,12 +3,16 @@ run in this process by uvicorn, so nothing is left behind when serve stops.
 
 Threads, runs, checkpoints and the store live in memory, saved to `.langgraph_api/` in the
 working directory every few seconds and at exit, and read back at the next start (as under
-`langgraph dev`): a restart keeps the threads. Runs execute on the server's event loop, up to
-`jobs` at a time.
+`langgraph dev`): a restart keeps the threads. A new thread is saved before the engine answers
+its creation (`persist_threads`, which serve's `ThreadGuard` calls), so a crash loses no thread a
+client was told about; runs, checkpoints and store items since the last periodic save are lost.
+Runs execute on the server's event loop, up to `jobs` at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -17,11 +21,51 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.errors import RunError
+from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
-__all__ = ["run_inmem"]
+__all__ = ["persist_threads", "run_inmem"]
 
 WEB_MODULE = "agentctl_served_web"
 """The module the engine imports the web page's app from (`http.app` is an import path)."""
+
+DEV_ROUTES = ("/internal", "/deploy")
+"""Routes the in-memory runtime adds for LangGraph's own tests and Studio, outside the
+authenticated API: `/internal/truncate` empties every thread, `/internal/debug/thread/ID` reads
+any thread, `POST /deploy` runs `langgraph deploy` in the working directory. agentctl serves
+none of them."""
+
+
+async def persist_threads() -> None:
+    """Save the engine's table of threads, runs, assistants and crons to disk now, as its
+    periodic save would: a snapshot taken on the event loop (where the engine changes it, so it
+    is consistent), written to a file of its own, flushed and renamed over the engine's file."""
+    import pickle
+
+    from langgraph_runtime_inmem import _persistence  # type: ignore[import-untyped]
+    from langgraph_runtime_inmem.database import GLOBAL_STORE  # type: ignore[import-untyped]
+
+    if _persistence.DISABLE_FILE_PERSISTENCE:
+        return
+    data = pickle.dumps(dict(GLOBAL_STORE), 2)
+    await asyncio.to_thread(_write_atomically, GLOBAL_STORE.filename, data)
+
+
+def _write_atomically(filename: str, data: bytes) -> None:
+    import tempfile
+
+    folder = os.path.dirname(filename) or "."
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".agentctl-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, filename)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def run_inmem(
@@ -33,10 +77,17 @@ def run_inmem(
     jobs: int,
     detect_blocking: bool,
     web_app: Any | None = None,
+    guard: Guard | None = None,
+    authenticated: bool = False,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
     free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
-    Starlette app, such as a web page) is served in front of the API, on the same port."""
+    Starlette app, such as a web page) is served in front of the API, on the same port.
+
+    Every request, the API's included, passes `guard` (default: the address served, no other
+    origin, 10 MB bodies) first: its middleware is the outermost of the app the engine serves.
+
+    `authenticated`: the API requires the users `runner.serve.auth` lets in."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
@@ -50,12 +101,26 @@ def run_inmem(
             "agentctl serve needs the LangGraph server, which is not installed: "
             "pip install 'agentctl[serve]'"
         ) from None
-    http: dict[str, Any] | None = None
-    if web_app is not None:
-        # The engine merges its routes into this app: ours come first, `/` included.
-        sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
-        module.app = web_app  # type: ignore[attr-defined]
-        http = {"app": f"{WEB_MODULE}:app"}
+    # The engine merges its routes into this app (ours come first, `/` included) and puts its
+    # middleware before the engine's own (CORS, logging, auth), around every route it serves.
+    web_app = _without_dev_routes(web_app)
+    # Outermost, so the guard sees each request first. In-process calls the engine makes to
+    # itself (its MCP and A2A endpoints) carry the root path `/noauth`.
+    web_app.add_middleware(
+        GuardMiddleware, guard=guard or Guard.serving(host, port), in_process_root_path="/noauth"
+    )
+    sys.modules[WEB_MODULE] = module = types.ModuleType(WEB_MODULE, "agentctl's web page.")
+    module.app = web_app  # type: ignore[attr-defined]
+    # Its own CORS would answer `*` to every origin: it allows none; the guard answers for the
+    # origins served with --allow-origin.
+    http: dict[str, Any] = {"app": f"{WEB_MODULE}:app", "cors": ENGINE_CORS_OFF}
+    auth: dict[str, Any] | None = None
+    if authenticated:
+        from runner.serve.auth import AUTH_PATH
+
+        # The dev server lets a request that says `x-auth-scheme: langsmith` in as a "studio
+        # user", without credentials: not here.
+        auth = {"path": AUTH_PATH, "disable_studio_auth": True}
     run_server(
         host=host,
         port=port,
@@ -69,4 +134,37 @@ def run_inmem(
         allow_blocking=not detect_blocking,
         server_level="WARNING",
         http=http,
+        auth=auth,
     )
+
+
+def _is_dev_route(path: str) -> bool:
+    return any(path == route or path.startswith(route + "/") for route in DEV_ROUTES)
+
+
+def _without_dev_routes(web_app: Any | None) -> Any:
+    """`web_app` (or an empty app) with middleware answering 404 on `DEV_ROUTES`, placed
+    first (the engine applies the app's middleware to all its routes)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import JSONResponse
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    class HideDevRoutes:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            path = scope.get("path", "")
+            if scope["type"] in ("http", "websocket") and _is_dev_route(path):
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                await JSONResponse({"detail": "Not Found"}, status_code=404)(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+
+    if web_app is None:
+        return Starlette(middleware=[Middleware(HideDevRoutes)])
+    web_app.user_middleware.insert(0, Middleware(HideDevRoutes))  # outermost
+    return web_app

@@ -130,6 +130,7 @@ class AgentTools:
         server starts."""
         from runner.load.loader import load_spec
         from runner.serve.agents import collect_agents
+        from runner.spec.checks import file_inputs
 
         base_vars = dict(vars or {})
         # Calls run on threads of their own, as `agentctl run` does: a filesystem root without
@@ -139,15 +140,19 @@ class AgentTools:
         for agent in agents:
             spec = load_spec(agent.path, vars=base_vars, require_inputs=False)
             described = agent.description or f"Runs the agent {agent.name!r}."
+            # A `file` input of any agent of the tree (a `ref:` subagent's too) is a path the
+            # server reads: no call may set that name, even where the main agent has it as a
+            # plain var (vars reach every file of the tree).
+            files = file_inputs(spec)
             tools[agent.name] = ServedTool(
                 agent.name,
                 agent.path,
                 f"{described.strip()} (Runs the agent on a new thread; returns its final answer.)",
-                {**spec.vars, **{k: v for k, v in base_vars.items() if k in spec.vars}},
+                {k: base_vars.get(k, v) for k, v in spec.vars.items() if k not in files},
                 {
                     name: declared
                     for name, declared in spec.inputs.items()
-                    if declared.kind != "file" and name not in base_vars
+                    if name not in files and name not in base_vars
                 },
             )
         served = cls(tools, model=model, base_vars=base_vars, db=db, auto_approve=auto_approve)
@@ -422,24 +427,19 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 async def serve_http(server: Server, sock: socket.socket) -> None:
-    """Streamable HTTP at `/mcp` on `sock`, until Ctrl-C. A loopback address accepts only
-    loopback Host and Origin headers (against DNS rebinding from a web page)."""
+    """Streamable HTTP at `/mcp` on `sock`, until Ctrl-C. Requests for another Host, from a web
+    page of another origin, or with a body that is not JSON are refused (`runner.serve.guard`,
+    as under `agentctl serve`), against DNS rebinding and cross-site requests."""
     import uvicorn
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.routing import Route
     from starlette.types import Receive, Scope, Send
 
-    host = sock.getsockname()[0]
-    security = None
-    if host in ("127.0.0.1", "::1", "localhost"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    from runner.serve.guard import Guard, GuardMiddleware
+
+    host, port = sock.getsockname()[:2]
+    manager = StreamableHTTPSessionManager(app=server)
 
     class Endpoint:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -451,5 +451,6 @@ async def serve_http(server: Server, sock: socket.socket) -> None:
             yield
 
     app = Starlette(routes=[Route("/mcp", endpoint=Endpoint())], lifespan=lifespan)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    guarded = GuardMiddleware(app, guard=Guard.serving(host, port))
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])

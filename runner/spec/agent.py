@@ -524,19 +524,27 @@ class AgentSpec(AgentCore):
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | GeneralPurposeAgentSpec),
     ] = Field(default_factory=GeneralPurposeAgentSpec)
     """The built-in `general-purpose` subagent (`false` removes it)."""
+    task_description: str | None = None
+    """Replace the `task` tool's description. `{available_agents}` in it (or `{agents}`) is
+    replaced by the list of subagents, one `- name: description` line each."""
 
     _source: str | None = PrivateAttr(default=None)
-    _locator: Callable[[tuple[str | int, ...], str], Problem] | None = PrivateAttr(default=None)
+    _locator: Callable[[tuple[str | int, ...], str, bool], Problem] | None = PrivateAttr(
+        default=None
+    )
 
     @property
     def source(self) -> str | None:
         """The file this spec was loaded from."""
         return self._source
 
-    def problem(self, path: tuple[str | int, ...], message: str) -> Problem:
-        """A problem located at `path` (e.g. `("tools", 0, "import")`) in the spec's files."""
+    def problem(
+        self, path: tuple[str | int, ...], message: str, *, at_key: bool = False
+    ) -> Problem:
+        """A problem located at `path` (e.g. `("tools", 0, "import")`) in the spec's files: at
+        its value, or `at_key` at its key (a name that is a key, like an `interrupt_on` tool)."""
         if self._locator is not None:
-            return self._locator(path, message)
+            return self._locator(path, message, at_key)
         dotted = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
 

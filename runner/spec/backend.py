@@ -2,8 +2,10 @@
 
 `state` keeps files in the thread's graph state (the default); `filesystem` is a real directory;
 `store` is a LangGraph store that outlives threads; `local_shell` is a directory plus an `execute`
-tool; `composite` routes path prefixes to other backends. The short form `backend: state` equals
-`backend: {kind: state}`.
+tool; `composite` routes path prefixes to other backends; `import` is a backend of the user's own (a
+remote sandbox: Daytona, Modal, E2B, ...) made by a Python factory. The short form
+`backend: state` equals `backend: {kind: state}`, and `backend: {import: pkg.mod:make}` equals
+`backend: {kind: import, import: pkg.mod:make}`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from runner.spec.base import SpecModel, shorthand
+from runner.spec.base import ImportRef, SpecModel, shorthand
 
 
 class StateBackendSpec(SpecModel):
@@ -69,7 +71,11 @@ class LocalShellBackendSpec(SpecModel):
     max_timeout: float = Field(default=3600, gt=0)
     """The longest `timeout` one `execute` call may ask for; longer requests get this."""
     max_output_bytes: int = Field(default=100_000, gt=0)
-    """Output beyond this many bytes is cut off and flagged as truncated."""
+    """The most output the agent is shown of one command: longer output shows its first and
+    last halves of this, and is flagged as truncated."""
+    max_saved_output_bytes: int = Field(default=10_000_000, gt=0)
+    """The most output of one command kept to be saved under `/large_tool_results/` when the
+    shown part is cut (head and tail again beyond this)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables added to the commands' environment."""
     inherit_env: bool = False
@@ -86,13 +92,43 @@ class LocalShellBackendSpec(SpecModel):
     """More host paths (relative to this spec file) sandboxed commands may change."""
 
 
+class ImportBackendSpec(SpecModel):
+    """A backend of your own, made by Python code: the way to plug a remote sandbox (Daytona,
+    Modal, E2B, your own) without changing agentctl. It must implement the backend protocol
+    (`runner.backends.protocol.Backend`; with `execute`, `SandboxBackend`): checked when the
+    agent is built."""
+
+    kind: Literal["import"]
+    """A backend made by Python code (`import:`)."""
+    import_: ImportRef = Field(alias="import")
+    """`package.module:make` or `path/to/file.py:make` (relative to this spec file): a factory
+    called with `args` that returns the backend, or a backend object itself."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the factory."""
+
+
 LeafBackendSpec = Annotated[
-    StateBackendSpec | FilesystemBackendSpec | StoreBackendSpec | LocalShellBackendSpec,
+    StateBackendSpec
+    | FilesystemBackendSpec
+    | StoreBackendSpec
+    | LocalShellBackendSpec
+    | ImportBackendSpec,
     Field(discriminator="kind"),
 ]
 
 
-_kind_shorthand = shorthand("kind", str, "a backend kind or a mapping with `kind`")
+_kind_only = shorthand("kind", str, "a backend kind or a mapping with `kind`")
+
+
+def _kind_shorthand(value: Any) -> Any:
+    """`state` is `{kind: state}`; `{import: ...}` without `kind` is `{kind: import, ...}`."""
+    if (
+        isinstance(value, dict)
+        and "kind" not in value
+        and ("import" in value or "import_" in value)
+    ):
+        return {"kind": "import", **value}
+    return _kind_only(value)
 
 
 def _route_prefix(prefix: str) -> str:
@@ -140,6 +176,7 @@ BackendSpec = Annotated[
     | FilesystemBackendSpec
     | StoreBackendSpec
     | LocalShellBackendSpec
+    | ImportBackendSpec
     | CompositeBackendSpec,
     Field(discriminator="kind"),
 ]
@@ -152,7 +189,7 @@ BackendInput = Annotated[
     ),
 ]
 
-BACKEND_KINDS = ("state", "filesystem", "store", "local_shell", "composite")
+BACKEND_KINDS = ("state", "filesystem", "store", "local_shell", "import", "composite")
 
 
 def backend_leaves(

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from runner.spec.base import SpecModel
 
 __all__ = [
     "CASSETTE_SUFFIXES",
+    "CassetteAnswers",
     "CassetteFile",
     "CassetteReply",
     "CassetteToolCall",
@@ -58,6 +59,27 @@ class CassetteUsage(SpecModel):
     """Tokens of the reply."""
 
 
+class CassetteAnswers(SpecModel):
+    """The `task` call a subagent's reply answers: the one with this `description` (the brief,
+    exactly as the parent's call writes it, surrounding blank space aside) and/or this `id`."""
+
+    description: str | None = None
+    """The `description` argument of the `task` call."""
+    id: str | None = None
+    """The id of the `task` call (the `id:` its tool call has in the cassette)."""
+
+    @model_validator(mode="after")
+    def _names_a_call(self) -> CassetteAnswers:
+        if self.description is None and self.id is None:
+            raise ValueError("name the call by `description` or `id`")
+        return self
+
+    def matches(self, call_id: str | None, description: str) -> bool:
+        return (self.id is None or self.id == call_id) and (
+            self.description is None or self.description.strip() == description.strip()
+        )
+
+
 class CassetteReply(SpecModel):
     """One model reply, played when the agent calls its model."""
 
@@ -69,6 +91,14 @@ class CassetteReply(SpecModel):
     """Seconds to wait before replying (imitates a slow model)."""
     usage: CassetteUsage | None = None
     """Token counts to report; estimated from the text when absent."""
+    answers: str | CassetteAnswers | None = None
+    """On the first reply of a subagent's run: the `task` call this run answers (a string is its
+    description). Without it, runs answer the calls in the order the parent made them."""
+
+    @field_validator("answers", mode="after")
+    @classmethod
+    def _description_shorthand(cls, value: str | CassetteAnswers | None) -> CassetteAnswers | None:
+        return CassetteAnswers(description=value) if isinstance(value, str) else value
 
 
 class CassetteFile(SpecModel):

@@ -68,3 +68,20 @@ def check_subagent_names(
         else:
             seen[name] = index
     return problems
+
+
+def file_inputs(spec: AgentSpec) -> set[str]:
+    """The names declared `type: file` by any agent of the tree: the spec (its `include:` files
+    are merged into it) and every `ref:` subagent file, at any depth. A caller's vars reach
+    every file of the tree, so a client that may not choose a file the server reads must be
+    refused each of these names, not only the main agent's."""
+    names: set[str] = set()
+    pending, seen = [spec], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names.update(n for n, declared in current.inputs.items() if declared.kind == "file")
+        pending.extend(e._spec for e in current.subagents if isinstance(e, RefSubagent) and e._spec)
+    return names

@@ -21,6 +21,8 @@ HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 ToolName = str
 
 _TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+MAX_RESPONSE_BYTES = 1_000_000
+"""The default `max_response_bytes` of `http:` and `openapi:` tools (1 MB)."""
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{|\}")
 """`{name}` is an argument; `{{` and `}}` are literal braces; a lone brace is a mistake."""
 
@@ -113,6 +115,12 @@ class HttpToolSpec(_Declared):
     body: list[str] | None = None
     """The arguments that make the JSON body (default: every argument not in the URL, for
     POST, PUT and PATCH)."""
+    timeout: float = Field(default=30, gt=0)
+    """Seconds the whole call may take, the response's body included (a deadline, not an idle
+    timeout)."""
+    max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, gt=0)
+    """Bytes of the response's body read at most; a longer body is cut there and the model is
+    told so."""
 
     @model_validator(mode="after")
     def _placeholders(self) -> HttpToolSpec:
@@ -137,7 +145,7 @@ class HttpTool(SpecModel):
     """A single HTTP endpoint as a tool."""
 
     http: HttpToolSpec
-    """`{name, description, method, url, args, headers, body, timeout}`."""
+    """`{name, description, method, url, args, headers, body, timeout, max_response_bytes}`."""
 
 
 class OpenApiSpec(SpecModel):
@@ -155,7 +163,11 @@ class OpenApiSpec(SpecModel):
     """Headers sent with every call, e.g. `Authorization: Bearer ${TOKEN}` (`inspect` shows
     `***`)."""
     timeout: float = Field(default=30, gt=0)
-    """Seconds before a call fails."""
+    """Seconds each call may take, the response's body included (a deadline, not an idle
+    timeout)."""
+    max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, gt=0)
+    """Bytes of a response's body read at most; a longer body is cut there and the model is
+    told so."""
     _operations: dict[str, Any] = PrivateAttr(default_factory=dict)
     """The listed operations as the loader read them (`runner.load.openapi.Operation` by id)."""
     _servers: list[str] = PrivateAttr(default_factory=list)
@@ -165,7 +177,7 @@ class OpenApiTool(SpecModel):
     """The operations of an OpenAPI document as tools."""
 
     openapi: OpenApiSpec
-    """`{spec, operations, base_url, headers, timeout}`."""
+    """`{spec, operations, base_url, headers, timeout, max_response_bytes}`."""
 
 
 class ScriptToolSpec(_Declared):

@@ -152,6 +152,11 @@ class ModelSpec(SpecModel):
     or WebP) and images attached to a message (`agentctl run --attach`). Default: what the
     provider's model profile says (`image_tool_message`), else false; without it `read_file`
     answers that the file is an image it cannot show, and `--attach` refuses images."""
+    parse_text_tool_calls: bool = False
+    """Run a tool call the model wrote out as its reply's text (`<tool_call>{"name": ...,
+    "arguments": {...}}</tool_call>`, `<tools>...</tools>`, or a fenced JSON block naming one
+    of the agent's tools) when the server did not turn it into a call, as small local models
+    on some servers do. Off: such a reply ends the run as the answer, with a warning."""
 
     _check_id = field_validator("id")(classmethod(lambda cls, v: _check_model_id(v)))
 

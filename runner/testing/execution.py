@@ -100,10 +100,10 @@ def run_case(
     record = _cassette_for(loaded, case) if options.record and options.model else None
     session = None
     try:
-        from runner.testing.isolation import isolate_roots
+        from runner.testing.isolation import fixture_files, isolate_roots
 
         spec = load_spec(loaded.agent_path, vars=case.vars)
-        isolate_roots(spec, folder / "files")
+        isolate_roots(spec, folder / "files", copy=loaded.spec.workspace == "copy")
         db = folder / "agentctl.db"
         if record is not None:
             record.unlink(missing_ok=True)
@@ -112,7 +112,7 @@ def run_case(
         result.thread_id, result.db = thread_id, str(db)
         first = case.input if case.input is not None else _first_message(case)
         session.home.register(thread_id, agent=session.name, spec=spec.source, first_message=first)
-        _seed(session, thread_id, case.files)
+        _seed(session, thread_id, {**fixture_files(loaded.spec.fixtures), **case.files})
         with _counting() as counter:
             events, inputs = _play(session, case, thread_id)
         seen = _observe(session, thread_id, events, inputs, counter)

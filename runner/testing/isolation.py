@@ -27,7 +27,7 @@ from runner.spec import (
     RefSubagent,
 )
 
-__all__ = ["directory_for", "isolate_roots", "route"]
+__all__ = ["directory_for", "fixture_files", "isolate_roots", "route"]
 
 DirectoryBackend = FilesystemBackendSpec | LocalShellBackendSpec
 
@@ -60,9 +60,10 @@ def _directory_backends(
             yield from _directory_backends(entry._spec, seen)
 
 
-def isolate_roots(spec: AgentSpec, into: Path) -> dict[str, Path]:
-    """Copy each directory the spec's backends work in under `into` and point the spec at the
-    copies. Returns {original root: its copy}."""
+def isolate_roots(spec: AgentSpec, into: Path, *, copy: bool = True) -> dict[str, Path]:
+    """Copy each directory the spec's backends work in under `into` (an empty folder for each
+    instead, without `copy`) and point the spec at the copies. Returns {original root: its
+    copy}."""
     backends = list(_directory_backends(spec))
     for backend in backends:
         if not backend.virtual_mode:
@@ -78,12 +79,12 @@ def isolate_roots(spec: AgentSpec, into: Path) -> dict[str, Path]:
         if outer is not None:
             copies[root] = copies[outer] / os.path.relpath(root, outer)
             continue
-        copy = into / f"{index}-{Path(root).name or 'root'}"
-        if os.path.isdir(root):
-            shutil.copytree(root, copy, symlinks=True, ignore=_NOT_COPIED)
-        copies[root] = copy
-    for copy in copies.values():
-        copy.mkdir(parents=True, exist_ok=True)
+        folder = into / f"{index}-{Path(root).name or 'root'}"
+        if copy and os.path.isdir(root):
+            shutil.copytree(root, folder, symlinks=True, ignore=_NOT_COPIED)
+        copies[root] = folder
+    for made in copies.values():
+        made.mkdir(parents=True, exist_ok=True)
     for backend in backends:
         backend.root_dir = str(copies[os.path.realpath(backend.root_dir)])
     return copies
@@ -112,3 +113,23 @@ def directory_for(spec: AgentSpec, path: str) -> Path | None:
     if not isinstance(backend, DirectoryBackend):
         return None
     return Path(backend.root_dir) / inner.lstrip("/")
+
+
+def fixture_files(fixtures: dict[str, str]) -> dict[str, str]:
+    """The files of the test file's `fixtures` (agent folder -> host folder) as agent path ->
+    text, ready to seed like a case's `files`."""
+    from runner.errors import SpecError
+
+    found: dict[str, str] = {}
+    for at, folder in fixtures.items():
+        base = Path(folder)
+        for path in sorted(base.rglob("*")):
+            parts = path.relative_to(base).parts
+            if not path.is_file() or _NOT_COPIED(str(base), list(parts[:-1])):
+                continue  # (a file under .git, .venv, node_modules, __pycache__)
+            inner = "/".join(parts)
+            try:
+                found[at.rstrip("/") + "/" + inner] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SpecError(f"fixtures: {at}: cannot read {path} as text: {exc}") from None
+    return found

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
 from runner.load.problems import problems_from_validation
-from runner.load.source import KeyPath, SourceMap, read_yaml
+from runner.load.source import KeyPath, SourceMap, SourceTooLarge, read_source, read_yaml
 from runner.testing.spec import TestFileSpec
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "find_test_files",
     "is_test_file_name",
     "load_test_file",
+    "test_file_problems",
 ]
 
 TEST_FILE_SUFFIXES = (".test.yaml", ".test.yml")
@@ -60,7 +61,7 @@ def load_test_file(
     path = Path(path)
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
     except FileNotFoundError:
         raise SpecError(Problem(shown, 0, 0, "", "file not found")) from None
     except IsADirectoryError:
@@ -71,6 +72,8 @@ def load_test_file(
         ) from None
     except OSError as exc:
         raise SpecError(Problem(shown, 0, 0, "", f"cannot read: {exc.strerror}")) from None
+    except SourceTooLarge as exc:
+        raise SpecError(Problem(shown, 0, 0, "", str(exc))) from None
     doc = read_yaml(text, shown, os.environ if env is None else env)
     if doc.problems and doc.value is None:
         raise SpecError(sorted(doc.problems))
@@ -110,6 +113,7 @@ def load_test_file(
     base = path.resolve().parent
     if spec.judge_model is not None:
         spec.judge_model = _replay_path(spec.judge_model, base)
+    spec.fixtures = {at: str(_host_path(folder, base)) for at, folder in spec.fixtures.items()}
     for case in spec.cases:
         if case.model is not None:
             case.model = _replay_path(case.model, base)
@@ -123,14 +127,45 @@ def load_test_file(
     )
 
 
+def test_file_problems(path: Path) -> list[Problem]:
+    """What `agentctl test` rejects before running a case of the test file at `path`: the test
+    file itself, and the agent file loaded with each case's `vars` (`agentctl validate` of a
+    test file)."""
+    from runner.load.loader import load_spec
+
+    try:
+        loaded = load_test_file(path)
+    except SpecError as exc:
+        return list(exc.problems)
+    problems: set[Problem] = set()
+    for index, case in enumerate(loaded.spec.cases):
+        try:
+            load_spec(loaded.agent_path, vars=case.vars)
+        except SpecError as exc:
+            for problem in exc.problems:
+                if problem.file == "--var":  # a case's `vars`, not the command line's
+                    message = problem.message.split(" (--allow-unused-var")[0]
+                    name = problem.path
+                    if not name:
+                        name, _, message = message.partition(": ")
+                    problem = loaded.locate(("cases", index, "vars", name), message)
+                problems.add(problem)
+    return sorted(problems)
+
+
 def _check(spec: TestFileSpec, path: Path, smap: SourceMap) -> Iterator[Problem]:
-    """What the models cannot see: the agent file exists, case names are unique, cassettes named
-    by `replay:` exist."""
+    """What the models cannot see: the agent file exists, fixture folders exist, case names are
+    unique, cassettes named by `replay:` exist."""
     base = path.resolve().parent
     agent = _host_path(spec.agent, base)
     if not agent.is_file():
         reason = "is a directory, not an agent file" if agent.is_dir() else "file not found"
         yield smap.problem(("agent",), f"{reason}: {display_path(agent)}")
+    for at, folder in spec.fixtures.items():
+        host = _host_path(folder, base)
+        if not host.is_dir():
+            reason = "is a file, not a folder" if host.is_file() else "folder not found"
+            yield smap.problem(("fixtures", at), f"{reason}: {display_path(host)}")
     seen: dict[str, int] = {}
     for index, case in enumerate(spec.cases):
         if case.name in seen:

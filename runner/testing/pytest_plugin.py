@@ -67,6 +67,9 @@ class AgentTestCase(pytest.Item):
         super().__init__(**kwargs)
         self.loaded = loaded
         self.index = index
+        # No fixtures, but plugins that wrap every test call read `item.funcargs` as function
+        # items have it (pytest-lsp 1.0's wrapper fails any item without it).
+        self.funcargs: dict[str, Any] = {}
 
     def runtest(self) -> None:
         from runner.testing.execution import RunOptions, remove_folder, run_case

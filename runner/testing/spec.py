@@ -326,5 +326,23 @@ class TestFileSpec(SpecModel):
     """The agent file under test, relative to this file."""
     judge_model: str | None = None
     """The judge model for the `judge` checks of every case (`--judge-model` overrides it)."""
+    workspace: Literal["empty", "copy"] = "empty"
+    """What the folders the agent works in (`filesystem` / `local_shell` roots) hold when a case
+    starts: `empty` (only `fixtures` and the case's `files`), or `copy` (a copy of the real
+    folders, with whatever an earlier manual run left in them)."""
+    fixtures: dict[str, str] = Field(default_factory=dict)
+    """Files every case starts with: a folder in the agent's files (starting with '/') -> a
+    folder on disk (relative to this file) whose files (text, recursively) are put there before
+    the case's own `files`."""
     cases: list[CaseSpec] = Field(min_length=1)
     """The cases, run each on its own thread, in its own copy of the agent's files."""
+
+    @field_validator("fixtures")
+    @classmethod
+    def _fixture_paths(cls, fixtures: dict[str, str]) -> dict[str, str]:
+        for path in fixtures:
+            if not path.startswith("/"):
+                raise ValueError(
+                    f"fixture paths are the agent's, starting with '/'; found {path!r}"
+                )
+        return fixtures

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import RunError
+from runner.events import is_summary
 from runner.threads.transcripts import text_of
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def _blocks(content: Any) -> list[dict[str, Any]] | None:
 def message_records(messages: list[Any]) -> list[dict[str, Any]]:
     """One record per message: `index`, `role` (user, assistant, tool, system), `content` (its
     text), and as they apply `tool_calls` ([{id, name, args}]), `tool_call_id`, `name`, `status`,
-    `attachments` (non-text content blocks, without their data), `id`."""
+    `attachments` (non-text content blocks, without their data), `summary` (true for the summary
+    that replaced older messages), `id`."""
     records = []
     for index, message in enumerate(messages):
         record: dict[str, Any] = {
@@ -127,6 +129,8 @@ def message_records(messages: list[Any]) -> list[dict[str, Any]]:
         blocks = _blocks(getattr(message, "content", None))
         if blocks:
             record["attachments"] = blocks
+        if is_summary(message):
+            record["summary"] = True
         records.append(record)
     return records
 
@@ -332,6 +336,8 @@ def export_markdown(home: Home, thread_id: str) -> str:
         if role == "tool":
             continue  # shown under its call
         who = {"user": "User", "assistant": agent}.get(role, role.capitalize())
+        if message.get("summary"):
+            who = "Summary of the earlier conversation"
         lines.append(f"### {who}")
         lines.append("")
         if message["content"].strip():

@@ -47,6 +47,8 @@ class ThreadInfo:
     created_at: str
     updated_at: str
     first_message: str
+    owner: str = ""
+    """The user a server thread belongs to (`agentctl serve` with authentication), else ''."""
 
 
 @dataclass(frozen=True)

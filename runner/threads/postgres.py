@@ -15,7 +15,8 @@ the CLI starts or continues gets a row there too: its `graph_id` is the agent's 
 server's graph of that agent), its owner Aegra's anonymous identity (serve configures no
 authentication), its status `interrupted` while an approval waits, else `idle`. The other way
 round, `threads()` and `thread()` also answer for threads only the server knows (agent =
-their `graph_id`, no spec file), so `agentctl threads --db` lists them and `agentctl run --db
+their `graph_id`, no spec file, owner = the user the server authenticated, empty without
+authentication), so `agentctl threads --db` lists them with their owner and `agentctl run --db
 URL SPEC --thread ID` continues them.
 
 One connection (autocommit, as LangGraph's Postgres classes want it) and one lock serve the
@@ -414,9 +415,10 @@ class PostgresHome(Home):
         stamp = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"+00:00\"')"
         rows = self.db.fetch(
             f"SELECT t.thread_id, coalesce(t.metadata_json->>'graph_id', ''), NULL, "
-            f"{stamp.format('t.created_at')}, {stamp.format('t.updated_at')}, '' FROM thread t "
+            f"{stamp.format('t.created_at')}, {stamp.format('t.updated_at')}, '', "
+            "CASE WHEN t.user_id = ? THEN '' ELSE t.user_id END FROM thread t "
             "WHERE NOT EXISTS (SELECT 1 FROM agentctl_threads a WHERE a.thread_id = t.thread_id) "
-            f"AND t.user_id = ? {where}",
+            f"{where}",
             (SERVER_USER, *args),
         )
         return [ThreadInfo(*row) for row in rows]

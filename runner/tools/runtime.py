@@ -25,7 +25,9 @@ from typing import Any
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, create_model
 
-__all__ = ["harness_tool"]
+from runner.replay.calls import TASK_CALL, TaskCall
+
+__all__ = ["TASK_CALL", "TaskCall", "harness_tool", "task_call"]
 
 _SCHEMAS: dict[tuple[CodeType, str, bool], type[BaseModel]] = {}
 
@@ -83,3 +85,15 @@ def calling_message(runtime: Any) -> Any | None:
         if message.type == "ai" and any(c.get("id") == call_id for c in calls):
             return message
     return None
+
+
+def task_call(runtime: Any, subagent: str, description: str) -> TaskCall:
+    """The `TaskCall` of the runtime's `task` call to `subagent`."""
+    calling = calling_message(runtime)
+    siblings = tuple(
+        (c.get("id"), str((c.get("args") or {}).get("description", "")))
+        for c in (calling.tool_calls if calling is not None else ())
+        if c.get("name") == "task" and (c.get("args") or {}).get("subagent_type") == subagent
+    )
+    own = (runtime.tool_call_id, description)
+    return TaskCall(subagent, runtime.tool_call_id, description, siblings or (own,))

@@ -13,6 +13,9 @@ Option injection: a value starting with `-` could still be read as an option by 
 `allow_leading_dash: true`; an author who needs free values can also put `--` in `command`
 before the placeholder, for programs that know it. NUL characters cannot be in an argument and
 are refused too. The program itself (`command[0]`) cannot come from an argument.
+
+Values are checked against the arguments' schema (`type`, `enum`) by the check every declared
+tool shares (`runner.tools.arguments`), after the arguments model has read them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from runner.backends.protocol import BackendError, argv_runner
 from runner.spec.declared_tools import ScriptToolSpec, ToolArg, fill
+from runner.tools.arguments import ArgumentCheck
 
 if TYPE_CHECKING:
     from runner.backends import BackendProvider
@@ -79,7 +83,10 @@ def script_tool(spec: ScriptToolSpec, provider: BackendProvider) -> StructuredTo
     """The tool for one `script:` entry, running on the backend `provider` gives the thread."""
     from runner.middleware.filesystem import execution_report
 
+    check = ArgumentCheck(spec.args_schema())
+
     def run(runtime: ToolRuntime, **given: Any) -> str:
+        check.check(given)
         argv, env = script_argv(spec, given)
         try:
             backend = argv_runner(provider.get(runtime.state, runtime.store))
@@ -88,6 +95,7 @@ def script_tool(spec: ScriptToolSpec, provider: BackendProvider) -> StructuredTo
             raise ToolException(f"Error: {exc}") from None
 
     async def arun(runtime: ToolRuntime, **given: Any) -> str:
+        check.check(given)
         argv, env = script_argv(spec, given)
         try:
             backend = argv_runner(await provider.aget(runtime.state, runtime.store))

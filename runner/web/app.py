@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["STATIC_DIR", "WebAgent", "create_app"]
 
@@ -96,15 +98,43 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
+async def _hidden(
+    thread_visible: Callable[[Request, str], Awaitable[bool]] | None,
+    request: Request,
+    thread: str | None,
+) -> Response | None:
+    """A 404 for a thread the caller may not see, as the engine answers for it."""
+    if thread is None or thread_visible is None or await thread_visible(request, thread):
+        return None
+    return _error(404, f"thread {thread} not found")
+
+
+def _api_middleware(
+    authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None,
+) -> list[Middleware]:
+    """The side API's guard: the engines' own authentication, when the server has one."""
+    return [Middleware(_RequireUser, authenticate=authenticate)] if authenticate else []
+
+
 def create_app(
     agents: Sequence[WebAgent],
     *,
     graph_for: Callable[[Path], Any],
     dev: bool = False,
     vars: dict[str, Any] | None = None,
+    authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
+    thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
+    middleware: Sequence[Any] = (),
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
-    an agent file (blocking; it is called in a worker thread), for the tools' schemas."""
+    an agent file (blocking; it is called in a worker thread), for the tools' schemas.
+
+    `authenticate(headers)` (`runner.serve.auth.authenticate`, the engines' own check) guards
+    the side API: it returns the user, put in the request's scope as `user`, or raises the
+    401 the engines answer. The page and its assets stay public: they hold no data.
+    `thread_visible(request, thread_id)`: whether the caller may see that thread (a server with
+    authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
+    `middleware`: Starlette `Middleware` entries the engine's routes go behind too."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
@@ -144,7 +174,8 @@ def create_app(
             return _error(409, f"{agent.name} cannot be built: {exc}")
         return JSONResponse({"tools": schemas})
 
-    async def files(request: Request) -> Response:
+    async def thread_files(request: Request) -> tuple[Any, str | None] | Response:
+        """The agent's spec and the thread of a file route, or the refusal to answer."""
         agent = _agent(request)
         if agent is None:
             return _error(404, f"no agent named {request.path_params['name']!r}")
@@ -152,19 +183,23 @@ def create_app(
         if loaded.spec is None:
             return _error(409, f"{agent.name} has problems; fix its file first")
         thread = request.query_params.get("thread_id") or None
-        return JSONResponse(await asyncio.to_thread(_list_routes, loaded.spec, thread))
+        if (refused := await _hidden(thread_visible, request, thread)) is not None:
+            return refused
+        return loaded.spec, thread
+
+    async def files(request: Request) -> Response:
+        found = await thread_files(request)
+        if isinstance(found, Response):
+            return found
+        return JSONResponse(await asyncio.to_thread(_list_routes, *found))
 
     async def file(request: Request) -> Response:
-        agent = _agent(request)
-        if agent is None:
-            return _error(404, f"no agent named {request.path_params['name']!r}")
-        loaded = await asyncio.to_thread(served.load, agent)
-        if loaded.spec is None:
-            return _error(409, f"{agent.name} has problems; fix its file first")
-        thread = request.query_params.get("thread_id") or None
+        found = await thread_files(request)
+        if isinstance(found, Response):
+            return found
         path = request.query_params.get("path", "")
         try:
-            content = await asyncio.to_thread(_read_file, loaded.spec, thread, path)
+            content = await asyncio.to_thread(_read_file, *found, path)
         except LookupError as exc:
             return _error(404, str(exc.args[0]))
         except ValueError as exc:
@@ -175,12 +210,47 @@ def create_app(
         routes=[
             Route("/", index, methods=["GET"]),
             Mount("/web/static", app=StaticFiles(directory=STATIC_DIR), name="web-static"),
-            Route("/web/api/agents", list_agents, methods=["GET"]),
-            Route("/web/api/agents/{name}/tools", tools, methods=["GET"]),
-            Route("/web/api/agents/{name}/files", files, methods=["GET"]),
-            Route("/web/api/agents/{name}/file", file, methods=["GET"]),
-        ]
+            Mount(
+                "/web/api",
+                routes=[
+                    Route("/agents", list_agents, methods=["GET"]),
+                    Route("/agents/{name}/tools", tools, methods=["GET"]),
+                    Route("/agents/{name}/files", files, methods=["GET"]),
+                    Route("/agents/{name}/file", file, methods=["GET"]),
+                ],
+                middleware=_api_middleware(authenticate),
+            ),
+        ],
+        middleware=list(middleware),
     )
+
+
+class _RequireUser:
+    """Lets a request through only when `authenticate` accepts its headers."""
+
+    def __init__(
+        self, app: ASGIApp, *, authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]]
+    ) -> None:
+        self.app = app
+        self.authenticate = authenticate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from langgraph_sdk import Auth
+
+        try:
+            # The headers as the in-memory engine hands them to its auth hook.
+            user = await self.authenticate(dict(scope["headers"]))
+        except Auth.exceptions.HTTPException as exc:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            refusal = JSONResponse(
+                {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+            )
+            await refusal(scope, receive, send)
+            return
+        scope["user"] = user
+        await self.app(scope, receive, send)
 
 
 def _tool_schemas(graph: Any) -> dict[str, Any]:

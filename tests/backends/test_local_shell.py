@@ -74,13 +74,43 @@ def test_a_megabyte_of_output_is_truncated_and_flagged(shell: LocalShellBackend,
     result = run(shell, mode, "head -c 1048576 /dev/zero | tr '\\0' x; echo done >&2")
     assert result.exit_code == 0
     assert result.truncated
-    assert result.output == "x" * 100_000
+    assert result.output == (
+        "x" * 50_000 + "\n... [948,581 bytes of output not shown] ...\n" + "x" * 49_995 + "done\n"
+    )
+    assert result.full_output == "x" * 1_048_576 + "done\n"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_long_output_keeps_its_head_and_tail_at_whole_lines(tmp_path: Path, mode: str) -> None:
+    """The end of a long log is usually what matters: it is shown, and kept whole to be saved."""
+    backend = LocalShellBackend(tmp_path, max_output_bytes=1000, max_saved_output_bytes=200_000)
+    result = run(backend, mode, "seq 1 30000")
+    head, rest = result.output.split("\n... [")
+    note, tail = rest.split("...\n")
+    assert head.splitlines() == [str(n) for n in range(1, len(head.splitlines()) + 1)]
+    assert tail.splitlines()[-1] == "30000"
+    assert tail.splitlines() == [str(n) for n in range(30001 - len(tail.splitlines()), 30001)]
+    assert note.endswith("bytes of output not shown] ")
+    assert result.full_output == "".join(f"{n}\n" for n in range(1, 30001))
+
+
+def test_output_over_the_saved_cap_keeps_its_head_and_tail_too(tmp_path: Path) -> None:
+    backend = LocalShellBackend(tmp_path, max_output_bytes=100, max_saved_output_bytes=10_000)
+    result = backend.execute("seq 1 30000")
+    assert result.full_output is not None and len(result.full_output) < 10_100
+    assert result.full_output.startswith("1\n2\n3\n")
+    assert result.full_output.endswith("29999\n30000\n")
+    assert "bytes of output not shown" in result.full_output
 
 
 def test_truncation_never_splits_a_character(tmp_path: Path) -> None:
     backend = LocalShellBackend(tmp_path, max_output_bytes=5)
     result = backend.execute("printf 'ééé'")
-    assert (result.output, result.truncated) == ("éé", True)
+    assert (result.output, result.truncated) == (
+        "é\n... [2 bytes of output not shown] ...\né",
+        True,
+    )
+    assert result.full_output == "ééé"
     assert backend.execute("printf 'éé'").output == "éé"
 
 

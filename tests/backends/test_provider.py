@@ -133,7 +133,7 @@ def test_composite_routes_and_static_facts(tmp_path: Path) -> None:
         "composite (the longest matching prefix wins)",
         f"  /           -> local_shell at {tmp_path / 'ws'} (`/` is the root; reads up to 10 MB); "
         "execute: /bin/sh in the root, timeout 120 s (a call may ask for up to 3600 s), output "
-        "cap 100,000 bytes, environment: only PATH, HOME, LANG, LC_ALL, TERM, TZ, USER, SHELL, "
+        "cap 100,000 bytes shown (head and tail), 10,000,000 saved, environment: only PATH, HOME, LANG, LC_ALL, TERM, TZ, USER, SHELL, "
         "TMPDIR; sandbox: none (`sandbox: none`: commands run on the host with agentctl's rights)",
         "  /memories/  -> store (namespace ['files'] in the LangGraph store; outlives threads)",
         "  /scratch/   -> state (files in the thread's graph state)",

@@ -271,6 +271,25 @@ def test_grep_is_literal_and_sorted(tree: Subject) -> None:
     assert [m.text for m in tree.call("grep", "x.*", tree.base)] == ["x.*"]
 
 
+def test_grep_searches_a_regular_expression_when_asked(tree: Subject) -> None:
+    """`regex=True`: a Python regular expression searched in each line, on every backend (with
+    ripgrep proposing the files, or the Python walk alone), with the same lines as literal
+    search; a pattern only Python's syntax knows falls back to the walk, not to no results."""
+    tree.call("write", tree.p("src/re.py"), "a.c\nabc\n(x) [y]\nx.*\n")
+    tree.call("write", tree.p("b2.txt"), "first a.c\r\nno\r\nsecond abc\r\n")
+    matches = tree.call("grep", r"^\w+ a.c$", tree.base, None, True)
+    assert [(m.path, m.line, m.text) for m in matches] == [
+        (tree.p("b2.txt"), 1, "first a.c"),
+        (tree.p("b2.txt"), 3, "second abc"),
+    ]
+    assert [m.text for m in tree.call("grep", r"\(x\)", tree.base, None, True)] == ["(x) [y]"]
+    lookbehind = tree.call("grep", r"(?<=x)\.\*", tree.base, None, True)
+    assert [(m.path, m.text) for m in lookbehind] == [(tree.p("src/re.py"), "x.*")]
+    assert tree.call("grep", "a.c", tree.base, None, False)[-1].text == "a.c"
+    with pytest.raises(BackendError, match="not a valid regular expression"):
+        tree.call("grep", "(", tree.base, None, True)
+
+
 def test_grep_path_and_file_filter(tree: Subject) -> None:
     def paths(*args: object) -> list[str]:
         return [m.path for m in tree.call("grep", "content of", *args)]

@@ -1,4 +1,9 @@
-"""The README's CLI reference matches `--help`, and `--help` stays fast (no LangChain import)."""
+"""The CLI reference page (`docs/cli.md`) matches `--help`, and `--help` stays fast (no LangChain
+import).
+
+After changing a command, its options or its help text, regenerate the page's block from the
+repository root with `.venv/bin/python -m tests.cli.cli_reference --write` and commit it.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,15 @@ import sys
 import click
 
 from runner.cli import COMMANDS, cli
-from tests.cli.cli_reference import BEGIN, README, command_paths, readme_block, render_reference
+from tests.cli.cli_reference import BEGIN, PAGE, command_paths, reference_block, render_reference
 from tests.conftest import ROOT
 
 
-def test_the_readme_cli_reference_is_what_help_prints() -> None:
-    block = readme_block(README.read_text(encoding="utf-8"))
-    assert block is not None, f"README.md has no {BEGIN!r} block"
+def test_the_cli_reference_page_is_what_help_prints() -> None:
+    block = reference_block(PAGE.read_text(encoding="utf-8"))
+    assert block is not None, f"docs/cli.md has no {BEGIN!r} block"
     assert block == render_reference(), (
-        "README.md's CLI reference is out of date: run `.venv/bin/python -m tests.cli.cli_reference`"
+        "docs/cli.md is out of date: run `.venv/bin/python -m tests.cli.cli_reference --write`"
     )
 
 

@@ -127,7 +127,7 @@ def test_decisions_answer_several_waiting_calls_one_by_one(spine: Path, tmp_path
     thread = waiting["thread_id"]
     answer = ["run", str(spine), "--model", f"replay:{cassette}", "--thread", thread]
     one = run_cli(*answer, "--edit", '{"text": "edited"}', cwd=tmp_path)
-    assert one.returncode == 1
+    assert one.returncode == 2  # a usage error
     assert "waits on 2 approvals; give 2 decisions, not 1 (from the command line: --decisions" in (
         one.stderr
     )

@@ -66,7 +66,7 @@ def test_show_prints_the_conversation_and_what_waits(threads: tuple[Path, str, s
         "waiting for approval:",
         "  shout(text='hello')  [approve/edit/reject]",
         f"answer with: agentctl run {home / 'spine' / 'agent.yaml'} --thread {waiting} --approve "
-        "(or --reject, --edit JSON; or without them in a terminal)",
+        "(or --reject [--reason TEXT], or --edit JSON); or without them in a terminal",
     ]
     assert "\x1b" not in shown.stdout
 

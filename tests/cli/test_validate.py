@@ -244,10 +244,11 @@ def test_validate_and_schema_import_neither_langchain_nor_langgraph() -> None:
     assert result.stdout.startswith("ok: agents/")
 
 
-def test_the_readme_example_is_what_validate_prints(tmp_path: Path) -> None:
-    """The README's "Agent files" section shows a spec and its output: they must not drift."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Agent files\n", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_example_is_what_validate_prints(tmp_path: Path) -> None:
+    """docs/agent-files.md's section on `agentctl validate` shows a spec and its output: they must
+    not drift."""
+    page = (ROOT / "docs" / "agent-files.md").read_text(encoding="utf-8")
+    section = page.split("\n## Checking them: `agentctl validate`\n", 1)[1].split("\n## ", 1)[0]
     spec = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     console = section.split("$ agentctl validate helper.yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "helper.yaml").write_text(spec, encoding="utf-8")

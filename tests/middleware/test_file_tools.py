@@ -108,16 +108,39 @@ SESSION: list[tuple[dict[str, Any], str]] = [
     (call("grep", pattern="t"), "/notes/a.md\n/notes/deep/b.txt"),
     (
         call("grep", pattern="t", output_mode="content"),
+        "/notes/a.md-1- ALPHA\n/notes/a.md:2: beta 2\n/notes/a.md-3- gamma 2\n--\n"
+        "/notes/deep/b.txt:1: two\n/notes/deep/b.txt:2: three\n/notes/deep/b.txt:3: two again",
+    ),
+    (
+        call("grep", pattern="t", output_mode="content", context_lines=0),
         "/notes/a.md:2: beta 2\n/notes/deep/b.txt:1: two\n/notes/deep/b.txt:2: three\n"
         "/notes/deep/b.txt:3: two again",
     ),
+    (
+        call("grep", pattern="^t.o", regex=True, output_mode="content", context_lines=0),
+        "/notes/deep/b.txt:1: two\n/notes/deep/b.txt:3: two again",
+    ),
+    (
+        call("grep", pattern="^t.o", output_mode="count"),
+        "No matches for '^t.o' (grep searched "
+        "for the pattern as literal text; to search for a regular expression, call grep again with "
+        "regex true)",
+    ),
+    (
+        call("grep", pattern="(", regex=True),
+        "Error: The grep pattern is not a valid regular expression (missing ), unterminated "
+        "subpattern at position 0); fix it, or search for literal text with regex false",
+    ),
     (call("grep", pattern="t", output_mode="count"), "/notes/a.md: 1\n/notes/deep/b.txt: 3"),
     (call("grep", pattern="two", glob="*.txt", output_mode="count"), "/notes/deep/b.txt: 2"),
-    (call("grep", pattern="t", path="/notes/a.md", output_mode="content"), "/notes/a.md:2: beta 2"),
+    (
+        call("grep", pattern="t", path="/notes/a.md", output_mode="content"),
+        "/notes/a.md-1- ALPHA\n/notes/a.md:2: beta 2\n/notes/a.md-3- gamma 2",
+    ),
     (
         call("grep", pattern="(", path="/notes"),
-        "No matches for '(' (grep searches for the pattern as literal text, not as a regular "
-        "expression; to find text around these characters, search for a plain piece of it)",
+        "No matches for '(' (grep searched for the pattern as literal text; to search for a "
+        "regular expression, call grep again with regex true)",
     ),
     (call("grep", pattern="a.md", path="/notes"), "No matches for 'a.md'"),
     (
@@ -294,7 +317,7 @@ def test_execute_reports_the_exit_status_and_truncation(tmp_path: Path, mode: st
     model = scripted(
         [
             call("execute", command="echo hi; exit 3"),
-            call("execute", command="printf abcdefghijklmnop"),
+            call("execute", "cut", command="printf abcdefghijklmnop"),
             call("execute", command="true"),
             call("write_file", file_path="/made.txt", content="made"),
             call("execute", command="cat made.txt"),
@@ -303,12 +326,56 @@ def test_execute_reports_the_exit_status_and_truncation(tmp_path: Path, mode: st
     agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
     assert tool_texts(run(agent, "go", mode)["messages"]) == [
         "hi\n[Command failed with exit code 3]",
-        "abcdefghij\n[Command succeeded with exit code 0]\n[Output was truncated due to size "
-        "limits]",
+        "abcde\n... [6 bytes of output not shown] ...\nlmnop\n[Command succeeded with exit code 0]"
+        "\n[Output was truncated due to size limits: its middle is not shown]\n[The whole output "
+        "(16 bytes) is saved to /large_tool_results/cut: read it in pages with read_file (offset "
+        "and limit), or search it with grep.]",
         "[Command succeeded with exit code 0]",
         "Updated file /made.txt",
         "made\n[Command succeeded with exit code 0]",
     ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_long_output_shows_head_and_tail_and_the_whole_is_saved(tmp_path: Path, mode: str) -> None:
+    """`seq 1 30000` is ~170 KB: the answer shows its first and last lines within the eviction
+    budget, and the saved file holds all of it, down to the last line."""
+    backend = {"kind": "local_shell", "root_dir": "ws"}
+    model = scripted([call("execute", "long", command="seq 1 30000")])
+    agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
+    [answer] = tool_texts(run(agent, "go", mode)["messages"])
+    assert answer.startswith("1\n2\n3\n")
+    assert "\n29999\n30000\n[Command succeeded with exit code 0]" in answer
+    assert answer.endswith(
+        "[The whole output (168,894 bytes) is saved to /large_tool_results/long: read it in "
+        "pages with read_file (offset and limit), or search it with grep.]"
+    )
+    assert len(answer) <= 80_000  # within the eviction budget: not evicted again
+    saved = (tmp_path / "ws" / "large_tool_results" / "long").read_text()
+    assert saved == "".join(f"{n}\n" for n in range(1, 30001))
+
+
+def test_long_output_is_saved_where_large_results_are_routed(tmp_path: Path) -> None:
+    backend = {
+        "kind": "composite",
+        "default": {"kind": "local_shell", "root_dir": "ws"},
+        "routes": {"/large_tool_results/": "state"},
+    }
+    model = scripted([call("execute", "long", command="seq 1 30000")])
+    agent = runner.build_agent(spec_file(tmp_path, backend=backend), model=model)
+    files = run(agent, "go")["files"]
+    assert files["/large_tool_results/long"]["content"].endswith("29999\n30000\n")
+
+
+def test_with_eviction_off_long_output_is_only_cut(tmp_path: Path) -> None:
+    backend = {"kind": "local_shell", "root_dir": "ws", "max_output_bytes": 100}
+    model = scripted([call("execute", "long", command="seq 1 30000")])
+    spec = spec_file(tmp_path, backend=backend, filesystem={"evict_results_over_tokens": None})
+    agent = runner.build_agent(spec, model=model)
+    [answer] = tool_texts(run(agent, "go")["messages"])
+    assert "bytes of output not shown" in answer and "30000\n[Command succeeded" in answer
+    assert "saved" not in answer
+    assert not (tmp_path / "ws" / "large_tool_results").exists()
 
 
 def test_a_command_over_the_timeout_is_killed_and_says_so(tmp_path: Path) -> None:
@@ -598,3 +665,39 @@ def test_parallel_changes_to_one_real_file_run_one_at_a_time(
     texts = tool_texts(run(agent, "go", mode)["messages"])
     assert texts[1:9] == ["Successfully replaced 1 instance(s) of the string in /a.md"] * 8
     assert texts[9] == "\n".join(f"{i + 1:>6}\tLINE {i}" for i in range(8))
+
+
+def test_grep_context_windows_merge_when_they_touch(tmp_path: Path) -> None:
+    """Matches a few lines apart share one group; a file's first and last lines bound it."""
+    text = "".join(f"line {n}{' hit' if n in (1, 5, 12) else ''}\n" for n in range(1, 14))
+    model = scripted(
+        [
+            call("write_file", file_path="/log.txt", content=text),
+            call("grep", pattern="hit", output_mode="content"),
+            call("grep", pattern="hit", output_mode="content", context_lines=1),
+        ]
+    )
+    agent = runner.build_agent(spec_file(tmp_path), model=model)
+    answers = tool_texts(run(agent, "go")["messages"])[1:]
+    assert answers[0].splitlines() == [
+        "/log.txt:1: line 1 hit",
+        *(f"/log.txt-{n}- line {n}" for n in range(2, 5)),
+        "/log.txt:5: line 5 hit",
+        *(f"/log.txt-{n}- line {n}" for n in range(6, 8)),
+        "--",
+        *(f"/log.txt-{n}- line {n}" for n in range(10, 12)),
+        "/log.txt:12: line 12 hit",
+        "/log.txt-13- line 13",
+    ]
+    assert answers[1].splitlines() == [
+        "/log.txt:1: line 1 hit",
+        "/log.txt-2- line 2",
+        "--",
+        "/log.txt-4- line 4",
+        "/log.txt:5: line 5 hit",
+        "/log.txt-6- line 6",
+        "--",
+        "/log.txt-11- line 11",
+        "/log.txt:12: line 12 hit",
+        "/log.txt-13- line 13",
+    ]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import runner
-from runner.agent.build import middleware_chain
+from runner.agent.build import middleware_chain, subagent_middleware
 from runner.agent.resolve import Resolver
 from runner.events import Interrupt, TextDelta, ToolCall, ToolResult
 from runner.run import Decision, Session
@@ -159,6 +159,32 @@ def test_general_purpose_can_be_switched_off_and_configured(tmp_path: Path) -> N
     gp = resolved.subagents[0]
     assert (gp.name, gp.description) == ("general-purpose", "Anything.")
     assert gp.agent is not None and gp.agent.prompt_sections[0].text == "Do it."
+
+
+@pytest.mark.parametrize("placeholder", ["{available_agents}", "{agents}"])
+def test_the_task_description_is_set_from_yaml(tmp_path: Path, placeholder: str) -> None:
+    """`task_description` replaces the tool's description; the seeds' `{available_agents}` and
+    our older `{agents}` both receive the list of subagents."""
+    spec = tmp_path / "a.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "a",
+                "model": "openai:gpt-4.1",
+                "task_description": f"Delegate to one of:\n{placeholder}\nBrief them well.",
+                "general_purpose_agent": {"description": "Anything.", "prompt": "Do it."},
+                "subagents": [{"name": "critic", "description": "Finds faults."}],
+            }
+        )
+    )
+    resolved = Resolver(with_models=False).resolve(runner.load_spec(spec))
+    task_middleware = subagent_middleware(resolved, compile=False)
+    assert task_middleware is not None
+    [task] = task_middleware.tools
+    assert task.description == (
+        "Delegate to one of:\n- critic: Finds faults.\n- general-purpose: Anything.\n"
+        "Brief them well."
+    )
 
 
 def parallel_spec(tmp_path: Path, count: int, delay: float) -> Path:

@@ -55,7 +55,7 @@ def test_old_messages_are_replaced_by_a_summary_and_saved(tmp_path: Path) -> Non
     result = agent.invoke({"messages": [{"role": "user", "content": "take eight notes"}]}, config)
     messages = result["messages"]
     summary = messages[0]
-    assert summary.type == "human" and summary.additional_kwargs.get("agentctl_summary")
+    assert summary.type == "system" and summary.additional_kwargs.get("agentctl_summary")
     assert summary.text.startswith(
         "## Summary of the conversation so far\n\n## Intent\nTake notes."
     )
@@ -65,14 +65,13 @@ def test_old_messages_are_replaced_by_a_summary_and_saved(tmp_path: Path) -> Non
     # the model saw the summary and the kept tail, not the replaced messages
     summarizer_calls = [c for c in model.calls if "<conversation>" in c[0].text]
     assert summarizer_calls
-    after = next(
-        c
-        for c in model.calls
-        if c[0].type == "system" and any(m.additional_kwargs.get("agentctl_summary") for m in c)
-    )
-    assert after[1].additional_kwargs.get("agentctl_summary") and "take eight notes" not in [
-        m.text for m in after[2:]
-    ]
+    # ... as context: in the system message, not as a user turn
+    after = next(c for c in model.calls if "## Summary of the conversation so far" in c[0].text)
+    assert after[0].type == "system" and after[0].text.index("## Intent") > 0
+    assert not any(m.additional_kwargs.get("agentctl_summary") for m in after)
+    assert [m.type for m in after[1:2]] == ["human"]
+    assert "Summary of the conversation" not in after[1].text
+    assert "take eight notes" not in [m.text for m in after[1:]]
     # everything replaced is in the history file, on the agent's backend (state here)
     history = result["files"]["/conversation_history/th-1.md"]["content"]
     assert history.startswith("# Conversation history\n\n## Replaced by a summary at ")
@@ -175,3 +174,19 @@ def test_a_message_rewritten_under_its_id_is_counted_again(tmp_path: Path) -> No
     # without the rewrite signal, a grown conversation is counted on from the last total
     grown = middleware.conversation_tokens([history[0], evicted, HumanMessage("more", id="h-2")])
     assert after < grown < after + 10
+
+
+def test_an_exported_thread_shows_the_summary_as_a_summary_not_as_the_user(tmp_path: Path) -> None:
+    from runner import thread_tools
+
+    path = spec(tmp_path)
+    with Session(path, db=tmp_path / "a.db", model=scripted(8)) as session:
+        thread = session.run("take eight notes").thread_id
+        records = thread_tools.export_records(session.home, thread)
+        markdown = thread_tools.export_markdown(session.home, thread)
+    [summary] = [r for r in records if r.get("summary")]
+    assert summary["role"] == "system" and summary["index"] == 0
+    assert summary["content"].startswith("## Summary of the conversation so far")
+    assert "### Summary of the earlier conversation\n\n## Summary of the conversation" in markdown
+    users = markdown.split("### User")[1:]
+    assert not any("Summary of the conversation" in part.split("###")[0] for part in users)

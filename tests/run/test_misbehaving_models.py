@@ -448,3 +448,93 @@ def test_a_poisoned_thread_resumes_through_the_cli_without_replaying_its_history
     assert "".join(e["text"] for e in again.of("text")).strip() == "Recovered."
     assert len(again.of("model_call")) == 1 and len(again.of("usage")) == 1
     assert server.rejected == []
+
+
+# --------------------------------------------------------------------------- calls as text
+
+WRITTEN_OUT = {
+    "tool_call": '<tool_call>\n{"name": "write_file", "arguments": {"file_path": "/a.md", '
+    '"content": "A"}}\n</tool_call>',
+    "tools": '<tools>{"name": "write_file", "arguments": "{\\"file_path\\": \\"/a.md\\", '
+    '\\"content\\": \\"A\\"}"}</tools>',
+    "fenced": '```json\n{"name": "write_file", "parameters": {"file_path": "/a.md", '
+    '"content": "A"}}\n```',
+}
+
+
+@pytest.mark.parametrize("form", sorted(WRITTEN_OUT))
+def test_a_call_written_as_text_is_run_when_the_model_says_so(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turns = [Turn(text=WRITTEN_OUT[form]), Turn(text="Done.")]
+    with OpenAIServer(turns) as server:
+        spec = write_spec(tmp_path, "openai", server.base_url)
+        data = yaml.safe_load(spec.read_text())
+        data["model"]["parse_text_tool_calls"] = True
+        spec.write_text(yaml.safe_dump(data))
+        done = agentctl(capsys, spec, "write a")
+    assert done.code == 0, done.err
+    [warning] = done.of("warning")
+    assert (
+        warning["code"] == "text_tool_call" and "it was read as a tool call" in warning["message"]
+    )
+    [tool_call] = done.of("tool_call")
+    assert tool_call["name"] == "write_file"
+    assert tool_call["args"] == {"file_path": "/a.md", "content": "A"}
+    assert (tmp_path / "ws" / "a.md").read_text() == "A"
+    assert done.events[-1]["content"].strip() == "Done."
+    assert server.rejected == []
+
+
+def test_a_call_written_as_text_is_checked_like_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A parsed text call goes through the same checks as a real one: a value the thread cannot
+    store (an integer outside 64 bits) is an error the model reads, not the end of the run."""
+    hostile = '<tool_call>{"name": "write_file", "arguments": {"file_path": "/a.md", "content": 18446744073709551616}}</tool_call>'
+    turns = [Turn(text=hostile), Turn(text="Done.")]
+    with OpenAIServer(turns) as server:
+        spec = write_spec(tmp_path, "openai", server.base_url)
+        data = yaml.safe_load(spec.read_text())
+        data["model"]["parse_text_tool_calls"] = True
+        spec.write_text(yaml.safe_dump(data))
+        done = agentctl(capsys, spec, "write a")
+    assert done.code == 0, done.err
+    assert not (tmp_path / "ws" / "a.md").exists()
+    assert done.events[-1]["content"].strip() == "Done."
+
+
+def test_a_call_written_as_text_is_reported_when_not_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runner.cli import main
+
+    with OpenAIServer([Turn(text=WRITTEN_OUT["tool_call"])] * 2) as server:
+        spec = write_spec(tmp_path, "openai", server.base_url)
+        done = agentctl(capsys, spec, "write a")
+        capsys.readouterr()
+        code = main(["run", str(spec), "write a"])
+        terminal = capsys.readouterr()
+    assert done.code == 0, done.err
+    [warning] = done.of("warning")
+    assert warning["code"] == "text_tool_call"
+    assert "set `model: {parse_text_tool_calls: true}`" in warning["message"]
+    assert done.of("tool_call") == [] and not (tmp_path / "ws" / "a.md").exists()
+    assert code == 0
+    assert "the model wrote a call to `write_file` as text" in terminal.err
+
+
+def test_only_a_reply_that_is_nothing_but_calls_counts() -> None:
+    from runner.middleware.replies import text_tool_calls
+
+    tools = {"write_file", "ls"}
+    two = '<tool_call>{"name": "ls", "arguments": {"path": "/"}}</tool_call>\n' * 2
+    assert [c["name"] for c in text_tool_calls(two, tools)] == ["ls", "ls"]
+    assert text_tool_calls('{"name": "ls", "arguments": {"path": "/"}}', tools)[0]["args"] == {
+        "path": "/"
+    }
+    prose = 'To list files, call:\n```json\n{"name": "ls", "arguments": {"path": "/"}}\n```'
+    assert text_tool_calls(prose, tools) == []
+    assert text_tool_calls('{"name": "rm", "arguments": {}}', tools) == []
+    assert text_tool_calls('{"name": "ls", "arguments": [1]}', tools) == []
+    assert text_tool_calls("Done.", tools) == []

@@ -134,3 +134,39 @@ def test_database_urls_are_written_as_libpq_reads_them_and_shown_without_passwor
     )
     assert redact("redis://:s3cret@cache:6379/0") == "redis://:***@cache:6379/0"
     assert redact("redis://cache:6379/0") == "redis://cache:6379/0"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--allow-origin", "*", "'*' is not accepted: list each origin"),
+        ("--allow-origin", "null", "'null' is not accepted"),
+        ("--allow-origin", "localhost:5173", "expected an origin such as http://localhost:5173"),
+        ("--allow-origin", "http://x.example/app", "without a path"),
+        ("--allow-host", "evil example", "expected a host name or IP address"),
+        ("--allow-host", "x.example:http", "expected a host name or IP address"),
+        ("--max-body", "10XB", "expected a positive size such as 10MB, 512KB or 1048576"),
+        ("--max-body", "0", "expected a positive size"),
+    ],
+)
+def test_bad_browser_safety_values_are_usage_errors(
+    tmp_path: Path, flag: str, value: str, said: str
+) -> None:
+    _folder(tmp_path)
+    done = run_cli("serve", ".", flag, value, cwd=tmp_path, env={"DATABASE_URL": ""})
+    assert done.returncode == 2, done.stderr
+    assert f"Invalid value for '{flag}': " in done.stderr and said in done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stderr
+
+
+def test_help_documents_the_browser_safety_flags() -> None:
+    done = run_cli("serve", "--help")
+    text = " ".join(done.stdout.split())
+    for flag in (
+        "--allow-host NAME",
+        "--allow-origin ORIGIN",
+        "--max-body SIZE",
+        "[default: 10MB]",
+    ):
+        assert flag in text, flag
+    assert "Browser safety is always on" in text

@@ -51,7 +51,8 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
     ),
     "files pass": (
         "{files: {/out.md: {contains: hello, not_contains: bye, regex: '^hello'}, "
-        "/keep.txt: {contains: real workspace}, /scratch/none.md: {exists: false}}}",
+        "/keep.txt: {contains: a fixture}, /stale.md: {exists: false}, "
+        "/scratch/none.md: {exists: false}}}",
         "passed",
         [],
     ),
@@ -196,21 +197,24 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CaseResult]:
     (folder / "tiny.cassette.yaml").write_text(CASSETTE)
     (folder / "judge.cassette.yaml").write_text(JUDGE)
     (folder / "workspace").mkdir()
-    (folder / "workspace" / "keep.txt").write_text("the real workspace\n")
+    (folder / "workspace" / "stale.md").write_text("left by a manual run\n")
+    (folder / "fixture").mkdir()
+    (folder / "fixture" / "keep.txt").write_text("a fixture\n")
     judged = "".join(
         f"  - name: {name}\n{TURNS.get(name, APPROVED)}    expect: {expect}\n"
         for name, (expect, _, _) in CASES.items()
         if name not in NO_JUDGE
     )
-    write_test(folder, judged, head="judge_model: replay:./judge.cassette.yaml\n")
+    fixtures = "fixtures: {/: ./fixture}\n"
+    write_test(folder, judged, head=f"judge_model: replay:./judge.cassette.yaml\n{fixtures}")
     unjudged = "".join(
         f"  - name: {name}\n{APPROVED}    expect: {CASES[name][0]}\n" for name in NO_JUDGE
     )
-    write_test(folder, unjudged, name="unjudged.test.yaml")
+    write_test(folder, unjudged, name="unjudged.test.yaml", head=fixtures)
     suite = run_suite([folder], jobs=2, workdir=folder / ".kept")
     assert not suite.problems, suite.problems
-    # the real workspace is untouched: every case wrote to its own copy
-    assert sorted(p.name for p in (folder / "workspace").iterdir()) == ["keep.txt"]
+    # the real workspace is untouched, and no case saw what was left in it
+    assert sorted(p.name for p in (folder / "workspace").iterdir()) == ["stale.md"]
     return {r.name: r for r in suite.results}
 
 

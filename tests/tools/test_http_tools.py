@@ -4,6 +4,7 @@ encoded, what errors the model gets, and what `validate` and `inspect` say about
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -98,7 +99,8 @@ class _Echo(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        with contextlib.suppress(BrokenPipeError):  # `/slow`: the client gave up, as wanted
+            self.wfile.write(data)
 
     do_GET = do_POST = do_DELETE = _answer
 

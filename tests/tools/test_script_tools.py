@@ -177,3 +177,72 @@ def test_inspect_shows_the_command_and_masks_env_values(tmp_path: Path) -> None:
     done = run_cli("inspect", str(path), "--json", cwd=tmp_path)
     (tool,) = [t for t in json.loads(done.stdout)["tool_details"] if t["name"] == "echo_args"]
     assert (tool["env"], tool["timeout"]) == ({"GREETING": "***"}, 120)
+
+
+@pytest.mark.parametrize(
+    ("command", "found"),
+    [
+        (["sh", "-c", "echo {a}"], (2, "a")),
+        (["bash", "-c", "grep {a} notes.txt"], (2, "a")),
+        (["zsh", "-c", "{a}"], (2, "a")),
+        (["dash", "-c", "echo {a}"], (2, "a")),
+        (["/bin/sh", "-c", "echo {a}"], (2, "a")),
+        (["env", "sh", "-c", "echo {a}"], (3, "a")),
+        (["/usr/bin/env", "-i", "LANG=C", "bash", "-c", "echo {a}"], (5, "a")),
+        (["busybox", "sh", "-c", "echo {a}"], (3, "a")),
+        (["bash", "-ec", "echo {a}"], (2, "a")),
+        (["bash", "--norc", "-o", "pipefail", "-c", "echo {a}"], (5, "a")),
+        (["python3", "-c", "print('{a}')"], (2, "a")),
+        (["python3.12", "-I", "-c", "print({a})"], (3, "a")),
+        (["perl", "-ne", "print if /{a}/"], (2, "a")),
+        (["node", "--eval", "console.log('{a}')"], (2, "a")),
+        # the value after the code is an argument the code reads: safe
+        (["sh", "-c", 'echo "$1"', "sh", "{a}"], None),
+        (["python3", "-c", "import sys; print(sys.argv[1])", "{a}"], None),
+        (["bash", "script.sh", "-c", "{a}"], None),  # -c is the script's option
+        (["python3", "-m", "pytest", "{a}"], None),
+        (["grep", "-c", "{a}", "notes.txt"], None),
+        (["sh", "-c", "ls"], None),
+        (["env", "A=1"], None),
+    ],
+)
+def test_validate_finds_a_placeholder_inside_code_a_shell_runs(
+    command: list[str], found: tuple[int, str] | None
+) -> None:
+    from runner.check.tools import code_with_placeholder
+
+    assert code_with_placeholder(command) == found
+
+
+def test_validate_warns_about_sh_c_with_a_placeholder_and_still_passes(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    (tmp_path / "a.yaml").write_text(
+        "name: a\nmodel: openai:gpt-4.1\nbackend: {kind: local_shell, root_dir: ./ws}\n"
+        "tools:\n"
+        '  - script: {name: greet, description: Greets, command: [sh, -c, "echo {who}"],\n'
+        "             args: {who: {}}}\n"
+        "  - script: {name: safe, description: Greets, command: [sh, -c, 'echo \"$1\"', sh,\n"
+        '             "{who}"], args: {who: {}}}\n'
+        '  - script: {name: calc, description: Adds, command: [python3, -c, "print({n} + 1)"],\n'
+        "             args: {n: {type: integer}}}\n"
+    )
+    done = run_cli("validate", "a.yaml", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "ok: a.yaml\n"
+    assert done.stderr.splitlines() == [
+        "warning: a.yaml:5:66: tools[0].script.command[2]: {who} is inside the code `sh -c` "
+        "runs: a value holding `;`, `$(...)` or a quote runs as code. Pass it as an argument "
+        "after the code instead, e.g. [sh, -c, 'grep -- \"$1\" notes.txt', sh, '{who}'] (the "
+        "shell reads it as $1, never as code)",
+        "warning: a.yaml:9:68: tools[2].script.command[2]: {n} is inside the code `python3 -c` "
+        "runs: a value holding `;`, `$(...)` or a quote runs as code. Pass it as an argument "
+        "after the code instead, and read it there (`sys.argv[1]` in Python, `$ARGV[0]` in "
+        "Perl, `ARGV[0]` in Ruby, `process.argv[1]` in Node)",
+    ]
+    done = run_cli("validate", "--json", "a.yaml", cwd=tmp_path)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0
+    assert [(w["path"], w["warning"]) for w in lines] == [
+        ("tools[0].script.command[2]", True),
+        ("tools[2].script.command[2]", True),
+    ]

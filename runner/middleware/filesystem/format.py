@@ -4,10 +4,13 @@ large results, images, and what a finished command reports."""
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from runner.backends import (
+    BackendError,
     FileInfo,
     GrepMatch,
 )
@@ -103,16 +106,86 @@ REGEX_SYNTAX = re.compile(r"[\\^$|*+?()\[\]{}]")
 
 
 LITERAL_NOTE = (
-    " (grep searches for the pattern as literal text, not as a regular expression; to find "
-    "text around these characters, search for a plain piece of it)"
+    " (grep searched for the pattern as literal text; to search for a regular expression, "
+    "call grep again with regex true)"
 )
 
 
-def no_matches(pattern: str) -> str:
-    """grep's answer when nothing matched; when the pattern looks like a regular expression,
-    it says the search was literal, so the model does not conclude the text is absent."""
-    note = LITERAL_NOTE if REGEX_SYNTAX.search(pattern) else ""
+def no_matches(pattern: str, regex: bool = False) -> str:
+    """grep's answer when nothing matched; when the pattern looks like a regular expression
+    but was searched literally, it says so, so the model does not conclude the text is absent."""
+    note = LITERAL_NOTE if not regex and REGEX_SYNTAX.search(pattern) else ""
     return f"No matches for {pattern!r}{note}"
+
+
+DEFAULT_CONTEXT_LINES = 2
+"""Lines shown before and after each match in grep's `content` mode, unless the call asks."""
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """Matches of one file close enough to share their context: lines `first`..`last`."""
+
+    path: str
+    first: int
+    last: int
+    matches: list[GrepMatch]
+
+
+def context_windows(matches: list[GrepMatch], context: int) -> list[ContextWindow]:
+    """The matches (sorted by path, then line) grouped into the line ranges shown around them:
+    ranges that overlap or touch are merged, as grep -C merges them."""
+    windows: list[ContextWindow] = []
+    for match in matches:
+        first, last = max(1, match.line - context), match.line + context
+        previous = windows[-1] if windows else None
+        if previous is not None and previous.path == match.path and first <= previous.last + 1:
+            windows[-1] = ContextWindow(
+                match.path, previous.first, last, [*previous.matches, match]
+            )
+        else:
+            windows.append(ContextWindow(match.path, first, last, [match]))
+    return windows
+
+
+def window_text(read: Callable[..., Any], window: ContextWindow) -> list[str] | None:
+    """The lines of `window` as `read` gives them, or None when the file cannot be read now."""
+    try:
+        return _lines_of(read(window.path, window.first - 1, window.last - window.first + 1))
+    except (BackendError, OSError):
+        return None
+
+
+async def awindow_text(
+    read: Callable[..., Awaitable[Any]], window: ContextWindow
+) -> list[str] | None:
+    try:
+        return _lines_of(await read(window.path, window.first - 1, window.last - window.first + 1))
+    except (BackendError, OSError):
+        return None
+
+
+def _lines_of(result: Any) -> list[str]:
+    return [line.removesuffix("\r") for line in result.content.split("\n")]
+
+
+def format_context(windows: list[ContextWindow], texts: list[list[str] | None]) -> list[str]:
+    """grep -C style rows: `path:12: text` for a matching line, `path-13- text` for a line of
+    context, `--` between windows. A window whose file was not read (beyond the budget, or gone)
+    shows its matching lines only."""
+    rows: list[str] = []
+    for index, window in enumerate(windows):
+        if index:
+            rows.append("--")
+        lines = texts[index] if index < len(texts) else None
+        if lines is None:
+            rows.extend(f"{m.path}:{m.line}: {m.text}" for m in window.matches)
+            continue
+        matched = {m.line for m in window.matches}
+        for number, text in enumerate(lines, start=window.first):
+            mark = ":" if number in matched else "-"
+            rows.append(f"{window.path}{mark}{number}{mark} {text}")
+    return rows
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -151,5 +224,5 @@ def execution_report(result: Any) -> str:
         status = "succeeded" if result.exit_code == 0 else "failed"
         parts.append(f"[Command {status} with exit code {result.exit_code}]")
     if result.truncated:
-        parts.append("[Output was truncated due to size limits]")
+        parts.append("[Output was truncated due to size limits: its middle is not shown]")
     return "\n".join(p for p in parts if p)

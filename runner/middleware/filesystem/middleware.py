@@ -35,11 +35,16 @@ from runner.backends import (
     GrepMatch,
     validate_path,
 )
-from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT
+from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT, cut_between
 from runner.middleware.filesystem.format import (
+    DEFAULT_CONTEXT_LINES,
     MAX_IMAGE_BYTES,
+    ContextWindow,
     _line_start,
+    awindow_text,
+    context_windows,
     execution_report,
+    format_context,
     format_grep,
     image_type,
     is_image_path,
@@ -49,6 +54,7 @@ from runner.middleware.filesystem.format import (
     preview,
     sanitize_id,
     truncate_lines,
+    window_text,
 )
 from runner.middleware.filesystem.same_file import (
     _ASYNC_LOCKS,
@@ -66,6 +72,7 @@ from runner.middleware.filesystem.texts import (
     FILE_TOOLS,
     LARGE_RESULTS_DIR,
     NOTE_ROOM,
+    OUTPUT_SAVED,
     READ_CUT,
     READ_LINE_CUT,
     READ_NEXT,
@@ -91,11 +98,19 @@ NewString = Annotated[str, "The text to put in its place"]
 ReplaceAll = Annotated[bool, "Replace every occurrence instead of exactly one"]
 Pattern = Annotated[str, "Glob pattern, e.g. **/*.md"]
 BaseDir = Annotated[str, "Folder to search under (absolute)"]
-GrepText = Annotated[str, "The text to find (literal, not a regular expression)"]
+GrepText = Annotated[
+    str, "The text to find: literal text, or a regular expression when `regex` is true"
+]
 GrepPath = Annotated[str | None, "Folder or file to search (absolute); everything when absent"]
 GrepGlob = Annotated[str | None, "Only files whose name matches this pattern, e.g. *.py"]
 GrepMode = Annotated[
     Literal["files_with_matches", "content", "count"], "files_with_matches, content, or count"
+]
+GrepContext = Annotated[
+    int, "In content mode: how many lines to show before and after each match (0 for none)"
+]
+GrepRegex = Annotated[
+    bool, "Search for `pattern` as a Python regular expression instead of literal text"
 ]
 ShellCommand = Annotated[str, "The shell command to run"]
 ShellTimeout = Annotated[
@@ -427,9 +442,9 @@ class FilesystemMiddleware(AgentMiddleware):
         return _tool("glob", description, glob, aglob)
 
     def _grep_tool(self, description: str) -> BaseTool:
-        def found(matches: list[GrepMatch], pattern: str, mode: str) -> str:
+        def found(matches: list[GrepMatch], pattern: str, mode: str, regex: bool) -> str:
             if not matches:
-                return no_matches(pattern)
+                return no_matches(pattern, regex)
             return truncate_lines(format_grep(matches, mode), self.max_chars)
 
         def grep(
@@ -438,10 +453,18 @@ class FilesystemMiddleware(AgentMiddleware):
             path: GrepPath = None,
             glob: GrepGlob = None,
             output_mode: GrepMode = "files_with_matches",
+            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
+            regex: GrepRegex = False,
         ) -> Result:
             def run() -> Result:
                 base = validate_path(path) if path is not None else None
-                return found(self.backend(runtime).grep(pattern, base, glob), pattern, output_mode)
+                backend = self.backend(runtime)
+                matches = backend.grep(pattern, base, glob, regex)
+                if output_mode != "content" or context_lines <= 0 or not matches:
+                    return found(matches, pattern, output_mode, regex)
+                windows = context_windows(matches, context_lines)
+                texts = [window_text(backend.read, w) for w in self._within_budget(windows)]
+                return truncate_lines(format_context(windows, texts), self.max_chars)
 
             return self._guard(run, runtime, "grep")
 
@@ -451,28 +474,49 @@ class FilesystemMiddleware(AgentMiddleware):
             path: GrepPath = None,
             glob: GrepGlob = None,
             output_mode: GrepMode = "files_with_matches",
+            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
+            regex: GrepRegex = False,
         ) -> Result:
             async def run() -> Result:
                 base = validate_path(path) if path is not None else None
-                return found(
-                    await (await self.abackend(runtime)).agrep(pattern, base, glob),
-                    pattern,
-                    output_mode,
-                )
+                backend = await self.abackend(runtime)
+                matches = await backend.agrep(pattern, base, glob, regex)
+                if output_mode != "content" or context_lines <= 0 or not matches:
+                    return found(matches, pattern, output_mode, regex)
+                windows = context_windows(matches, context_lines)
+                texts = [await awindow_text(backend.aread, w) for w in self._within_budget(windows)]
+                return truncate_lines(format_context(windows, texts), self.max_chars)
 
             return await self._aguard(run, runtime, "grep")
 
         return _tool("grep", description, grep, agrep)
 
-    def _execute_tool(self, description: str) -> BaseTool:
-        report = execution_report
+    def _within_budget(self, windows: list[ContextWindow]) -> list[ContextWindow]:
+        """The first windows whose lines can fit in one answer: only those are read for their
+        context (the answer is cut at the budget anyway, so reading more would be wasted)."""
+        kept, used = [], 0
+        for window in windows:
+            if used > self.max_chars:
+                break
+            kept.append(window)
+            used += sum(len(m.path) + len(m.text) + 12 for m in window.matches)
+        return kept
 
+    def _execute_tool(self, description: str) -> BaseTool:
         def execute(
             command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
         ) -> Result:
             def run() -> Result:
                 backend: Any = self.backend(runtime)
-                return report(backend.execute(command, timeout))
+                result = backend.execute(command, timeout)
+                path = self._output_file(result, runtime)
+                if path is None:
+                    return execution_report(result)
+                try:
+                    written = backend.write(path, result.full_output)
+                except (BackendError, OSError):
+                    return execution_report(result)
+                return self._saved_output(result, path, written, runtime)
 
             return self._guard(run, runtime, "execute")
 
@@ -481,11 +525,37 @@ class FilesystemMiddleware(AgentMiddleware):
         ) -> Result:
             async def run() -> Result:
                 backend: Any = await self.abackend(runtime)
-                return report(await backend.aexecute(command, timeout))
+                result = await backend.aexecute(command, timeout)
+                path = self._output_file(result, runtime)
+                if path is None:
+                    return execution_report(result)
+                try:
+                    written = await backend.awrite(path, result.full_output)
+                except (BackendError, OSError):
+                    return execution_report(result)
+                return self._saved_output(result, path, written, runtime)
 
             return await self._aguard(run, runtime, "execute")
 
         return _tool("execute", description, execute, aexecute)
+
+    def _output_file(self, result: Any, runtime: ToolRuntime) -> str | None:
+        """Where the whole output of a command that was cut is saved (as large results are),
+        or None: nothing was cut, the backend kept no more, or eviction is off."""
+        if not result.truncated or result.full_output is None or self.evict_over is None:
+            return None
+        return f"{LARGE_RESULTS_DIR}/{sanitize_id(runtime.tool_call_id or 'execute')}"
+
+    def _saved_output(self, result: Any, path: str, written: Any, runtime: ToolRuntime) -> Result:
+        """The report of a cut command, pointing at the file with its whole output; its head and
+        tail are cut further to stay within the eviction budget (so it is not evicted again)."""
+        note = OUTPUT_SAVED.format(size=len(result.full_output.encode()), path=path)
+        text = execution_report(result)
+        budget = self.max_chars - len(note) - 100
+        if len(text) > budget:
+            half = max(budget // 2, 1)
+            text = cut_between(text[:half], text[-half:], len(text.encode()))
+        return self._updated(text + note, written.files_update, runtime, "execute")
 
     # ----------------------------------------------------------------------- eviction
 

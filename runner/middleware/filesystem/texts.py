@@ -57,16 +57,20 @@ TOOL_DESCRIPTIONS = {
         "paths, sorted."
     ),
     "grep": (
-        "Search file contents for LITERAL text (not a regular expression). `path` limits the "
+        "Search file contents, line by line, for LITERAL text by default; with `regex` true, "
+        "`pattern` is a Python regular expression searched in each line. `path` limits the "
         "search to a folder or a file; `glob` to file names matching a pattern (e.g. `*.md`). "
         "`output_mode`: `files_with_matches` (default) lists the files, `content` shows each "
-        "matching line as `path:line: text`, `count` gives the matching lines per file."
+        "matching line as `path:line: text` with `context_lines` lines (default 2) before and "
+        "after it as `path-line- text` and `--` between groups, `count` gives the matching "
+        "lines per file."
     ),
     "execute": (
         "Run a shell command in your workspace (the folder your files are in) and get its "
         "combined output and exit status. Use it for scripts, tests and builds. A command that "
         "runs longer than `timeout` seconds (default {timeout:g}; at most {max_timeout:g}) is "
-        "stopped: raise it for long builds. Very long output is cut off."
+        "stopped: raise it for long builds. Very long output shows its beginning and its end, "
+        "and the whole of it is saved to a file you can read."
     ),
 }
 
@@ -113,6 +117,10 @@ NOTE_ROOM = 200  # characters kept free for the note after a page of read_file
 
 
 LIST_TRUNCATED = "\n... [{more:,} more not shown: narrow the path or the pattern]"
+OUTPUT_SAVED = (
+    "\n[The whole output ({size:,} bytes) is saved to {path}: read it in pages with read_file "
+    "(offset and limit), or search it with grep.]"
+)
 
 
 TOO_LARGE = """\

@@ -1,8 +1,10 @@
 // The LangGraph Agent Server API (the names follow langgraph-sdk: assistants, threads, runs),
-// plus the page's read-only side API under /web/api/.
+// plus the page's read-only side API under /web/api/. Every request carries the API key when the
+// server asks for one (key.js).
+import { fetchWithKey } from "./key.js";
 
 async function call(method, path, body) {
-  const response = await fetch(path, {
+  const response = await fetchWithKey(path, {
     method,
     headers: body === undefined ? {} : { "Content-Type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -46,7 +48,7 @@ export const api = {
  * ("metadata", "messages", "updates|tools:<id>", "custom", "error", ...). Resolves at the end.
  */
 export async function streamRun(threadId, body, onEvent) {
-  const response = await fetch(`/threads/${encodeURIComponent(threadId)}/runs/stream`, {
+  const response = await fetchWithKey(`/threads/${encodeURIComponent(threadId)}/runs/stream`, {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
     body: JSON.stringify({

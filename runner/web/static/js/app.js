@@ -140,7 +140,7 @@ function newThread() {
   history.replaceState(null, "", location.pathname);
   resetView();
   renderHead();
-  loadThreads();
+  loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
   $("message").focus();
 }
@@ -160,7 +160,7 @@ async function openThread(id) {
   if (thread.status === "error") errorRow($("log"), "The last run of this thread failed.");
   renderTodos(S.values.todos || []);
   showApprovals(state);
-  loadThreads();
+  loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
   if (innerWidth <= 700) showTab("chat");
 }
@@ -374,7 +374,7 @@ async function run(body) {
   renderHead(thread);
   if (thread.status === "error") errorRow($("log"), "The run failed (see the error above).");
   showApprovals(state);
-  loadThreads();
+  loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
 }
 
@@ -662,7 +662,7 @@ async function main() {
   const match = /thread=([^&]+)/.exec(location.hash);
   if (match) await openThread(decodeURIComponent(match[1]));
   else newThread();
-  await loadThreads();
+  await loadThreads().catch((exc) => errorRow($("log"), `cannot list the threads: ${exc.message || exc}`));
   // Threads started elsewhere (the CLI, another tab) and edited agent files show up by themselves.
   setInterval(() => {
     if (!S.running) loadThreads().catch(() => {});

@@ -206,6 +206,33 @@ async def test_streamable_http_lists_and_calls(http_server: str) -> None:
     assert "showcase: calling write_file" in seen
 
 
+def test_streamable_http_refuses_other_hosts_origins_and_non_json(http_server: str) -> None:
+    """The same guard as `agentctl serve` (`runner.serve.guard`): DNS rebinding, a page of
+    another origin (even another port of this machine), a JSON body sent as text/plain."""
+    import httpx
+
+    port = http_server.split(":")[2].split("/")[0]
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers, status in (
+        ({"Host": f"evil.example:{port}"}, 421),
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Origin": f"http://127.0.0.1:{int(port) + 1}"}, 403),
+        ({"Content-Type": "text/plain"}, 415),
+    ):
+        reply = httpx.post(
+            http_server, content=json.dumps(initialize), headers={**accept, **headers}
+        )
+        assert reply.status_code == status, (headers, reply.text)
+        assert "access-control-allow-origin" not in reply.headers
+    same = httpx.post(
+        http_server,
+        json=initialize,
+        headers={**accept, "Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"},
+    )
+    assert same.status_code == 200, same.text
+
+
 def test_vars_become_optional_arguments(tmp_path: Path) -> None:
     from runner.serve.mcp import AgentTools
 
