@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON (fields: README, Thread tools)."
+    "--json", "as_json", is_flag=True, help="Print JSON (fields: docs/threads.md, Export)."
 )
 
 
@@ -281,7 +281,7 @@ def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | str 
     approvals it asked for with the decisions given, and the files it keeps in its state.
 
     JSON lines: a `thread` record first, then `message`, `tool_call`, `approval` and `file`
-    records (fields: README, Thread tools)."""
+    records (fields: docs/threads.md, Export)."""
     from runner.threads.export import export_jsonl, export_markdown
 
     home = _home(db)

@@ -10,7 +10,7 @@ batch.py        one run per line of a JSON lines file
 telemetry.py    OpenTelemetry spans of a turn
 ```
 
-`from runner.run import Session, Decision` is the Python API (README "Python API"); the thread
+`from runner.run import Session, Decision` is the Python API (docs/python-api.md); the thread
 database's names are re-exported here too (`runner.threads` is their home).
 """
 

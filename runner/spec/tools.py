@@ -147,7 +147,7 @@ ToolEntry = Annotated[
 
 
 class MiddlewareRef(SpecModel):
-    """Extra LangChain middleware, inserted after the subagent middleware (see the README's
+    """Extra LangChain middleware, inserted after the subagent middleware (see the harness's
     chain): an `AgentMiddleware` subclass or factory called with `args`, or an instance."""
 
     import_: ImportRef = Field(alias="import")

@@ -7,7 +7,7 @@ Postgres thread database. No spec is loaded and no agent is built: a thread stay
 forkable after its spec moved.
 
 Records (`thread_record`, `message_records`, ...) are plain JSON-able dicts with the fields the
-README documents under "Thread tools"; `threads show --json`, `threads export --format jsonl` and
+docs/threads.md documents under "Export"; `threads show --json`, `threads export --format jsonl` and
 `threads search --json` print them.
 """
 
