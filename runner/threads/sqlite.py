@@ -234,8 +234,8 @@ class SqliteHome(Home):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
             prepare_new_database(self.conn)
-            # Durability (docs/threads.md, "Crashes and concurrent runs"): write-ahead log, so readers
-            # never block the writer and a killed writer leaves no half-written page; NORMAL
+            # Durability (docs/threads.md, "Crashes and concurrent runs"): write-ahead log, so
+            # readers never block the writer and a killed writer leaves no half-written page; NORMAL
             # sync, so a commit is safe from a process crash once it returns (the OS has it)
             # and costs no fsync per checkpoint; an OS crash or power cut may lose the last
             # commits, never the database.
