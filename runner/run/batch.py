@@ -313,36 +313,8 @@ def _merge(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     return {key: total.get(key, 0) + value for key, value in more.items()}
 
 
-class _Agents:
-    """One built agent per distinct set of vars, all on one `Home`, made on first use."""
-
-    def __init__(self, make: Callable[[dict[str, Any]], Session]) -> None:
-        self.make = make
-        self.sessions: dict[str, Session | RunnerError] = {}
-        self.lock = threading.Lock()
-
-    def get(self, variables: dict[str, Any]) -> Session:
-        key = json.dumps(variables, sort_keys=True, default=str)
-        with self.lock:  # building is not done twice, nor two at once
-            found = self.sessions.get(key)
-            if found is None:
-                try:
-                    found = self.make(variables)
-                except RunnerError as exc:
-                    found = exc
-                self.sessions[key] = found
-        if isinstance(found, RunnerError):
-            raise found
-        return found
-
-    def close(self) -> None:
-        for session in self.sessions.values():
-            if not isinstance(session, RunnerError):
-                session.resolved.close()  # the shared Home is closed by its owner
-
-
 def _run_line(
-    agents: _Agents,
+    session_for: Callable[[dict[str, Any]], Session],
     line: BatchLine,
     base_vars: dict[str, Any],
     *,
@@ -355,7 +327,7 @@ def _run_line(
         return result_record(line, error=line.problem)
     assert line.message is not None
     try:
-        session = agents.get({**base_vars, **line.vars})
+        session = session_for({**base_vars, **line.vars})
     except RunnerError as exc:
         return result_record(line, error=str(exc))
     result = session.run(line.message)
@@ -405,7 +377,17 @@ def run_batch(
     the batch before any line runs (as a `RunnerError`)."""
     skip = skip or set()
     summary = BatchSummary(total=len(lines), skipped=sum(1 for x in lines if x.number in skip))
-    agents = _Agents(make_session)
+    from runner.agent.cache import AgentCache, vars_key
+
+    # a set of vars whose agent cannot be built fails every line that asks for it, built once;
+    # the shared Home is closed by its owner, each session's own MCP servers here
+    agents: AgentCache[Session] = AgentCache(
+        lambda session: session.resolved.close(), remember=(RunnerError,)
+    )
+
+    def session_for(variables: dict[str, Any]) -> Session:
+        return agents.get(vars_key(variables), lambda: make_session(variables))
+
     emitting = threading.Lock()
 
     def work(line: BatchLine) -> dict[str, Any]:
@@ -413,13 +395,13 @@ def run_batch(
             on_start(line)
         try:
             return _run_line(
-                agents, line, base_vars, auto_approve=auto_approve, spec_shown=spec_shown
+                session_for, line, base_vars, auto_approve=auto_approve, spec_shown=spec_shown
             )
         except Exception as exc:  # a bug in a tool or in agentctl: this line fails, not all
             return result_record(line, error=f"{type(exc).__name__}: {exc}")
 
     try:
-        agents.get(dict(base_vars))
+        session_for(dict(base_vars))
         todo = [line for line in lines if line.number not in skip]
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="batch") as pool:
             futures = [pool.submit(work, line) for line in todo]

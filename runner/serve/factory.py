@@ -14,14 +14,13 @@ see: the engine's store replaces it, and subagents use their parent run's).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.agent.cache import AgentCache, vars_key
 from runner.errors import BuildError
 
 __all__ = ["GraphFactory", "assistant_config_model", "assistant_config_schema"]
@@ -81,9 +80,12 @@ def assistant_config_model(spec: Any) -> type:
 
 @dataclass
 class _Built:
-    mtime_ns: int
     graph: Any
     resolved: Any
+
+
+def _close_built(built: _Built) -> None:
+    built.resolved.close()
 
 
 @dataclass
@@ -92,11 +94,14 @@ class GraphFactory:
 
     base_vars: Mapping[str, Any] = field(default_factory=dict)
     """Template variables every build gets (from `--var`); an assistant's `vars` override them."""
-    builds: int = 0
-    """How many graphs were compiled (a cache miss each)."""
-    _cache: dict[tuple[str, str, str | None, bool], _Built] = field(default_factory=dict)
-    _retired: list[Any] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # A graph rebuilt because its file changed is retired, not closed: runs that started on the
+    # old graph may still use its MCP sessions; they are closed with the factory.
+    _cache: AgentCache[_Built] = field(default_factory=lambda: AgentCache(_close_built))
+
+    @property
+    def builds(self) -> int:
+        """How many graphs were compiled (a cache miss each)."""
+        return self._cache.builds
 
     def graph(
         self,
@@ -113,20 +118,12 @@ class GraphFactory:
         if vars:
             self._refuse_file_inputs(path, vars)
         merged = {**self.base_vars, **(vars or {})}
-        key = (path, json.dumps(merged, sort_keys=True, default=str), model, require_inputs)
+        key = (path, vars_key(merged), model, require_inputs)
         mtime = os.stat(path).st_mtime_ns
-        with self._lock:
-            built = self._cache.get(key)
-            if built is not None and built.mtime_ns == mtime:
-                return built.graph
-            fresh = self._build(path, merged, model, mtime, require_inputs)
-            if built is not None:
-                # Runs that started on the old graph may still use its MCP sessions: they are
-                # closed with the factory, not now.
-                self._retired.append(built.resolved)
-            self._cache[key] = fresh
-            self.builds += 1
-            return fresh.graph
+        built = self._cache.get(
+            key, lambda: self._build(path, merged, model, require_inputs), stamp=mtime
+        )
+        return built.graph
 
     def _refuse_file_inputs(self, path: str, vars: Mapping[str, Any]) -> None:
         """A `file` input's value is a path the server reads into the prompt: a client choosing
@@ -148,9 +145,7 @@ class GraphFactory:
                     f"{name}=PATH)"
                 )
 
-    def _build(
-        self, path: str, vars: dict[str, Any], model: str | None, mtime: int, require: bool
-    ) -> _Built:
+    def _build(self, path: str, vars: dict[str, Any], model: str | None, require: bool) -> _Built:
         from langgraph.store.memory import InMemoryStore
 
         from runner.agent.build import build_graph
@@ -167,7 +162,7 @@ class GraphFactory:
         except BaseException:
             resolved.close()
             raise
-        return _Built(mtime, graph, resolved)
+        return _Built(graph, resolved)
 
     async def agraph(
         self,
@@ -197,8 +192,4 @@ class GraphFactory:
 
     def close(self) -> None:
         """Close every MCP session the built agents opened."""
-        with self._lock:
-            for resolved in [*self._retired, *(b.resolved for b in self._cache.values())]:
-                resolved.close()
-            self._retired.clear()
-            self._cache.clear()
+        self._cache.close()

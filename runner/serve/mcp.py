@@ -22,13 +22,13 @@ import json
 import os
 import shlex
 import socket
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.agent.cache import AgentCache, vars_key
 from runner.errors import ResolutionError, RunnerError
 from runner.events import Error, Final, Interrupt, ModelCall, ToolCall, ToolResult
 from runner.spec.ask_user import ASK_USER_TOOL
@@ -112,8 +112,14 @@ class AgentTools:
     auto_approve: bool = False
     home: Any = None
     """The thread database every session shares (one connection and lock, as `Home` wants)."""
-    _idle: dict[tuple[str, str], list[Session]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _sessions: AgentCache[Session] = field(
+        default_factory=lambda: AgentCache(
+            # its MCP servers; the shared home stays open
+            lambda session: session.resolved.close(),
+            max_keys=IDLE_KEYS,
+            idle_per_key=IDLE_PER_KEY,
+        )
+    )
 
     @classmethod
     def load(
@@ -171,22 +177,27 @@ class AgentTools:
     # ----------------------------------------------------------------------- sessions
 
     def _key(self, tool: ServedTool, variables: Mapping[str, Any]) -> tuple[str, str]:
-        return tool.name, json.dumps(dict(variables), sort_keys=True, default=str)
+        return tool.name, vars_key(variables)
 
     def _session(self, tool: ServedTool, variables: Mapping[str, Any]) -> Session:
-        with self._lock:
-            idle = self._idle.get(self._key(tool, variables))
-            if idle:
-                return idle.pop()
-        from runner.run import Session
+        """A session of `tool` with these vars for one call: an idle one, or one built now."""
 
-        if self.home is None:
-            from runner.threads import open_home
+        def build() -> Session:
+            from runner.run import Session
 
-            self.home = open_home(self.db)
-        return Session(
-            tool.path, model=self.model, vars={**self.base_vars, **variables}, home=self.home
-        )
+            if self.home is None:
+                from runner.threads import open_home
+
+                self.home = open_home(self.db)
+            return Session(
+                tool.path, model=self.model, vars={**self.base_vars, **variables}, home=self.home
+            )
+
+        return self._sessions.take(self._key(tool, variables), build)
+
+    def _give_back(self, tool: ServedTool, variables: Mapping[str, Any], session: Session) -> None:
+        """Keep `session` for the next call with these vars; a few per key, a few keys."""
+        self._sessions.give_back(self._key(tool, variables), session)
 
     def _check_builds(self, tool: ServedTool) -> None:
         """Build an agent whose calls need inputs, with stand-ins for them, and close it."""
@@ -199,29 +210,9 @@ class AgentTools:
         spec = load_spec(tool.path, vars=self.base_vars, require_inputs=False)
         Session(spec, model=self.model, home=self.home).resolved.close()
 
-    def _give_back(self, tool: ServedTool, variables: Mapping[str, Any], session: Session) -> None:
-        """Keep `session` for the next call with these vars; a few per key, a few keys."""
-        surplus: list[Session] = []
-        with self._lock:
-            key = self._key(tool, variables)
-            idle = self._idle.pop(key, [])  # re-inserted last: the dict is oldest-used first
-            if len(idle) < IDLE_PER_KEY:
-                idle.append(session)
-            else:
-                surplus.append(session)
-            self._idle[key] = idle
-            while len(self._idle) > IDLE_KEYS:
-                surplus += self._idle.pop(next(iter(self._idle)))
-        for extra in surplus:
-            extra.resolved.close()  # its MCP servers; the shared home stays open
-
     def close(self) -> None:
-        with self._lock:
-            sessions = [s for idle in self._idle.values() for s in idle]
-            self._idle.clear()
         try:
-            for session in sessions:
-                session.resolved.close()
+            self._sessions.close()
         finally:
             if self.home is not None:
                 self.home.close()
