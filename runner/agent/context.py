@@ -66,24 +66,11 @@ def local_context_for(spec_path: Path) -> Callable[[Any], str]:
 
 def path_in_backend(directory: Path, backend: Any) -> str | None:
     """The path under which a backend (a spec's `backend:`; None is `state`) shows the host
-    `directory` to the file tools, or None when it does not reach it."""
-    kind = getattr(backend, "kind", None)
-    if kind == "composite":
-        for prefix, route in sorted(backend.routes.items(), key=lambda r: -len(r[0])):
-            seen = path_in_backend(directory, route)
-            if seen is not None:
-                return prefix.rstrip("/") + ("" if seen == "/" else seen)
-        return path_in_backend(directory, backend.default)
-    if kind not in ("filesystem", "local_shell"):
-        return None
-    if not backend.virtual_mode:
-        return str(directory)
-    root = Path(backend.root_dir).expanduser().resolve()
-    try:
-        inside = directory.resolve().relative_to(root)
-    except ValueError:
-        return None
-    return "/" + inside.as_posix() if inside.parts else "/"
+    `directory` to the file tools, or None when it does not reach it (a backend with host paths,
+    `virtual_mode: false`, shows it as itself)."""
+    from runner.backends.reach import agent_path, leaves
+
+    return agent_path(directory, leaves(backend), host_paths=True)
 
 
 def git_repository(start: Path) -> tuple[Path, str] | None:

@@ -20,13 +20,13 @@ local_shell.py  filesystem + execute (sandbox, timeout, output cap, clean enviro
 sandbox.py      the bubblewrap command line execute runs in, and whether this machine has it
 store.py        a LangGraph BaseStore namespace
 composite.py    a default backend plus prefix routes, can_execute
+reach.py        what of the host a backend spec reaches: its leaves by route, agent_path
 ```
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -51,6 +51,7 @@ from runner.backends.protocol import (
     SandboxBackend,
     WriteResult,
 )
+from runner.backends.reach import THREAD_PLACEHOLDER, agent_path, root_of
 from runner.backends.state import FilesState, PrefixedFiles, StateBackend, merge_files
 from runner.backends.store import StoreBackend
 from runner.errors import BuildError
@@ -101,9 +102,6 @@ __all__ = [
     "validate_path",
 ]
 
-
-THREAD_PLACEHOLDER = "{thread_id}"
-"""In a `root_dir`: replaced by the run's thread id, so each thread gets its own folder."""
 
 # Thread ids that may name a folder: no separators, no `.`/`..`, nothing a shell would mangle.
 _FOLDER_SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
@@ -236,7 +234,7 @@ class _DirectoryNode(_Node):
 
     def __init__(self, spec: FilesystemBackendSpec | LocalShellBackendSpec) -> None:
         self.spec = spec
-        self.root = os.path.abspath(os.path.expanduser(spec.root_dir))
+        self.root = root_of(spec)
         self.per_thread = THREAD_PLACEHOLDER in self.root
         self.backend_type = (
             LocalShellBackend if isinstance(spec, LocalShellBackendSpec) else FilesystemBackend
@@ -565,19 +563,15 @@ class BackendProvider:
 
     def host_path(self, path: str) -> str | None:
         """The agent path under which a host file is reachable through a directory backend
-        (default or route) in virtual mode, or None."""
+        (default or route) in virtual mode, or None (`runner.backends.reach.agent_path`; a
+        backend with host paths, `virtual_mode: false`, or a mount does not count: the caller
+        mounts the file instead)."""
         if isinstance(self._node, _CompositeNode):
             pairs = [("/", self._node.default), *self._node.routes.items()]
         else:
             pairs = [("/", self._node)]
-        target = os.path.realpath(path)
-        for prefix, node in pairs:
-            if isinstance(node, _DirectoryNode) and node.spec.virtual_mode and not node.per_thread:
-                root = os.path.realpath(node.root)
-                if target == root or target.startswith(root + os.sep):
-                    inner = "/" + os.path.relpath(target, root).replace(os.sep, "/")
-                    return inner if prefix == "/" else prefix.rstrip("/") + inner
-        return None
+        routes = [(p, n.spec if isinstance(n, _DirectoryNode) else None) for p, n in pairs]
+        return agent_path(path, routes, host_paths=False)
 
     def __repr__(self) -> str:
         return f"BackendProvider({self.describe()!r})"

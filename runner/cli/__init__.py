@@ -134,7 +134,7 @@ def _main(argv: list[str] | None) -> Any:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         # The reader left (`| head`): 128 + SIGPIPE, as for any Unix tool that SIGPIPE ended
-        # (`agentctl run` ends a turn itself: runner.cli.session.reader_left). Point stdout at
+        # (`agentctl run` ends a turn itself: runner.cli.turns.reader_left). Point stdout at
         # /dev/null so the interpreter's final flush does not fail again and print "Exception
         # ignored ... BrokenPipeError".
         devnull = os.open(os.devnull, os.O_WRONLY)

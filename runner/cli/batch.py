@@ -6,15 +6,16 @@ stderr: a bar on a terminal, one plain line per finished input elsewhere (logs, 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
-    from runner.run import Session
+    from runner.run import RunOptions, Session
 
 
 def run_batch_file(
@@ -23,18 +24,14 @@ def run_batch_file(
     *,
     jobs: int,
     out: Path | None,
-    variables: dict[str, Any],
-    model: str | None,
-    db: Path | str | None,
+    options: RunOptions,
     auto_approve: bool,
-    allow_unused_vars: bool,
-    keep_checkpoints: int | Literal["all"] | None,
     quiet: bool,
 ) -> int:
     """Run every line of `batch`; exit code 0 when every line has a successful result, else 1."""
     from runner.agent.context import local_context_for
     from runner.cli.render import shown_spec
-    from runner.cli.session import is_terminal
+    from runner.cli.turns import is_terminal
     from runner.run import Home, Session
     from runner.run.batch import ResultsFile, iter_status, read_batch, run_batch
     from runner.threads import open_home
@@ -46,18 +43,21 @@ def run_batch_file(
         skip = results.done(lines) if results is not None else set()
         if results is not None:
             results.keep_only(lines, skip)
-        home = open_home(db)
+        home = open_home(options.db)
         shared_home = home
 
         def make_session(line_vars: dict[str, Any]) -> Session:
+            # a batch records no cassette and never waits for a thread: each line has its own
             return Session(
                 spec,
-                model=model,
-                vars=line_vars,
                 home=shared_home,
-                local_context=local_context_for(spec),
-                allow_unused_vars=allow_unused_vars,
-                keep_checkpoints=keep_checkpoints,
+                options=dataclasses.replace(
+                    options,
+                    vars=line_vars,
+                    record=None,
+                    wait=None,
+                    local_context=local_context_for(spec),
+                ),
             )
 
         todo = len(lines) - len(skip)
@@ -86,7 +86,7 @@ def run_batch_file(
             summary = run_batch(
                 lines,
                 make_session=make_session,
-                base_vars=variables,
+                base_vars=dict(options.vars),
                 jobs=jobs,
                 emit=emit,
                 skip=skip,

@@ -2,7 +2,7 @@
 
 One thread for the whole session (`/new` starts another). Every message is a turn rendered as it
 happens; approvals are asked in place. Ctrl-C cancels the turn in progress and keeps the thread:
-the next message goes on from the last completed step (`runner.cli.session` explains why that is
+the next message goes on from the last completed step (`runner.cli.turns` explains why that is
 safe). Ctrl-D or `/exit` leaves. The input line has history (arrow keys, Ctrl-R), kept in
 `$AGENTCTL_HOME/history`, and completes the slash commands.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from runner.cli.session import (
+from runner.cli.turns import (
     TurnRunner,
     finish_cancelled,
     play_turn,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from runner.cli.options import db_option, otel_options
+
+if TYPE_CHECKING:
+    from runner.run import RunOptions
 
 
 @click.command(short_help="Run an agent: one message, or a chat in a terminal.")
@@ -188,9 +191,20 @@ def run(
     With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each turn is sent as one OpenTelemetry
     trace: its model calls, tool calls and subagents as nested spans.
     """
+    from runner.cli.decisions import decisions_from_flags
     from runner.cli.options import parse_vars
-    from runner.cli.session import decisions_from_flags, is_terminal, run_turns
+    from runner.cli.turns import is_terminal, run_turns
+    from runner.run import RunOptions
 
+    options = RunOptions(
+        model=model,
+        vars=parse_vars(vars_),
+        db=db,
+        record=record,
+        allow_unused_vars=allow_unused_var,
+        keep_checkpoints=keep_checkpoints,
+        wait=wait,
+    )
     if attach and (batch is not None or message is None):
         raise click.UsageError(
             "--attach goes with a MESSAGE (in a chat, use /attach FILE before your message)"
@@ -203,12 +217,8 @@ def run(
             thread_id=thread_id,
             jobs=jobs,
             out=out,
-            variables=parse_vars(vars_),
-            model=model,
-            db=db,
+            options=options,
             auto_approve=auto_approve,
-            allow_unused_var=allow_unused_var,
-            keep_checkpoints=keep_checkpoints,
             quiet=quiet,
             others={
                 "--record": record is not None,
@@ -250,71 +260,33 @@ def run(
         and is_terminal(sys.stdout)
     )
     if interactive:
-        return _chat(
-            spec,
-            thread_id,
-            parse_vars(vars_),
-            model,
-            record,
-            db,
-            auto_approve,
-            allow_unused_var,
-            keep_checkpoints,
-            wait,
-        )
+        return _chat(spec, thread_id, options, auto_approve)
     if message is None and replies is None and thread_id is None:
         raise click.UsageError(
             "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a "
             "thread; in a terminal, no MESSAGE opens an interactive session (without --quiet "
             "and --output jsonl)"
         )
-    from runner.cli.session import read_attachments
+    from runner.cli.turns import read_attachments
 
     return run_turns(
         spec,
         attachments=read_attachments(attach),
         message=message,
         thread_id=thread_id,
-        variables=parse_vars(vars_),
-        model=model,
+        options=options,
         output=output,
         quiet=quiet,
-        record=record,
-        db=db,
         answers=replies,
         auto_approve=auto_approve,
-        allow_unused_vars=allow_unused_var,
-        keep_checkpoints=keep_checkpoints,
-        wait=wait,
     )
 
 
-def _chat(
-    spec: Path,
-    thread_id: str | None,
-    variables: dict[str, object],
-    model: str | None,
-    record: Path | None,
-    db: Path | str | None,
-    auto_approve: bool,
-    allow_unused_vars: bool,
-    keep_checkpoints: int | Literal["all"] | None,
-    wait: float | None,
-) -> int:
+def _chat(spec: Path, thread_id: str | None, options: RunOptions, auto_approve: bool) -> int:
     from runner.cli.chat import chat
-    from runner.cli.session import open_session
+    from runner.cli.turns import open_session
 
-    session = open_session(
-        spec,
-        thread_id=thread_id,
-        model=model,
-        variables=variables,
-        record=record,
-        db=db,
-        allow_unused_vars=allow_unused_vars,
-        keep_checkpoints=keep_checkpoints,
-        wait=wait,
-    )
+    session = open_session(spec, thread_id=thread_id, options=options)
     try:
         return chat(session, spec=spec, thread_id=thread_id, auto_approve=auto_approve)
     finally:
@@ -329,12 +301,8 @@ def _batch(
     thread_id: str | None,
     jobs: int,
     out: Path | None,
-    variables: dict[str, object],
-    model: str | None,
-    db: Path | str | None,
+    options: RunOptions,
     auto_approve: bool,
-    allow_unused_var: bool,
-    keep_checkpoints: int | Literal["all"] | None,
     quiet: bool,
     others: dict[str, bool],
 ) -> int:
@@ -348,17 +316,7 @@ def _batch(
     if clashing:
         raise click.UsageError(f"--batch does not go with {', '.join(clashing)}")
     return run_batch_file(
-        spec,
-        batch,
-        jobs=jobs,
-        out=out,
-        variables=dict(variables),
-        model=model,
-        db=db,
-        auto_approve=auto_approve,
-        allow_unused_vars=allow_unused_var,
-        keep_checkpoints=keep_checkpoints,
-        quiet=quiet,
+        spec, batch, jobs=jobs, out=out, options=options, auto_approve=auto_approve, quiet=quiet
     )
 
 

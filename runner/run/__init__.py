@@ -4,6 +4,7 @@ runs and telemetry.
 ```
 session.py      Session: one built agent on a thread database; stream() one turn, run() collects
 translate.py    LangGraph stream chunks -> RunEvents
+options.py      RunOptions: a Session's settings as one value
 answers.py      Decision, and answering pending approvals once
 attachments.py  files sent with a message
 batch.py        one run per line of a JSON lines file
@@ -15,6 +16,7 @@ database's names are re-exported here too (`runner.threads` is their home).
 """
 
 from runner.run.answers import Decision
+from runner.run.options import RunOptions
 from runner.run.session import RunResult, Session
 from runner.threads.home import (
     Home,
@@ -29,6 +31,7 @@ from runner.threads.home import (
 __all__ = [
     "Decision",
     "Home",
+    "RunOptions",
     "RunResult",
     "Session",
     "ThreadInfo",

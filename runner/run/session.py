@@ -34,6 +34,7 @@ from runner.events import (
 )
 from runner.replay.recorder import Recorder
 from runner.run.answers import Decision, resume_values
+from runner.run.options import RunOptions
 from runner.run.translate import EventTranslator
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.threads import open_home
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from runner.run.attachments import Attachment
     from runner.spec import AgentSpec
 
-__all__ = ["DURABILITY", "RunResult", "Session", "describe_failure", "to_json_line"]
+__all__ = ["DURABILITY", "RunOptions", "RunResult", "Session", "describe_failure", "to_json_line"]
 
 
 DURABILITY: Literal["sync"] = "sync"
@@ -118,17 +119,36 @@ class Session:
         allow_unused_vars: bool = False,
         keep_checkpoints: int | Literal["all"] | None = None,
         wait: float | None = None,
+        options: RunOptions | None = None,
     ) -> None:
         """`keep_checkpoints`: how many of each thread's latest checkpoints a turn leaves
         (`"all"`: every one); by default the database's setting, else
         `runner.threads.retention.DEFAULT_KEEP`. See `runner.threads.retention` for what is always
-        kept."""
+        kept.
+
+        `options`: every keyword but `home` as one `RunOptions`, instead of the keywords (giving
+        both is a `TypeError`)."""
         from runner.agent.build import _as_spec, build_graph
         from runner.agent.resolve import Resolver
 
-        self.spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars)
-        self.home = home or open_home(db)
-        resolver = Resolver(model=model, local_context=local_context)
+        keywords = RunOptions(
+            model=model,
+            vars=vars or {},
+            db=db,
+            record=record,
+            local_context=local_context,
+            allow_unused_vars=allow_unused_vars,
+            keep_checkpoints=keep_checkpoints,
+            wait=wait,
+        )
+        if options is not None and keywords.given():
+            raise TypeError(
+                f"Session: give options= or the keywords ({', '.join(keywords.given())}), not both"
+            )
+        self.options = opts = options if options is not None else keywords
+        self.spec = _as_spec(spec_or_path, opts.vars, allow_unused_vars=opts.allow_unused_vars)
+        self.home = home or open_home(opts.db)
+        resolver = Resolver(model=opts.model, local_context=opts.local_context)
         self.resolved: ResolvedAgent = resolver.resolve(self.spec)
         self._cassettes = resolver.cassettes
         try:
@@ -139,18 +159,18 @@ class Session:
             self.resolved.close()
             raise
         self.name = self.resolved.name
-        self.record_path = Path(record) if record else None
+        self.record_path = Path(opts.record) if opts.record else None
         self.no_sandbox = no_sandbox_warning(self.resolved)
-        self.settings = ThreadSettings.of(model, vars)
+        self.settings = ThreadSettings.of(opts.model, opts.vars)
         self.prices = prices_by_agent(self.resolved)
-        if isinstance(keep_checkpoints, int) and keep_checkpoints < 1:
+        if isinstance(opts.keep_checkpoints, int) and opts.keep_checkpoints < 1:
             raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
-        self.keep_checkpoints = keep_checkpoints
+        self.keep_checkpoints = opts.keep_checkpoints
         # (thread, its latest checkpoint id, its values) after a turn of ours that finished:
         # the next turn on that thread in this session starts from them unless the thread has
         # moved since (another process, `graph.update_state`), instead of decoding them again.
         self._finished: tuple[str, str, dict[str, Any]] | None = None
-        self.wait = wait
+        self.wait = opts.wait
         """Seconds a turn waits for a thread another process runs (None: fail at once)."""
         self._kept: dict[str, Lease] | None = None
 

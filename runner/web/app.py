@@ -266,28 +266,14 @@ def _tool_schemas(graph: Any) -> dict[str, Any]:
     return schemas
 
 
-def _leaves(spec: Any) -> list[tuple[str, Any]]:
-    """(route prefix in normal form, `/skills`; leaf backend spec) of the agent's backend, the
-    default at `/` first."""
-    from runner.backends import validate_path
-    from runner.spec import CompositeBackendSpec
-
-    backend = spec.backend
-    if backend is None:
-        return [("/", None)]
-    if isinstance(backend, CompositeBackendSpec):
-        routes = [(validate_path(prefix), leaf) for prefix, leaf in backend.routes.items()]
-        return [("/", backend.default), *routes]
-    return [("/", backend)]
-
-
 def _directory(leaf: Any, thread: str | None) -> tuple[str | None, str]:
     """(root folder on disk or None, why not) of a filesystem-like leaf for `thread`."""
     from runner.backends import THREAD_PLACEHOLDER, BackendError, thread_root
+    from runner.backends.reach import root_of
 
     if not leaf.virtual_mode:
         return None, "host paths (virtual_mode: false) are not shown"
-    root = os.path.abspath(os.path.expanduser(leaf.root_dir))
+    root = root_of(leaf)
     if THREAD_PLACEHOLDER in root:
         if thread is None:
             return None, "one folder per thread: open a thread"
@@ -301,14 +287,15 @@ def _directory(leaf: Any, thread: str | None) -> tuple[str | None, str]:
 def _list_routes(spec: Any, thread: str | None) -> dict[str, Any]:
     from runner.backends import FilesystemBackend
     from runner.backends.paths import is_within, join_path
+    from runner.backends.reach import leaves
     from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec, StoreBackendSpec
 
-    leaves = _leaves(spec)
+    routes_of = leaves(spec.backend)
     # A route hides what the default backend has under its prefix, as it does from the agent.
-    shadowed = [prefix for prefix, _ in leaves if prefix != "/"]
+    shadowed = [prefix for prefix, _ in routes_of if prefix != "/"]
     routes: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
-    for prefix, leaf in leaves:
+    for prefix, leaf in routes_of:
         shown = prefix if prefix == "/" else prefix + "/"
         if leaf is None or leaf.kind == "state":
             routes.append({"prefix": shown, "kind": "state"})
@@ -343,6 +330,7 @@ def _read_file(spec: Any, thread: str | None, path: str) -> str:
     file there; ValueError: a path the agent could not use either)."""
     from runner.backends import BackendError, FilesystemBackend, validate_path
     from runner.backends.paths import is_within, relative_to
+    from runner.backends.reach import leaves
     from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec
 
     try:
@@ -350,7 +338,7 @@ def _read_file(spec: Any, thread: str | None, path: str) -> str:
     except BackendError as exc:
         raise ValueError(str(exc)) from None
     owner, leaf = max(
-        ((prefix, leaf) for prefix, leaf in _leaves(spec) if is_within(normal, prefix)),
+        ((prefix, leaf) for prefix, leaf in leaves(spec.backend) if is_within(normal, prefix)),
         key=lambda pair: len(pair[0]),
     )
     if not isinstance(leaf, FilesystemBackendSpec | LocalShellBackendSpec):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.events import Error, Final, Interrupt, Start, TextDelta, ToolCall, ToolResult, Usage
-from runner.run import Decision, Session
+from runner.run import Decision, RunOptions, Session
 from runner.threads import open_home
 from tests.conftest import ROOT
 
@@ -125,6 +125,23 @@ def test_record_writes_a_cassette_that_replays(spine: Path, tmp_path: Path) -> N
     assert first.content == again.content == "The sum is 5."
     calls = [(e.name, e.args) for e in again.events if isinstance(e, ToolCall)]
     assert calls == [("add", {"a": 2, "b": 3})]
+
+
+def test_options_carry_what_the_keywords_do(spine: Path, tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded.cassette.yaml"
+    options = RunOptions(db=tmp_path / "a.sqlite", record=recorded, keep_checkpoints=3, wait=2.0)
+    with Session(spine, options=options) as session:
+        assert session.run("add").content == "The sum is 5."
+        assert (session.keep_checkpoints, session.wait) == (3, 2.0)
+    replay = RunOptions(db=tmp_path / "b.sqlite", model=f"replay:{recorded}")
+    with Session(spine, options=replay) as session:
+        assert session.run("add").content == "The sum is 5."
+        assert session.settings.model == f"replay:{recorded}"
+
+
+def test_options_and_keywords_together_are_refused(spine: Path, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"options= or the keywords \(wait\)"):
+        Session(spine, options=RunOptions(db=tmp_path / "db.sqlite"), wait=1.0)
 
 
 def test_transcript_reads_a_thread_without_building_its_agent(spine: Path, tmp_path: Path) -> None:
