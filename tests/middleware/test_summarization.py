@@ -177,7 +177,7 @@ def test_a_message_rewritten_under_its_id_is_counted_again(tmp_path: Path) -> No
 
 
 def test_an_exported_thread_shows_the_summary_as_a_summary_not_as_the_user(tmp_path: Path) -> None:
-    from runner import thread_tools
+    from runner.threads import export as thread_tools
 
     path = spec(tmp_path)
     with Session(path, db=tmp_path / "a.db", model=scripted(8)) as session:
