@@ -34,6 +34,7 @@ from runner.events import (
 )
 from runner.replay.recorder import Recorder
 from runner.run.answers import Decision, resume_values
+from runner.run.replies import unused_replies
 from runner.run.translate import EventTranslator
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.threads import open_home
@@ -504,71 +505,12 @@ class Session:
     def _unused_replies(
         self, thread_id: str, values: Mapping[str, Any] | None = None
     ) -> Iterator[RunWarning]:
-        """At the end of a run on replay models: the replies no agent played, per cassette (a
-        tool-name or subagent typo in a hand-written cassette leaves some unplayed). A subagent
-        that an earlier process of this thread called is not counted: its replies were played
-        there, where this process cannot see."""
+        """At the end of a run on replay models: the replies no agent played, per cassette."""
         if not self._cassettes:
             return
-        from runner.errors import display_path
-
         if values is None:
             values = self.values(thread_id)
-        messages = values.get("messages", [])
-        main_played = 1 + max(
-            (
-                int(m.response_metadata.get("replay_index", -1))
-                for m in messages
-                if m.type == "ai" and m.response_metadata.get("replay_agent") == self.name
-            ),
-            default=-1,
-        )
-        earlier = {
-            str(c["args"].get("subagent_type"))
-            for m in messages
-            if m.type == "ai"
-            for c in m.tool_calls
-            if c["name"] == "task" and isinstance(c.get("args"), dict)
-        }
-        for path, cassette in self._cassettes.items():
-            unused = [
-                (agent, played, total)
-                for agent, played, total in cassette.unused(self.name, main_played, thread_id)
-                if agent == self.name or played or agent not in earlier
-            ]
-            elsewhere = self._played_by_other_files(
-                path, {a for a, played, _ in unused if not played}
-            )
-            left = [
-                f"{agent} played {played} of {total}"
-                for agent, played, total in unused
-                if agent not in elsewhere
-            ]
-            if left:
-                yield RunWarning(
-                    agent=self.name,
-                    code="unused_replies",
-                    message=f"replay cassette {display_path(path)} has replies no agent "
-                    f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
-                    "a run that took another path)",
-                )
-
-    def _played_by_other_files(self, cassette: Path, names: set[str]) -> set[str]:
-        """Which of `names` (agents with no reply played) no agent of this build has, but an
-        agent file in the cassette's folder plays: a shared cassette holds their replies."""
-        from runner.check.tools import static_agents
-        from runner.check.validate import agents_playing
-
-        mine = {a.name for a in static_agents(self.spec)}
-        mine |= {name + "/summary" for name in mine}
-        foreign = names - mine
-        if not foreign:
-            return set()
-        theirs: set[str] = set()
-        for spec in agents_playing(cassette):
-            theirs |= {a.name for a in static_agents(spec)}
-        theirs |= {name + "/summary" for name in theirs}
-        return foreign & theirs
+        yield from unused_replies(self._cassettes, self.spec, self.name, thread_id, values)
 
     def _state_at_start(self, thread_id: str) -> Any:
         """The thread's state as this turn finds it: what the last turn of this session ended
