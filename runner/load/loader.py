@@ -27,6 +27,7 @@ from runner.load.source import (
     SourceTooLarge,
     format_path,
     merge,
+    not_a_mapping,
     read_source,
     read_yaml,
 )
@@ -209,22 +210,7 @@ class _Loader:
         if doc.problems and doc.value is None:
             return None
         if not isinstance(doc.value, dict):
-            found = (
-                "an empty file"
-                if doc.value is None
-                else "a list"
-                if isinstance(doc.value, list)
-                else f"{doc.value!r}"
-            )
-            self.problems.append(
-                Problem(
-                    shown,
-                    doc.pos.loc.line,
-                    doc.pos.loc.col,
-                    "",
-                    f"expected a mapping of keys (name:, model:, prompt:, ...), found {found}",
-                )
-            )
+            self.problems.append(not_a_mapping(doc, shown, "name:, model:, prompt:, ..."))
             return None
         return doc
 

@@ -403,6 +403,25 @@ MAX_DEPTH = 100
 """Lists and mappings nested in one another, at most."""
 
 
+def not_a_mapping(doc: Document, file: str, keys: str) -> Problem:
+    """The problem of a file whose top level is not a mapping: `keys` names the ones expected
+    (`name:, model:, prompt:, ...`)."""
+    found = (
+        "an empty file"
+        if doc.value is None
+        else "a list"
+        if isinstance(doc.value, list)
+        else repr(doc.value)
+    )
+    return Problem(
+        file,
+        doc.pos.loc.line,
+        doc.pos.loc.col,
+        "",
+        f"expected a mapping of keys ({keys}), found {found}",
+    )
+
+
 class SourceTooLarge(ValueError):
     """A file over `MAX_SOURCE_BYTES`: not read."""
 
