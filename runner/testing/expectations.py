@@ -154,19 +154,11 @@ def _fail(
     return Check(expectation, "failed", message, expected, found, text_diff)
 
 
-def _check(
-    passed: bool,
-    expectation: str,
-    message: str,
-    expected: str | None = None,
-    found: str | None = None,
-    *,
-    text_diff: bool = False,
-) -> Check:
-    """`expectation` passed, or failed with `message` (what was expected, what was found)."""
+def _check(passed: bool, expectation: str, *failure: str, text_diff: bool = False) -> Check:
+    """`expectation` passed, or failed: `failure` is `_fail`'s message, expected and found."""
     if passed:
         return _pass(expectation)
-    return _fail(expectation, message, expected, found, text_diff=text_diff)
+    return _fail(expectation, *failure, text_diff=text_diff)
 
 
 def _times(count: int) -> str:
