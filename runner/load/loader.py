@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.problems import problems_from_validation
+from runner.load.problems import not_a_mapping, problems_from_validation
 from runner.load.source import (
     Document,
     KeyPath,
@@ -27,7 +27,6 @@ from runner.load.source import (
     SourceTooLarge,
     format_path,
     merge,
-    not_a_mapping,
     read_source,
     read_yaml,
 )

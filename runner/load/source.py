@@ -17,12 +17,11 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from runner.errors import Problem, SpecError
+from runner.errors import Problem
 
 KeyPath = tuple[str | int, ...]
 
@@ -402,43 +401,6 @@ MAX_ALIAS_EXPANSION = 10_000
 """Nodes that aliases (`*name`) may copy into one document, counted as if expanded."""
 MAX_DEPTH = 100
 """Lists and mappings nested in one another, at most."""
-
-
-def read_yaml_file(
-    path: Path, shown: str, *, missing: str, unreadable: str, env: Mapping[str, str] | None = None
-) -> Document:
-    """Read and parse the YAML file at `path` (shown as `shown`), or raise `SpecError`: `missing`
-    when there is no such file, `unreadable: <why>` when it cannot be read, else the YAML's
-    located problems."""
-    try:
-        text = read_source(path)
-    except FileNotFoundError:
-        raise SpecError(Problem(shown, 0, 0, "", missing)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SpecError(Problem(shown, 0, 0, "", f"{unreadable}: {exc}")) from None
-    doc = read_yaml(text, shown, env)
-    if doc.problems:
-        raise SpecError(doc.problems)
-    return doc
-
-
-def not_a_mapping(doc: Document, file: str, keys: str) -> Problem:
-    """The problem of a file whose top level is not a mapping: `keys` names the ones expected
-    (`name:, model:, prompt:, ...`)."""
-    found = (
-        "an empty file"
-        if doc.value is None
-        else "a list"
-        if isinstance(doc.value, list)
-        else repr(doc.value)
-    )
-    return Problem(
-        file,
-        doc.pos.loc.line,
-        doc.pos.loc.col,
-        "",
-        f"expected a mapping of keys ({keys}), found {found}",
-    )
 
 
 class SourceTooLarge(ValueError):

@@ -213,8 +213,8 @@ class CassetteDocument:
 def read_cassette(path: str | Path) -> CassetteDocument:
     """Parse and validate a cassette file; problems are located like spec problems (SpecError)."""
     from runner.errors import display_path
-    from runner.load.problems import problems_from_validation
-    from runner.load.source import Pos, read_yaml_file
+    from runner.load.problems import problems_from_validation, read_yaml_file
+    from runner.load.source import Pos
 
     path = Path(path)
     shown = display_path(path)

@@ -151,7 +151,8 @@ def read_keys_file(path: str | Path) -> tuple[tuple[str, bytes], ...]:
     Every problem is located (SpecError): a missing or unknown field, bad hex, a short key, a
     user or key given twice, no key at all."""
     from runner.errors import display_path
-    from runner.load.source import SourceMap, read_yaml_file
+    from runner.load.problems import read_yaml_file
+    from runner.load.source import SourceMap
 
     shown = display_path(path)
     doc = read_yaml_file(

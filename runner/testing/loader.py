@@ -15,12 +15,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.problems import problems_from_validation
+from runner.load.problems import not_a_mapping, problems_from_validation
 from runner.load.source import (
     KeyPath,
     SourceMap,
     SourceTooLarge,
-    not_a_mapping,
     read_source,
     read_yaml,
 )
