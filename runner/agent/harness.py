@@ -1,23 +1,33 @@
-"""The harness middleware a spec turns on that resolution builds from the spec alone: the
-backend, memory and skills, the file tools and `ask_user` (the rest, which needs the models, is
-`runner.agent.resolve.Resolver`'s; `build.py` orders them all into the chain)."""
+"""The harness middleware resolution builds from the spec: the backend, memory and skills, the
+file tools, `ask_user`, summarization and budgets (what needs a model, the summarizer, is asked of
+`runner.agent.resolve.Resolver`; `build.py` orders them all into the chain)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from runner.agent.resolved import KeyPath, Locator, ResolvedAgent
-from runner.errors import BuildError, ResolutionError
+from runner.agent.resolved import KeyPath, Locator, ResolvedAgent, ResolvedModel, core_name
+from runner.errors import BuildError, Problem, ResolutionError
 from runner.spec.agent import AgentCore
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware
 
     from runner.backends import BackendProvider
+    from runner.middleware.budgets import RunBudget
 
     Middleware = AgentMiddleware[Any, Any, Any]
 
-__all__ = ["ask_user_middleware", "backend_for", "filesystem_middleware", "memory_and_skills"]
+__all__ = [
+    "ask_user_middleware",
+    "backend_for",
+    "budget_middleware",
+    "filesystem_middleware",
+    "memory_and_skills",
+    "run_budget",
+    "summarization_middleware",
+]
 
 
 def ask_user_middleware(core: AgentCore) -> Middleware | None:
@@ -191,3 +201,76 @@ def filesystem_middleware(
         evict_results_over_tokens=settings.evict_results_over_tokens,
         images=images,
     )
+
+
+def summarization_middleware(
+    core: AgentCore,
+    model: ResolvedModel,
+    backend: BackendProvider,
+    locate: Callable[[KeyPath, str], Problem],
+    summarizer: Callable[[], tuple[Any, int | None]],
+) -> Middleware | None:
+    """Summarization with the spec's thresholds (or the defaults); `summarizer` gives the model
+    that writes the summaries and its window (asked for once the thresholds are known good)."""
+    from runner.middleware import summarization as s
+
+    settings = core.summarization
+    if not settings.enabled:
+        return None
+    window = model.context_window
+
+    def threshold(given: Any, share: float, otherwise: tuple[str, int]) -> tuple[str, float]:
+        """The spec's threshold, else a share of the window when known, else `otherwise`."""
+        if given is not None:
+            return given.as_tuple()
+        return ("fraction", share) if window else otherwise
+
+    trigger = threshold(
+        settings.trigger, s.DEFAULT_TRIGGER_FRACTION, ("tokens", s.DEFAULT_TRIGGER_TOKENS)
+    )
+    keep = threshold(settings.keep, s.DEFAULT_KEEP_FRACTION, ("messages", s.DEFAULT_KEEP_MESSAGES))
+    for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
+        if kind == "fraction" and not window:
+            from runner.check.tools import fraction_message
+
+            raise BuildError.at(
+                locate(("summarization", key, "fraction"), fraction_message(model.id))
+            )
+    chat_model, summarizer_window = summarizer()
+    return s.SummarizationMiddleware(
+        model=chat_model,
+        provider=backend,
+        trigger=trigger,
+        keep=keep,
+        context_window=window,
+        history_dir=settings.history_dir,
+        summarizer_window=summarizer_window,
+    )
+
+
+def run_budget(core: AgentCore, locate: Callable[[KeyPath, str], Problem]) -> RunBudget | None:
+    """The main agent's budgets (`limits.tokens/time/cost`), when it sets any."""
+    from runner.middleware.budgets import RunBudget
+
+    budget = RunBudget(core.limits, locate)
+    return budget if budget.active else None
+
+
+def budget_middleware(
+    budget: RunBudget | None, core: AgentCore, model: ResolvedModel, *, main: bool
+) -> Middleware | None:
+    """The budget middleware of one agent: `budget` (the main agent's) counted by it and by every
+    subagent it builds, each with its own model's prices."""
+    if budget is None:
+        return None
+    if budget.limits.cost is not None and not model.prices:
+        raise ResolutionError.at(
+            budget.locate(
+                ("limits", "cost"),
+                f"the price of {model.id} (agent {core_name(core)!r}) is not known: give "
+                "it as `model.price` in the spec (a --model other than a replay has none)",
+            )
+        )
+    from runner.middleware.budgets import BudgetMiddleware
+
+    return BudgetMiddleware(budget, model.prices, main=main)

@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 from runner.agent.harness import (
     ask_user_middleware,
     backend_for,
+    budget_middleware,
     filesystem_middleware,
     memory_and_skills,
+    run_budget,
+    summarization_middleware,
 )
 from runner.agent.resolved import (
     DEFAULT_RECURSION_LIMIT,
@@ -30,7 +33,6 @@ from runner.agent.resolved import (
     ResolvedSubagent,
     Resource,
     close_all,
-    core_name,
 )
 from runner.errors import BuildError, Problem, ResolutionError
 from runner.middleware.prompt import BASE_PROMPT, PromptSection
@@ -113,26 +115,10 @@ class Resolver:
         model: ResolvedModel,
         locate: Callable[[KeyPath, str], Problem],
     ) -> Middleware | None:
-        """The budget middleware: the main agent's budgets (`limits.tokens/time/cost`), counted
-        by it and by every subagent it builds, each with its own model's prices."""
+        """The budget middleware; the main agent's budgets are shared by the subagents it builds."""
         if is_main:
-            from runner.middleware.budgets import RunBudget
-
-            budget = RunBudget(core.limits, locate)
-            self.budget = budget if budget.active else None
-        if self.budget is None:
-            return None
-        if self.budget.limits.cost is not None and not model.prices:
-            raise ResolutionError.at(
-                self.budget.locate(
-                    ("limits", "cost"),
-                    f"the price of {model.id} (agent {core_name(core)!r}) is not known: give "
-                    "it as `model.price` in the spec (a --model other than a replay has none)",
-                )
-            )
-        from runner.middleware.budgets import BudgetMiddleware
-
-        return BudgetMiddleware(self.budget, model.prices, main=is_main)
+            self.budget = run_budget(core, locate)
+        return budget_middleware(self.budget, core, model, main=is_main)
 
     # ----------------------------------------------------------------------- models
 
@@ -512,7 +498,13 @@ class Resolver:
                 ),
                 "permissions": permissions,
                 "replies": ReplyCheckMiddleware(parse_text_tool_calls=model.parse_text_tool_calls),
-                "summarization": self._summarization(core, name, model, backend, where, locator),
+                "summarization": summarization_middleware(
+                    core,
+                    model,
+                    backend,
+                    lambda p, m: locator((*where, *p), m),
+                    lambda: self._summarizer(core, name, model, where, locator),
+                ),
                 "patch_tool_calls": PatchToolCallsMiddleware(),
                 "approvals": approvals_middleware(
                     interrupt_on, allows=permissions.allows if permissions else None
@@ -543,56 +535,22 @@ class Resolver:
             sections.append(PromptSection("local_context", text=text))
         return agent
 
-    def _summarization(
-        self,
-        core: AgentCore,
-        name: str,
-        model: ResolvedModel,
-        backend: BackendProvider,
-        where: KeyPath,
-        locator: Locator,
-    ) -> Any:
-        """Summarization with the spec's thresholds (or the defaults) and model (or the agent's;
-        a replay model plays the `<name>/summary` replies of its cassette)."""
-        from runner.middleware import summarization as s
-
-        settings = core.summarization
-        if not settings.enabled:
-            return None
-        window = model.context_window
-
-        def threshold(given: Any, share: float, otherwise: tuple[str, int]) -> tuple[str, float]:
-            """The spec's threshold, else a share of the window when known, else `otherwise`."""
-            if given is not None:
-                return given.as_tuple()
-            return ("fraction", share) if window else otherwise
-
-        trigger = threshold(
-            settings.trigger, s.DEFAULT_TRIGGER_FRACTION, ("tokens", s.DEFAULT_TRIGGER_TOKENS)
-        )
-        keep = threshold(
-            settings.keep, s.DEFAULT_KEEP_FRACTION, ("messages", s.DEFAULT_KEEP_MESSAGES)
-        )
-        for key, (kind, _) in (("trigger", trigger), ("keep", keep)):
-            if kind == "fraction" and not window:
-                from runner.check.tools import fraction_message
-
-                raise BuildError.at(
-                    locator((*where, "summarization", key, "fraction"), fraction_message(model.id))
-                )
-        summarizer: Any = None
-        summarizer_window = None
+    def _summarizer(
+        self, core: AgentCore, name: str, model: ResolvedModel, where: KeyPath, locator: Locator
+    ) -> tuple[Any, int | None]:
+        """The summary model and its window: the spec's `summarization.model`, else the agent's
+        (a replay model plays the `<name>/summary` replies of its cassette)."""
         summary_agent = f"{name}/summary"
-        if settings.model is not None:
+        if core.summarization.model is not None:
             summary_model = self.model_for(
-                settings.model,
+                core.summarization.model,
                 agent=summary_agent,
                 is_main=False,
                 at=(*where, "summarization", "model"),
                 locator=locator,
             )
-            summarizer, summarizer_window = summary_model.chat_model, summary_model.context_window
-        elif self.with_models and model.provider == "replay":
+            return summary_model.chat_model, summary_model.context_window
+        if self.with_models and model.provider == "replay":
             summarizer = self._init(
                 model.id,
                 {},
@@ -600,17 +558,8 @@ class Resolver:
                 is_main=False,
                 locate=lambda m: locator((*where, "model"), m),
             )
-        else:
-            summarizer = model.chat_model
-        return s.SummarizationMiddleware(
-            model=summarizer,
-            provider=backend,
-            trigger=trigger,
-            keep=keep,
-            context_window=window,
-            history_dir=settings.history_dir,
-            summarizer_window=summarizer_window,
-        )
+            return summarizer, None
+        return model.chat_model, None
 
     def _subagents(
         self, spec: AgentSpec, parent: ResolvedAgent, where: KeyPath, locator: Locator

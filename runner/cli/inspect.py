@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from runner.cli.options import var_options
+
 
 @click.command(short_help="Show the resolved agent: model, tools, chain, prompt.")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
@@ -20,14 +22,7 @@ import click
 @click.option(
     "--prompt", "show_prompt", is_flag=True, help="Print the fully assembled system prompt."
 )
-@click.option(
-    "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
-)
-@click.option(
-    "--allow-unused-var",
-    is_flag=True,
-    help="Accept a --var that the agent's prompts and vars do not use.",
-)
+@var_options
 @click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
 def inspect(
     spec: Path,

@@ -28,6 +28,18 @@ def parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
     return result
 
 
+def var_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--var KEY=VALUE` (many) and `--allow-unused-var`, for a command that loads agent files."""
+    command = click.option(
+        "--allow-unused-var",
+        is_flag=True,
+        help="Accept a --var that the agent's prompts and vars do not use.",
+    )(command)
+    return click.option(
+        "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
+    )(command)
+
+
 def otel_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--otel` and `--otel-content` for a command that runs agents: it runs inside `tracing`
     (put it right above the `def`; the command itself does not see the two flags)."""

@@ -9,20 +9,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from runner.cli.options import var_options
+
 if TYPE_CHECKING:
     from runner.check.validate import FileReport
 
 
 @click.command(short_help="Check agent files and report every problem.")
 @click.argument("targets", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
-)
-@click.option(
-    "--allow-unused-var",
-    is_flag=True,
-    help="Accept a --var that the agent's prompts and vars do not use.",
-)
+@var_options
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON lines.")
 def validate(
     targets: tuple[str, ...], vars_: tuple[str, ...], allow_unused_var: bool, as_json: bool

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.problems import problems_from_validation
+from runner.load.problems import not_a_mapping, problems_from_validation
 from runner.load.source import (
     Document,
     KeyPath,
@@ -209,22 +209,7 @@ class _Loader:
         if doc.problems and doc.value is None:
             return None
         if not isinstance(doc.value, dict):
-            found = (
-                "an empty file"
-                if doc.value is None
-                else "a list"
-                if isinstance(doc.value, list)
-                else f"{doc.value!r}"
-            )
-            self.problems.append(
-                Problem(
-                    shown,
-                    doc.pos.loc.line,
-                    doc.pos.loc.col,
-                    "",
-                    f"expected a mapping of keys (name:, model:, prompt:, ...), found {found}",
-                )
-            )
+            self.problems.append(not_a_mapping(doc, shown, "name:, model:, prompt:, ..."))
             return None
         return doc
 

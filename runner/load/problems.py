@@ -12,12 +12,14 @@ import difflib
 import re
 import types
 import typing
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, Tag, ValidationError
 
-from runner.errors import Problem
-from runner.load.source import KeyPath, SourceMap
+from runner.errors import Problem, SpecError
+from runner.load.source import Document, KeyPath, SourceMap, read_source, read_yaml
 from runner.spec.agent import FILESYSTEM_TOOLS
 from runner.spec.base import (
     ENTRY_ERROR,
@@ -470,3 +472,40 @@ def problems_from_validation(
 
 
 __all__ = ["KEY_SYNONYMS", "allowed_keys", "did_you_mean", "problems_from_validation"]
+
+
+def read_yaml_file(
+    path: Path, shown: str, *, missing: str, unreadable: str, env: Mapping[str, str] | None = None
+) -> Document:
+    """Read and parse the YAML file at `path` (shown as `shown`), or raise `SpecError`: `missing`
+    when there is no such file, `unreadable: <why>` when it cannot be read, else the YAML's
+    located problems."""
+    try:
+        text = read_source(path)
+    except FileNotFoundError:
+        raise SpecError(Problem(shown, 0, 0, "", missing)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise SpecError(Problem(shown, 0, 0, "", f"{unreadable}: {exc}")) from None
+    doc = read_yaml(text, shown, env)
+    if doc.problems:
+        raise SpecError(doc.problems)
+    return doc
+
+
+def not_a_mapping(doc: Document, file: str, keys: str) -> Problem:
+    """The problem of a file whose top level is not a mapping: `keys` names the ones expected
+    (`name:, model:, prompt:, ...`)."""
+    found = (
+        "an empty file"
+        if doc.value is None
+        else "a list"
+        if isinstance(doc.value, list)
+        else repr(doc.value)
+    )
+    return Problem(
+        file,
+        doc.pos.loc.line,
+        doc.pos.loc.col,
+        "",
+        f"expected a mapping of keys ({keys}), found {found}",
+    )

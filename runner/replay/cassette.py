@@ -213,20 +213,14 @@ class CassetteDocument:
 def read_cassette(path: str | Path) -> CassetteDocument:
     """Parse and validate a cassette file; problems are located like spec problems (SpecError)."""
     from runner.errors import display_path
-    from runner.load.problems import problems_from_validation
-    from runner.load.source import Pos, read_source, read_yaml
+    from runner.load.problems import problems_from_validation, read_yaml_file
+    from runner.load.source import Pos
 
     path = Path(path)
     shown = display_path(path)
-    try:
-        text = read_source(path)
-    except FileNotFoundError:
-        raise SpecError(Problem(shown, 0, 0, "", "cassette not found")) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SpecError(Problem(shown, 0, 0, "", f"cannot read cassette: {exc}")) from None
-    doc = read_yaml(text, shown, env={})
-    if doc.problems:
-        raise SpecError(doc.problems)
+    doc = read_yaml_file(
+        path, shown, missing="cassette not found", unreadable="cannot read cassette", env={}
+    )
     value, pos = doc.value, doc.pos
     plain_list = isinstance(value, list)
     if plain_list:  # the main agent's replies: validate them as `agents: {__main__: [...]}`

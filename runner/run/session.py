@@ -35,6 +35,7 @@ from runner.events import (
 from runner.replay.recorder import Recorder
 from runner.run.answers import Decision, resume_values
 from runner.run.options import RunOptions
+from runner.run.replies import unused_replies
 from runner.run.translate import EventTranslator
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.threads import open_home
@@ -390,9 +391,7 @@ class Session:
             yield Error(agent=self.name, message=str(exc), kind="ThreadBusy", thread_id=thread_id)
             return
         except RunnerError as exc:
-            yield Error(
-                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
-            )
+            yield self._error(exc, thread_id)
             return
         if kept is not None:
             kept[thread_id] = lease
@@ -413,45 +412,16 @@ class Session:
         attachments: Sequence[Attachment] = (),
     ) -> Generator[RunEvent, None, RunEvent | None]:
         """The events of one turn, with the lease held; returns the last one (the outcome)."""
-        from langgraph.errors import GraphRecursionError
-
         # The one read of the thread's state this turn, with its lease held: its input, the
         # calls already shown, and (unless the turn stops for approval) its outcome come from it
         # and from the stream.
         state = self._state_at_start(thread_id) if not new_thread else None
         self._finished = None
         try:
-            graph_input = self._input(thread_id, message, claimed, state or _Finished(values={}))
-            if attachments and message is not None:
-                from runner.run.attachments import attach
-
-                values = dict(state.values or {}) if state is not None else {}
-                content, files = attach(
-                    self.resolved, self.home.store, thread_id, message, list(attachments), values
-                )
-                graph_input["messages"][-1].content = content
-                if files:
-                    graph_input["files"] = files
+            graph_input = self._graph_input(thread_id, message, claimed, state, attachments)
         except RunnerError as exc:
-            return Error(
-                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
-            )
-        if message is not None:
-            self.home.register(
-                thread_id, agent=self.name, spec=self.spec.source, first_message=message
-            )
-        started = None if new_thread else self.home.settings(thread_id)
-        self.home.remember_settings(thread_id, self.settings)
-        yield Start(agent=self.name, thread_id=thread_id)
-        if self.no_sandbox is not None:
-            yield self.no_sandbox
-        if started is not None and started != self.settings:
-            yield RunWarning(
-                agent=self.name,
-                code="thread_settings_changed",
-                message=f"thread {thread_id} was started with {started.describe()}; this run "
-                f"uses {self.settings.describe()}",
-            )
+            return self._error(exc, thread_id)
+        yield from self._opening(thread_id, new_thread, message)
         callbacks = []
         if self.record_path is not None:
             recorder = Recorder(self.record_path, main_agent=self.name, append=not new_thread)
@@ -485,28 +455,8 @@ class Session:
                         final_values = data
                     continue
                 yield from translator.feed(namespace, mode, data)
-        except GraphRecursionError:
-            return Error(
-                agent=self.name,
-                kind="RecursionLimit",
-                thread_id=thread_id,
-                message=(
-                    f"the agent took more than {self.resolved.recursion_limit} steps in one run; "
-                    f"raise `limits.recursion`{_where(self.spec, ('limits', 'recursion'))} "
-                    "if it needs more"
-                ),
-            )
-        except RunnerError as exc:
-            return Error(
-                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
-            )
         except Exception as exc:
-            return Error(
-                agent=self.name,
-                message=describe_failure(exc, spec=self.spec),
-                kind="ModelCallLimit" if _is_model_call_limit(exc) else type(exc).__name__,
-                thread_id=thread_id,
-            )
+            return self._error(exc, thread_id)
         finally:
             self.home.touch(thread_id)
         outcome = self._outcome(thread_id, translator.interrupt_agents, final_values)
@@ -521,74 +471,84 @@ class Session:
                 self._finished = (thread_id, latest, dict(final_values))
         return outcome
 
+    def _graph_input(
+        self,
+        thread_id: str,
+        message: str | None,
+        claimed: dict[str, Any] | None,
+        state: Any,
+        attachments: Sequence[Attachment],
+    ) -> dict[str, Any]:
+        """The graph's input for this turn, the message's attachments included (`RunnerError`
+        when an answer or an attachment cannot be used)."""
+        graph_input = self._input(thread_id, message, claimed, state or _Finished(values={}))
+        if attachments and message is not None:
+            from runner.run.attachments import attach
+
+            values = dict(state.values or {}) if state is not None else {}
+            content, files = attach(
+                self.resolved, self.home.store, thread_id, message, list(attachments), values
+            )
+            graph_input["messages"][-1].content = content
+            if files:
+                graph_input["files"] = files
+        return graph_input
+
+    def _opening(self, thread_id: str, new_thread: bool, message: str | None) -> Iterator[RunEvent]:
+        """Register the turn on its thread, then its first events: `Start`, and the warnings
+        about the sandbox and about settings that changed since the thread was started."""
+        if message is not None:
+            self.home.register(
+                thread_id, agent=self.name, spec=self.spec.source, first_message=message
+            )
+        started = None if new_thread else self.home.settings(thread_id)
+        self.home.remember_settings(thread_id, self.settings)
+        yield Start(agent=self.name, thread_id=thread_id)
+        if self.no_sandbox is not None:
+            yield self.no_sandbox
+        if started is not None and started != self.settings:
+            yield RunWarning(
+                agent=self.name,
+                code="thread_settings_changed",
+                message=f"thread {thread_id} was started with {started.describe()}; this run "
+                f"uses {self.settings.describe()}",
+            )
+
+    def _error(self, exc: Exception, thread_id: str) -> Error:
+        """The `Error` a turn that raised `exc` ends with."""
+        from langgraph.errors import GraphRecursionError
+
+        if isinstance(exc, GraphRecursionError):
+            return Error(
+                agent=self.name,
+                kind="RecursionLimit",
+                thread_id=thread_id,
+                message=(
+                    f"the agent took more than {self.resolved.recursion_limit} steps in one run; "
+                    f"raise `limits.recursion`{_where(self.spec, ('limits', 'recursion'))} "
+                    "if it needs more"
+                ),
+            )
+        if isinstance(exc, RunnerError):
+            return Error(
+                agent=self.name, message=str(exc), kind=type(exc).__name__, thread_id=thread_id
+            )
+        return Error(
+            agent=self.name,
+            message=describe_failure(exc, spec=self.spec),
+            kind="ModelCallLimit" if _is_model_call_limit(exc) else type(exc).__name__,
+            thread_id=thread_id,
+        )
+
     def _unused_replies(
         self, thread_id: str, values: Mapping[str, Any] | None = None
     ) -> Iterator[RunWarning]:
-        """At the end of a run on replay models: the replies no agent played, per cassette (a
-        tool-name or subagent typo in a hand-written cassette leaves some unplayed). A subagent
-        that an earlier process of this thread called is not counted: its replies were played
-        there, where this process cannot see."""
+        """At the end of a run on replay models: the replies no agent played, per cassette."""
         if not self._cassettes:
             return
-        from runner.errors import display_path
-
         if values is None:
             values = self.values(thread_id)
-        messages = values.get("messages", [])
-        main_played = 1 + max(
-            (
-                int(m.response_metadata.get("replay_index", -1))
-                for m in messages
-                if m.type == "ai" and m.response_metadata.get("replay_agent") == self.name
-            ),
-            default=-1,
-        )
-        earlier = {
-            str(c["args"].get("subagent_type"))
-            for m in messages
-            if m.type == "ai"
-            for c in m.tool_calls
-            if c["name"] == "task" and isinstance(c.get("args"), dict)
-        }
-        for path, cassette in self._cassettes.items():
-            unused = [
-                (agent, played, total)
-                for agent, played, total in cassette.unused(self.name, main_played, thread_id)
-                if agent == self.name or played or agent not in earlier
-            ]
-            elsewhere = self._played_by_other_files(
-                path, {a for a, played, _ in unused if not played}
-            )
-            left = [
-                f"{agent} played {played} of {total}"
-                for agent, played, total in unused
-                if agent not in elsewhere
-            ]
-            if left:
-                yield RunWarning(
-                    agent=self.name,
-                    code="unused_replies",
-                    message=f"replay cassette {display_path(path)} has replies no agent "
-                    f"played: {'; '.join(left)} (a misspelt tool or subagent name in it, or "
-                    "a run that took another path)",
-                )
-
-    def _played_by_other_files(self, cassette: Path, names: set[str]) -> set[str]:
-        """Which of `names` (agents with no reply played) no agent of this build has, but an
-        agent file in the cassette's folder plays: a shared cassette holds their replies."""
-        from runner.check.tools import static_agents
-        from runner.check.validate import agents_playing
-
-        mine = {a.name for a in static_agents(self.spec)}
-        mine |= {name + "/summary" for name in mine}
-        foreign = names - mine
-        if not foreign:
-            return set()
-        theirs: set[str] = set()
-        for spec in agents_playing(cassette):
-            theirs |= {a.name for a in static_agents(spec)}
-        theirs |= {name + "/summary" for name in theirs}
-        return foreign & theirs
+        yield from unused_replies(self._cassettes, self.spec, self.name, thread_id, values)
 
     def _state_at_start(self, thread_id: str) -> Any:
         """The thread's state as this turn finds it: what the last turn of this session ended

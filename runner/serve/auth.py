@@ -151,18 +151,13 @@ def read_keys_file(path: str | Path) -> tuple[tuple[str, bytes], ...]:
     Every problem is located (SpecError): a missing or unknown field, bad hex, a short key, a
     user or key given twice, no key at all."""
     from runner.errors import display_path
-    from runner.load.source import SourceMap, read_source, read_yaml
+    from runner.load.problems import read_yaml_file
+    from runner.load.source import SourceMap
 
     shown = display_path(path)
-    try:
-        text = read_source(path)
-    except FileNotFoundError:
-        raise SpecError(Problem(shown, 0, 0, "", "keys file not found")) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SpecError(Problem(shown, 0, 0, "", f"cannot read the keys file: {exc}")) from None
-    doc = read_yaml(text, shown)
-    if doc.problems:
-        raise SpecError(doc.problems)
+    doc = read_yaml_file(
+        Path(path), shown, missing="keys file not found", unreadable="cannot read the keys file"
+    )
     smap = SourceMap(doc.pos)
     value = doc.value
     if not isinstance(value, dict) or "keys" not in value:

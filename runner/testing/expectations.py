@@ -83,12 +83,15 @@ def check_expectations(expect: ExpectSpec, seen: Observed, judge: JudgeFn) -> li
     checks: list[Check] = []
     at = "expect"
     if expect.error:
-        if seen.error is None:
-            checks.append(
-                _fail(f"{at}.error", "the run was expected to fail", "an error", _outcome(seen))
+        checks.append(
+            _check(
+                seen.error is not None,
+                f"{at}.error",
+                "the run was expected to fail",
+                "an error",
+                _outcome(seen),
             )
-        else:
-            checks.append(_pass(f"{at}.error"))
+        )
     elif seen.error is not None:
         checks.append(Check("run", "failed", f"the run failed: {seen.error}"))
     if expect.final is not None:
@@ -151,6 +154,13 @@ def _fail(
     return Check(expectation, "failed", message, expected, found, text_diff)
 
 
+def _check(passed: bool, expectation: str, *failure: str, text_diff: bool = False) -> Check:
+    """`expectation` passed, or failed: `failure` is `_fail`'s message, expected and found."""
+    if passed:
+        return _pass(expectation)
+    return _fail(expectation, *failure, text_diff=text_diff)
+
+
 def _times(count: int) -> str:
     return "once" if count == 1 else f"{count} times"
 
@@ -195,18 +205,16 @@ def _final(expect: FinalExpect, seen: Observed, at: str, *, expecting_error: boo
         return [_fail(at, why)]
     checks = _text_checks(expect, answer, at, what="the answer")
     if expect.equals is not None:
-        if answer.strip() == expect.equals.strip():
-            checks.append(_pass(f"{at}.equals"))
-        else:
-            checks.append(
-                _fail(
-                    f"{at}.equals",
-                    "the answer differs",
-                    expect.equals.strip(),
-                    answer.strip(),
-                    text_diff=True,
-                )
+        checks.append(
+            _check(
+                answer.strip() == expect.equals.strip(),
+                f"{at}.equals",
+                "the answer differs",
+                expect.equals.strip(),
+                answer.strip(),
+                text_diff=True,
             )
+        )
     if expect.json_schema is not None:
         checks.append(_json_schema(expect.json_schema, seen, answer, f"{at}.json_schema"))
     return checks
@@ -215,17 +223,15 @@ def _final(expect: FinalExpect, seen: Observed, at: str, *, expecting_error: boo
 def _text_checks(expect: FinalExpect | FileExpect, text: str, at: str, *, what: str) -> list[Check]:
     checks = []
     for wanted in expect.contains:
-        if wanted in text:
-            checks.append(_pass(f"{at}.contains"))
-        else:
-            checks.append(
-                _fail(
-                    f"{at}.contains",
-                    f"{what} does not contain {wanted!r}",
-                    wanted,
-                    text,
-                )
+        checks.append(
+            _check(
+                wanted in text,
+                f"{at}.contains",
+                f"{what} does not contain {wanted!r}",
+                wanted,
+                text,
             )
+        )
     for unwanted in expect.not_contains:
         if unwanted in text:
             line = next(line for line in text.splitlines() or [text] if unwanted in line)
@@ -240,17 +246,15 @@ def _text_checks(expect: FinalExpect | FileExpect, text: str, at: str, *, what: 
         else:
             checks.append(_pass(f"{at}.not_contains"))
     if expect.regex is not None:
-        if re.search(expect.regex, text):
-            checks.append(_pass(f"{at}.regex"))
-        else:
-            checks.append(
-                _fail(
-                    f"{at}.regex",
-                    f"{what} does not match /{expect.regex}/",
-                    expect.regex,
-                    text,
-                )
+        checks.append(
+            _check(
+                re.search(expect.regex, text) is not None,
+                f"{at}.regex",
+                f"{what} does not match /{expect.regex}/",
+                expect.regex,
+                text,
             )
+        )
     return checks
 
 
@@ -402,17 +406,15 @@ def _todos(expect: TodosExpect, todos: list[dict[str, Any]] | None, at: str) -> 
                 _fail(f"{at}.all_completed", "every todo is completed", "an open todo", shown)
             )
     if expect.min_count is not None:
-        if len(items) >= expect.min_count:
-            checks.append(_pass(f"{at}.min_count"))
-        else:
-            checks.append(
-                _fail(
-                    f"{at}.min_count",
-                    f"{len(items)} todos, expected at least {expect.min_count}",
-                    f"at least {expect.min_count}",
-                    shown,
-                )
+        checks.append(
+            _check(
+                len(items) >= expect.min_count,
+                f"{at}.min_count",
+                f"{len(items)} todos, expected at least {expect.min_count}",
+                f"at least {expect.min_count}",
+                shown,
             )
+        )
     return checks
 
 
@@ -438,15 +440,13 @@ def _limits(expect: LimitsExpect, seen: Observed, at: str) -> list[Check]:
     for key, limit, used, what in measured:
         if limit is None:
             continue
-        if used <= limit:
-            checks.append(_pass(f"{at}.{key}"))
-        else:
-            checks.append(
-                _fail(
-                    f"{at}.{key}",
-                    f"{used} {what}, more than {limit}",
-                    f"at most {limit}",
-                    str(used),
-                )
+        checks.append(
+            _check(
+                used <= limit,
+                f"{at}.{key}",
+                f"{used} {what}, more than {limit}",
+                f"at most {limit}",
+                str(used),
             )
+        )
     return checks

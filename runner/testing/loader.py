@@ -15,8 +15,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.problems import problems_from_validation
-from runner.load.source import KeyPath, SourceMap, SourceTooLarge, read_source, read_yaml
+from runner.load.problems import not_a_mapping, problems_from_validation
+from runner.load.source import (
+    KeyPath,
+    SourceMap,
+    SourceTooLarge,
+    read_source,
+    read_yaml,
+)
 from runner.testing.spec import TestFileSpec
 
 __all__ = [
@@ -78,22 +84,7 @@ def load_test_file(
     if doc.problems and doc.value is None:
         raise SpecError(sorted(doc.problems))
     if not isinstance(doc.value, dict):
-        found = (
-            "an empty file"
-            if doc.value is None
-            else "a list"
-            if isinstance(doc.value, list)
-            else repr(doc.value)
-        )
-        raise SpecError(
-            Problem(
-                shown,
-                doc.pos.loc.line,
-                doc.pos.loc.col,
-                "",
-                f"expected a mapping of keys (version:, agent:, cases:), found {found}",
-            )
-        )
+        raise SpecError(not_a_mapping(doc, shown, "version:, agent:, cases:"))
     smap = SourceMap(doc.pos)
     problems = list(doc.problems)
     spec: TestFileSpec | None = None
