@@ -92,9 +92,7 @@ class TaskArgs(_Args):
     description: str = Field(
         description="The complete brief for the subagent: goal, inputs, what to report back."
     )
-    subagent_type: str = Field(
-        description="Which subagent to use (one of the names listed above)."
-    )
+    subagent_type: str = Field(description="Which subagent to use (one of the names listed above).")
 
 
 class TaskCallArgs(TaskArgs):

@@ -202,9 +202,7 @@ class SubAgentMiddleware(AgentMiddleware):
         self.system_prompt = system_prompt
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
         description = task_tool_description(task_description or TASK_DESCRIPTION, listing)
-        self.tools = [
-            harness_tool("task", description, self._task, self._atask)
-        ]
+        self.tools = [harness_tool("task", description, self._task, self._atask)]
 
     def prompt_section(self) -> PromptSection | None:
         return PromptSection("subagents", text=self.system_prompt) if self.system_prompt else None

@@ -86,6 +86,7 @@ from runner.tools.runtime import harness_tool
 Result = str | ToolMessage | Command
 _R = TypeVar("_R")
 
+
 class FilesystemMiddleware(AgentMiddleware):
     """The file tools on one backend, and large-result eviction."""
 
@@ -330,9 +331,7 @@ class FilesystemMiddleware(AgentMiddleware):
 
             return self._guard(run, runtime, "write_file")
 
-        async def awrite_file(
-            file_path: str, content: str, runtime: ToolRuntime
-        ) -> Result:
+        async def awrite_file(file_path: str, content: str, runtime: ToolRuntime) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
                 result = await self._achange(runtime, checked, lambda b: b.awrite(checked, content))
@@ -471,9 +470,7 @@ class FilesystemMiddleware(AgentMiddleware):
         return kept
 
     def _execute_tool(self, description: str) -> BaseTool:
-        def execute(
-            command: str, runtime: ToolRuntime, timeout: float | None = None
-        ) -> Result:
+        def execute(command: str, runtime: ToolRuntime, timeout: float | None = None) -> Result:
             def run() -> Result:
                 backend: Any = self.backend(runtime)
                 result = backend.execute(command, timeout)
