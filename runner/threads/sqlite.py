@@ -189,15 +189,10 @@ class SqliteRetention(TableRetention):
         )[0][0]
         return bool(found == 2)
 
-    def _free_bytes(self) -> int:
-        with self.lock:
-            page = self.conn.execute("PRAGMA page_size").fetchone()[0]
-            return int(self.conn.execute("PRAGMA freelist_count").fetchone()[0]) * int(page)
-
     def prune(self, thread_id: str, keep: int | None) -> Pruned:
-        before = self._free_bytes()
+        _, before = self.sizes()
         pruned = super().prune(thread_id, keep)
-        self._reused = max(self._free_bytes() - before, 0) if pruned.checkpoints else 0
+        self._reused = max(self.sizes()[1] - before, 0) if pruned.checkpoints else 0
         return pruned
 
     def sizes(self) -> tuple[int, int]:
