@@ -202,9 +202,7 @@ class SubAgentMiddleware(AgentMiddleware):
         self.system_prompt = system_prompt
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
         description = task_tool_description(task_description or TASK_DESCRIPTION, listing)
-        self.tools = [
-            harness_tool("task", description, self._task, self._atask, parse_docstring=True)
-        ]
+        self.tools = [harness_tool("task", description, self._task, self._atask)]
 
     def prompt_section(self) -> PromptSection | None:
         return PromptSection("subagents", text=self.system_prompt) if self.system_prompt else None
@@ -273,12 +271,7 @@ class SubAgentMiddleware(AgentMiddleware):
     def _task(
         self, description: str, subagent_type: str, runtime: ToolRuntime
     ) -> Command | ToolMessage:
-        """Run a subagent on a task.
-
-        Args:
-            description: The complete brief for the subagent: goal, inputs, what to report back.
-            subagent_type: Which subagent to use (one of the names listed above).
-        """
+        """Run a subagent on a task (the arguments: `runner.check.tool_args.TaskArgs`)."""
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
@@ -292,12 +285,7 @@ class SubAgentMiddleware(AgentMiddleware):
     async def _atask(
         self, description: str, subagent_type: str, runtime: ToolRuntime
     ) -> Command | ToolMessage:
-        """Run a subagent on a task.
-
-        Args:
-            description: The complete brief for the subagent: goal, inputs, what to report back.
-            subagent_type: Which subagent to use (one of the names listed above).
-        """
+        """Run a subagent on a task (the arguments: `runner.check.tool_args.TaskArgs`)."""
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)

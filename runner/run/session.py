@@ -502,7 +502,8 @@ class Session:
                 thread_id, agent=self.name, spec=self.spec.source, first_message=message
             )
         started = None if new_thread else self.home.settings(thread_id)
-        self.home.remember_settings(thread_id, self.settings)
+        if started is None:  # a thread keeps its first settings: written once, not every turn
+            self.home.remember_settings(thread_id, self.settings)
         yield Start(agent=self.name, thread_id=thread_id)
         if self.no_sandbox is not None:
             yield self.no_sandbox

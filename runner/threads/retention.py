@@ -39,8 +39,12 @@ Space: a new database uses SQLite's incremental auto-vacuum. Pages freed by prun
 the next turn's checkpoints, so pruning alone keeps the file at about the live size plus one
 turn; when more than a quarter of the file (and at least `RECLAIM_MIN_BYTES`) is free, as after
 `threads rm` or lowering `keep`, the free pages are returned to the file system
-(`PRAGMA incremental_vacuum`). A database made before incremental auto-vacuum is switched over by
-one full `VACUUM` in `agentctl threads keep-checkpoints` (it says so).
+(`PRAGMA incremental_vacuum`). Not after a turn, though, when the free pages are no more than
+twice what that turn's prune freed: the next turn's checkpoints take them again, and on a long
+thread (large checkpoints) giving them back made a vacuum, and the file's growth after it, part
+of every turn. So the file holds at most a quarter of free space, or two turns' worth. A
+database made before incremental auto-vacuum is switched over by one full `VACUUM` in
+`agentctl threads keep-checkpoints` (it says so).
 
 Both databases: `CheckpointRetention` is what the run loop and `agentctl threads` call, and
 `TableRetention` is its one implementation over a `runner.threads.guards.Database`: the settings,

@@ -26,7 +26,7 @@ from runner.threads.guards import (
     ToolJournal,
 )
 from runner.threads.home import Home, default_home
-from runner.threads.retention import RECLAIM_MIN_BYTES, TableRetention
+from runner.threads.retention import RECLAIM_MIN_BYTES, Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate, now
 
 __all__ = [
@@ -172,12 +172,15 @@ def _insert_and_commit(conn: Any, row: tuple[Any, ...]) -> None:
 class SqliteRetention(TableRetention):
     """`runner.threads.retention.TableRetention` for `langgraph-checkpoint-sqlite`'s tables
     (`checkpoints`, `writes`), on the connection and lock `SqliteHome` shares with the
-    checkpointer; space goes back to the file system by incremental auto-vacuum."""
+    checkpointer; space goes back to the file system by incremental auto-vacuum, and not after
+    a turn whose freed pages the next turn reuses (see `reclaim`)."""
 
     def __init__(self, db: SqliteDatabase) -> None:
         super().__init__(db)
         self.conn = db.conn
         self.lock = db.lock
+        self._reused = 0
+        """Bytes the last `prune` freed: about what the thread's next turn writes again."""
 
     def ready(self) -> bool:
         found = self.db.fetch(
@@ -185,6 +188,12 @@ class SqliteRetention(TableRetention):
             "AND name IN ('checkpoints', 'writes')"
         )[0][0]
         return bool(found == 2)
+
+    def prune(self, thread_id: str, keep: int | None) -> Pruned:
+        _, before = self.sizes()
+        pruned = super().prune(thread_id, keep)
+        self._reused = max(self.sizes()[1] - before, 0) if pruned.checkpoints else 0
+        return pruned
 
     def sizes(self) -> tuple[int, int]:
         """(file size, free bytes inside it) from the page counts."""
@@ -200,7 +209,11 @@ class SqliteRetention(TableRetention):
 
     def reclaim(self, *, force: bool = False) -> int:
         size, free = self.sizes()
-        if not force and (free < RECLAIM_MIN_BYTES or free * 4 < size):
+        reused, self._reused = self._reused, 0
+        # After a turn's prune the free pages are what the next turn's checkpoints take again:
+        # giving them back would cost a vacuum now and growing the file again then (on a long
+        # thread, every turn). Only free space beyond twice that is given back.
+        if not force and (free < RECLAIM_MIN_BYTES or free * 4 < size or free <= 2 * reused):
             return 0
         with self.lock:
             if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:

@@ -1,35 +1,44 @@
-"""Harness tools (file tools, `task`): their argument models built once, and no copy of the graph
-state on every call.
+"""Harness tools (file tools, `task`): their argument models declared once, and no copy of the
+graph state on every call.
 
-Two costs of `StructuredTool.from_function` that a harness pays again and again:
+Two costs of `StructuredTool.from_function` that a harness would pay again and again:
 
-- Inferring the argument model from the function's signature takes tens of milliseconds per
-  tool, and every agent (the main one, each subagent) makes its own file tools from the same
-  functions. The model depends only on the function's code and the tool's name, so it is made
-  once per process and reused.
+- Inferring the argument model from the function's signature (langchain-core's
+  `create_schema_from_function`) takes tens of milliseconds per tool, and was the largest piece of
+  `agentctl run`'s start-up. The arguments are declared instead, once, in
+  `runner.check.tool_args` (which also checks cassettes against them); a tool's model is that
+  model plus the injected `runtime` argument, made once per process and reused by every agent.
 - langchain-core validates a call's arguments with that model and then `model_dump()`s it, only
-  to learn which arguments were given. With a `runtime: ToolRuntime` field, the dump walks the
-  runtime's `state`: every message of the conversation and every file of a state backend,
-  converted to dicts and thrown away, on every call, so a file tool costs more the longer the
-  conversation. The `runtime` field is marked `exclude=True`, so the dump skips it. The runtime
-  is still injected (langchain-core passes injected arguments from the call, not from the
-  dump), and the schema the model sees never had the field.
+  to learn which arguments were given. With a `runtime: ToolRuntime` field, the dump would walk
+  the runtime's `state`: every message of the conversation and every file of a state backend,
+  converted to dicts and thrown away, on every call, so a file tool would cost more the longer
+  the conversation. The `runtime` field is marked `exclude=True`, so the dump skips it. The
+  runtime is still injected (langchain-core passes injected arguments from the call, not from
+  the dump), and the schema the model sees never has the field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from types import CodeType
 from typing import Any
 
+from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from runner.check.tool_args import TOOL_ARGS
 from runner.replay.calls import TASK_CALL, TaskCall
 
 __all__ = ["TASK_CALL", "TaskCall", "harness_tool", "task_call"]
 
-_SCHEMAS: dict[tuple[CodeType, str, bool], type[BaseModel]] = {}
+_SCHEMAS: dict[str, type[BaseModel]] = {}
+
+
+class _Lenient(BaseModel):
+    """What the inferred models were: extra arguments ignored (the declared ones refuse them, for
+    cassettes), any type allowed (`ToolRuntime`)."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
 
 def harness_tool(
@@ -37,19 +46,16 @@ def harness_tool(
     description: str,
     func: Callable[..., Any],
     coroutine: Callable[..., Awaitable[Any]],
-    *,
-    parse_docstring: bool = False,
 ) -> StructuredTool:
-    """`StructuredTool.from_function(...)` with the argument model of `func` built once and
-    its `runtime` argument left out of `model_dump`."""
-    key = (func.__code__, name, parse_docstring)
-    schema = _SCHEMAS.get(key)
+    """`StructuredTool.from_function(...)` with the declared arguments of the harness tool `name`
+    (`runner.check.tool_args`) and an injected `runtime` left out of `model_dump`; `func` and
+    `coroutine` take those arguments and `runtime`."""
+    schema = _SCHEMAS.get(name)
     if schema is None:
-        inferred = StructuredTool.from_function(
-            func=func, name=name, description=description, parse_docstring=parse_docstring
-        ).args_schema
-        assert isinstance(inferred, type) and issubclass(inferred, BaseModel)
-        schema = _SCHEMAS[key] = _lean(inferred)
+        fields: Any = {"runtime": (ToolRuntime, Field(exclude=True))}
+        schema = _SCHEMAS[name] = create_model(
+            name, __base__=(TOOL_ARGS[name], _Lenient), __module__=__name__, **fields
+        )
     return StructuredTool.from_function(
         func=func,
         coroutine=coroutine,
@@ -57,20 +63,6 @@ def harness_tool(
         description=description,
         args_schema=schema,
         infer_schema=False,
-    )
-
-
-def _lean(schema: type[BaseModel]) -> type[BaseModel]:
-    field = schema.model_fields.get("runtime")
-    if field is None:
-        return schema
-    fields: Any = {"runtime": (field.annotation, Field(exclude=True))}
-    return create_model(
-        schema.__name__,
-        __base__=schema,
-        __module__=schema.__module__,
-        __doc__=schema.__doc__,
-        **fields,
     )
 
 

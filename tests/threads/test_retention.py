@@ -204,6 +204,27 @@ def test_deleting_a_thread_gives_the_space_back(tmp_path: Path) -> None:
     assert rows(tmp_path / "db", "checkpoints", small)
 
 
+def test_a_turn_keeps_the_free_pages_the_next_turn_reuses(tmp_path: Path) -> None:
+    """Large checkpoints (a long thread's): each turn's prune frees more than 4 MB and a quarter
+    of the file, pages the next turn writes again; no turn gives them back to the file system."""
+    from runner.threads.retention import RECLAIM_MIN_BYTES
+
+    with session(tmp_path, approvals=False) as s:
+        thread = s.run("x" * 1_500_000).thread_id
+        turns(s, 2, thread, start=1)
+        statements: list[str] = []
+        s.home.conn.set_trace_callback(statements.append)
+        sizes = []
+        for i in range(3, 7):
+            turns(s, 1, thread, start=i)
+            sizes.append(s.home.retention.sizes())
+        s.home.conn.set_trace_callback(None)
+    assert not [sql for sql in statements if "incremental_vacuum" in sql]
+    for size, free in sizes:
+        assert free >= RECLAIM_MIN_BYTES and free * 4 >= size  # what used to be given back
+    assert max(size for size, _ in sizes) <= sizes[0][0] * 1.5  # reused: the file stays put
+
+
 @pytest.mark.parametrize("text", ["0", "-3", "some", ""])
 def test_bad_keep_values_are_refused(text: str) -> None:
     with pytest.raises(ValueError, match=r"at least 1|expected"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import ToolRuntime
@@ -85,37 +85,6 @@ from runner.tools.runtime import harness_tool
 
 Result = str | ToolMessage | Command
 _R = TypeVar("_R")
-
-# Argument types: the text is the argument's description in the tool schema the model sees.
-DirPath = Annotated[str, "Absolute path of the directory, e.g. /notes"]
-FilePath = Annotated[str, "Absolute path of the file, e.g. /notes/plan.md"]
-NewFilePath = Annotated[str, "Absolute path of the new file"]
-Content = Annotated[str, "The whole text of the file"]
-Offset = Annotated[int, "Index of the first line to read (0-based)"]
-Limit = Annotated[int, "How many lines to read"]
-OldString = Annotated[str, "The exact text to replace"]
-NewString = Annotated[str, "The text to put in its place"]
-ReplaceAll = Annotated[bool, "Replace every occurrence instead of exactly one"]
-Pattern = Annotated[str, "Glob pattern, e.g. **/*.md"]
-BaseDir = Annotated[str, "Folder to search under (absolute)"]
-GrepText = Annotated[
-    str, "The text to find: literal text, or a regular expression when `regex` is true"
-]
-GrepPath = Annotated[str | None, "Folder or file to search (absolute); everything when absent"]
-GrepGlob = Annotated[str | None, "Only files whose name matches this pattern, e.g. *.py"]
-GrepMode = Annotated[
-    Literal["files_with_matches", "content", "count"], "files_with_matches, content, or count"
-]
-GrepContext = Annotated[
-    int, "In content mode: how many lines to show before and after each match (0 for none)"
-]
-GrepRegex = Annotated[
-    bool, "Search for `pattern` as a Python regular expression instead of literal text"
-]
-ShellCommand = Annotated[str, "The shell command to run"]
-ShellTimeout = Annotated[
-    float | None, "Seconds before the command is stopped; the workspace's default when absent"
-]
 
 
 class FilesystemMiddleware(AgentMiddleware):
@@ -281,14 +250,14 @@ class FilesystemMiddleware(AgentMiddleware):
     # ----------------------------------------------------------------------- tools
 
     def _ls_tool(self, description: str) -> BaseTool:
-        def ls(path: DirPath, runtime: ToolRuntime) -> Result:
+        def ls(path: str, runtime: ToolRuntime) -> Result:
             def run() -> Result:
                 checked = validate_path(path)
                 return self._ls_lines(self.backend(runtime).ls(checked), checked)
 
             return self._guard(run, runtime, "ls")
 
-        async def als(path: DirPath, runtime: ToolRuntime) -> Result:
+        async def als(path: str, runtime: ToolRuntime) -> Result:
             async def run() -> Result:
                 checked = validate_path(path)
                 return self._ls_lines(await (await self.abackend(runtime)).als(checked), checked)
@@ -323,7 +292,7 @@ class FilesystemMiddleware(AgentMiddleware):
 
     def _read_tool(self, description: str) -> BaseTool:
         def read_file(
-            file_path: FilePath, runtime: ToolRuntime, offset: Offset = 0, limit: Limit = 100
+            file_path: str, runtime: ToolRuntime, offset: int = 0, limit: int = 100
         ) -> Result:
             def run() -> Result:
                 checked = validate_path(file_path)
@@ -336,7 +305,7 @@ class FilesystemMiddleware(AgentMiddleware):
             return self._guard(run, runtime, "read_file")
 
         async def aread_file(
-            file_path: FilePath, runtime: ToolRuntime, offset: Offset = 0, limit: Limit = 100
+            file_path: str, runtime: ToolRuntime, offset: int = 0, limit: int = 100
         ) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
@@ -352,7 +321,7 @@ class FilesystemMiddleware(AgentMiddleware):
         return _tool("read_file", description, read_file, aread_file)
 
     def _write_tool(self, description: str) -> BaseTool:
-        def write_file(file_path: NewFilePath, content: Content, runtime: ToolRuntime) -> Result:
+        def write_file(file_path: str, content: str, runtime: ToolRuntime) -> Result:
             def run() -> Result:
                 checked = validate_path(file_path)
                 result = self._change(runtime, checked, lambda b: b.write(checked, content))
@@ -362,9 +331,7 @@ class FilesystemMiddleware(AgentMiddleware):
 
             return self._guard(run, runtime, "write_file")
 
-        async def awrite_file(
-            file_path: NewFilePath, content: Content, runtime: ToolRuntime
-        ) -> Result:
+        async def awrite_file(file_path: str, content: str, runtime: ToolRuntime) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
                 result = await self._achange(runtime, checked, lambda b: b.awrite(checked, content))
@@ -384,11 +351,11 @@ class FilesystemMiddleware(AgentMiddleware):
             )
 
         def edit_file(
-            file_path: FilePath,
-            old_string: OldString,
-            new_string: NewString,
+            file_path: str,
+            old_string: str,
+            new_string: str,
             runtime: ToolRuntime,
-            replace_all: ReplaceAll = False,
+            replace_all: bool = False,
         ) -> Result:
             def run() -> Result:
                 checked = validate_path(file_path)
@@ -400,11 +367,11 @@ class FilesystemMiddleware(AgentMiddleware):
             return self._guard(run, runtime, "edit_file")
 
         async def aedit_file(
-            file_path: FilePath,
-            old_string: OldString,
-            new_string: NewString,
+            file_path: str,
+            old_string: str,
+            new_string: str,
             runtime: ToolRuntime,
-            replace_all: ReplaceAll = False,
+            replace_all: bool = False,
         ) -> Result:
             async def run() -> Result:
                 checked = validate_path(file_path)
@@ -425,14 +392,14 @@ class FilesystemMiddleware(AgentMiddleware):
                 return f"No files match {pattern!r}"
             return truncate_lines([i.path for i in infos], self.max_chars)
 
-        def glob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
+        def glob(pattern: str, runtime: ToolRuntime, path: str = "/") -> Result:
             return self._guard(
                 lambda: found(self.backend(runtime).glob(pattern, validate_path(path)), pattern),
                 runtime,
                 "glob",
             )
 
-        async def aglob(pattern: Pattern, runtime: ToolRuntime, path: BaseDir = "/") -> Result:
+        async def aglob(pattern: str, runtime: ToolRuntime, path: str = "/") -> Result:
             async def run() -> Result:
                 backend = await self.abackend(runtime)
                 return found(await backend.aglob(pattern, validate_path(path)), pattern)
@@ -448,13 +415,13 @@ class FilesystemMiddleware(AgentMiddleware):
             return truncate_lines(format_grep(matches, mode), self.max_chars)
 
         def grep(
-            pattern: GrepText,
+            pattern: str,
             runtime: ToolRuntime,
-            path: GrepPath = None,
-            glob: GrepGlob = None,
-            output_mode: GrepMode = "files_with_matches",
-            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
-            regex: GrepRegex = False,
+            path: str | None = None,
+            glob: str | None = None,
+            output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches",
+            context_lines: int = DEFAULT_CONTEXT_LINES,
+            regex: bool = False,
         ) -> Result:
             def run() -> Result:
                 base = validate_path(path) if path is not None else None
@@ -469,13 +436,13 @@ class FilesystemMiddleware(AgentMiddleware):
             return self._guard(run, runtime, "grep")
 
         async def agrep(
-            pattern: GrepText,
+            pattern: str,
             runtime: ToolRuntime,
-            path: GrepPath = None,
-            glob: GrepGlob = None,
-            output_mode: GrepMode = "files_with_matches",
-            context_lines: GrepContext = DEFAULT_CONTEXT_LINES,
-            regex: GrepRegex = False,
+            path: str | None = None,
+            glob: str | None = None,
+            output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches",
+            context_lines: int = DEFAULT_CONTEXT_LINES,
+            regex: bool = False,
         ) -> Result:
             async def run() -> Result:
                 base = validate_path(path) if path is not None else None
@@ -503,9 +470,7 @@ class FilesystemMiddleware(AgentMiddleware):
         return kept
 
     def _execute_tool(self, description: str) -> BaseTool:
-        def execute(
-            command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
-        ) -> Result:
+        def execute(command: str, runtime: ToolRuntime, timeout: float | None = None) -> Result:
             def run() -> Result:
                 backend: Any = self.backend(runtime)
                 result = backend.execute(command, timeout)
@@ -521,7 +486,7 @@ class FilesystemMiddleware(AgentMiddleware):
             return self._guard(run, runtime, "execute")
 
         async def aexecute(
-            command: ShellCommand, runtime: ToolRuntime, timeout: ShellTimeout = None
+            command: str, runtime: ToolRuntime, timeout: float | None = None
         ) -> Result:
             async def run() -> Result:
                 backend: Any = await self.abackend(runtime)
