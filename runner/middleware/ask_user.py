@@ -70,12 +70,13 @@ def answer_of(resume: Any) -> str:
 
 def checked_answer(action: Action, decision: Any) -> str:
     """The answer text of `decision` to the question `action`, one of its choices when it has
-    some (matched without regard to case); RunError saying what is expected otherwise."""
-    from runner.errors import RunError
+    some (matched without regard to case); a `DecisionError` (exit 2, a usage error as for
+    approvals) saying what is expected otherwise."""
+    from runner.errors import DecisionError
 
     question = action.args.get("question", "")
     if decision.type != "answer":
-        raise RunError(
+        raise DecisionError(
             f"the agent asked a question ({question!r}); answer it (--answer TEXT), "
             f"not {decision.type}"
         )
@@ -83,12 +84,12 @@ def checked_answer(action: Action, decision: Any) -> str:
     choices = action.args.get("choices") or []
     if not choices:
         if not text.strip():
-            raise RunError(f"an answer to {question!r} is some text; the answer was empty")
+            raise DecisionError(f"an answer to {question!r} is some text; the answer was empty")
         return text
     for choice in choices:
         if str(choice).lower() == text.strip().lower():
             return str(choice)
-    raise RunError(
+    raise DecisionError(
         f"{text!r} is not one of the choices for {question!r}: "
         + ", ".join(repr(str(c)) for c in choices)
     )

@@ -85,8 +85,7 @@ class ReplayChatModel(BaseChatModel):
             decided = self._start_of_run(messages)
         index = cassette.claim(self.agent, decided, _thread_id())
         if index >= len(replies):
-            from runner.errors import display_path
-
+            shown = self.shown_path  # worked out when made: no os.getcwd on a server's loop
             have = f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'}"
             fix = "record more replies (agentctl run --record) or shorten the run"
             named = cassette.unmatched_answers(self.agent, _thread_id())
@@ -103,10 +102,10 @@ class ReplayChatModel(BaseChatModel):
                 found = ", ".join(names) or "none (a plain list is the main agent's)"
                 fix = (
                     f"{'did you mean ' + repr(hint) + '? ' if hint else ''}its agents: {found}; "
-                    f"agentctl validate {display_path(cassette.path)} checks the names"
+                    f"agentctl validate {shown} checks the names"
                 )
             raise RunError(
-                f"replay cassette {display_path(cassette.path)} has {have} for agent "
+                f"replay cassette {shown} has {have} for agent "
                 f"{self.agent!r}, and the run asked for reply {index + 1}; {fix}"
             )
         return index, replies[index]

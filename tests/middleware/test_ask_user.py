@@ -106,12 +106,12 @@ def test_the_cli_stops_at_the_question_and_answers_it_once(tmp_path: Path) -> No
     thread = events[-1]["thread_id"]
 
     wrong = run_cli("run", "asker.yaml", "--thread", thread, "--answer", "green", cwd=tmp_path)
-    assert wrong.returncode == 1
+    assert wrong.returncode == 2  # a usage error, as a decision an approval does not take
     assert "error: 'green' is not one of the choices for 'Which colour?': 'red', 'blue'" in (
         wrong.stderr
     )
     approve = run_cli("run", "asker.yaml", "--thread", thread, "--approve", cwd=tmp_path)
-    assert approve.returncode == 1
+    assert approve.returncode == 2
     assert "answer it (--answer TEXT), not approve" in approve.stderr
 
     answered = run_cli("run", "asker.yaml", "--thread", thread, "--answer", "red", cwd=tmp_path)

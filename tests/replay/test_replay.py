@@ -136,6 +136,25 @@ def test_running_out_names_the_agent_and_count(
     )
 
 
+def test_running_out_reads_no_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message is made from the path worked out when the model was: on a server's event
+    loop (`serve --dev`), reading the working directory is a blocking call that fails the run."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    replay = model(tmp_path, "- content: only\n", "writer")
+    first = replay.invoke([HumanMessage("go")])
+
+    def blocked() -> str:
+        raise AssertionError("os.getcwd called while replying")
+
+    monkeypatch.setattr(os, "getcwd", blocked)
+    with pytest.raises(RunError, match=r"replay cassette c\.cassette\.yaml has 1 reply"):
+        replay.invoke([HumanMessage("go"), first, HumanMessage("more")])
+
+
 def test_streams_in_chunks_with_tool_calls_last(tmp_path: Path) -> None:
     replay = model(
         tmp_path, "- content: three word reply\n  tool_calls: [{name: ls, args: {path: /}}]\n"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.serve import servers
@@ -304,6 +305,36 @@ def test_a_token_from_the_provider_runs_as_its_subject(served: Served, provider:
     assert _runs_as(dana) == "dana"
     erin = served.client(Authorization=f"Bearer {provider.token('erin', key='ec')}")
     assert _runs_as(erin) == "erin"
+
+
+def _status(call: Any, *args: Any, **kwargs: Any) -> int:
+    """The HTTP status `call` ends with (200 when it returns)."""
+    try:
+        call(*args, **kwargs)
+    except (APIStatusError, httpx.HTTPStatusError) as exc:
+        return exc.response.status_code
+    return 200
+
+
+def test_token_users_and_key_users_cannot_reach_each_others_threads(
+    served: Served, provider: Provider
+) -> None:
+    """Ownership holds for users the OpenID provider vouches for as for users with keys: each
+    sees only their own threads, and another's thread is a 404 to read, continue or delete."""
+    dana = served.client(Authorization=f"Bearer {provider.token('dana')}")
+    erin = served.client(Authorization=f"Bearer {provider.token('erin', key='ec')}")
+    bob = served.client(BOB_KEY)  # alice is this server's admin
+    threads = {name: c.threads.create()["thread_id"] for name, c in (("dana", dana), ("bob", bob))}
+    message = {"messages": [{"role": "user", "content": "hi"}]}
+    for outsider, owner in ((erin, "dana"), (bob, "dana"), (dana, "bob")):
+        thread = threads[owner]
+        assert thread not in {t["thread_id"] for t in outsider.threads.search(limit=1000)}
+        assert _status(outsider.threads.get, thread) == 404
+        assert _status(outsider.threads.get_state, thread) == 404
+        assert _status(outsider.runs.wait, thread, "echo", input=message) == 404
+        assert _status(outsider.threads.delete, thread) == 404
+    assert dana.threads.get(threads["dana"])["thread_id"] == threads["dana"]
+    assert bob.threads.get(threads["bob"])["thread_id"] == threads["bob"]
 
 
 def _get(url: str, **headers: str) -> tuple[int, bytes]:

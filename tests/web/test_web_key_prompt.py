@@ -85,6 +85,8 @@ class Watched:
     def __init__(self, context: Any) -> None:
         self.page = context.new_page()
         self.sent: list[tuple[str, str | None, int]] = []
+        self.bearers: list[str | None] = []
+        """The Authorization header of each API request (a token pasted as the key works)."""
         self.errors: list[str] = []
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         self.page.on("response", self._answered)
@@ -93,6 +95,7 @@ class Watched:
         path = urlsplit(response.url).path
         if path.startswith(API):
             self.sent.append((path, response.request.headers.get("x-api-key"), response.status))
+            self.bearers.append(response.request.headers.get("authorization"))
 
     def answer(self, key: str) -> None:
         dialog = self.page.locator("#key-dialog")
@@ -148,10 +151,12 @@ def test_the_page_asks_for_a_key_keeps_it_for_the_tab_and_sends_it_everywhere(
 
     # a reload of the tab keeps it: no question
     tab.sent.clear()
+    tab.bearers.clear()
     tab.page.reload()
     _expect_agents(tab.page)
     assert tab.page.locator("#key-dialog").count() == 0
     assert {key for _, key, _ in tab.sent} == {KEY}
+    assert set(tab.bearers) == {f"Bearer {KEY}"}
 
     # another tab does not have it: it asks again
     other = Watched(context)

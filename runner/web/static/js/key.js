@@ -1,6 +1,7 @@
 // The API key, when the server asks for one (it answers 401): asked for in a small dialog, kept
 // in sessionStorage (this tab only: gone when the tab closes, never shared with other tabs) and
-// sent as `x-api-key` on every request, the API's and the side API's.
+// sent on every request, the API's and the side API's, as `x-api-key` and as a bearer
+// credential: the server takes either, and an OpenID Connect token only as the latter.
 import { h } from "./dom.js";
 
 const STORE = "agentctl.api-key";
@@ -15,7 +16,7 @@ export function currentKey() {
 /** `headers` with the key added when there is one. */
 export function withKey(headers = {}) {
   const key = currentKey();
-  return key ? { ...headers, "x-api-key": key } : headers;
+  return key ? { ...headers, "x-api-key": key, authorization: `Bearer ${key}` } : headers;
 }
 
 /**
