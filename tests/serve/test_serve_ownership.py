@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.serve import servers
-from tests.serve.test_serve_contract import aegra_args
+from tests.serve.test_serve_contract import SCRIBE, SCRIBE_REPLIES, aegra_args
 
 pytest.importorskip("langgraph_api")
 sdk = pytest.importorskip("langgraph_sdk")
@@ -26,20 +26,6 @@ httpx = pytest.importorskip("httpx")
 
 pytestmark = pytest.mark.slow
 
-SCRIBE = """\
-name: scribe
-description: Writes a note, after approval
-model: replay:scribe.cassette.yaml
-prompt: You write notes.
-backend: {kind: filesystem, root_dir: "./ws/{thread_id}"}
-interrupt_on: {write_file: true}
-"""
-SCRIBE_REPLIES = """\
-- content: Writing the note.
-  tool_calls:
-    - {name: write_file, args: {file_path: /note.md, content: draft}}
-- content: Done.
-"""
 KEEPER = """\
 name: keeper
 description: Keeps a memory in the store
