@@ -19,7 +19,7 @@ agents:
     prompt: You review release notes.
     response_format: {type: object, properties: {approved: {type: boolean}, notes: {type: string}}}
 tools:
-  - http: {name: publish, description: Publish notes, url: "http://127.0.0.1:8080/notes", method: POST}
+  - http: {name: publish, description: Publish, url: "http://127.0.0.1:8080/notes", method: POST}
 workflow:
   steps:
     - id: draft
@@ -66,7 +66,7 @@ from pydantic import (
 )
 
 from runner.errors import Problem
-from runner.spec.agent import DECISIONS, AgentCore, Decision, LimitsSpec, VarName
+from runner.spec.agent import DECISIONS, AgentCore, AgentSpec, Decision, LimitsSpec, VarName
 from runner.spec.base import ENTRY_ERROR, Name, SpecModel
 from runner.spec.inputs import InputSpec
 from runner.spec.model import ModelInput
@@ -342,9 +342,7 @@ class ParallelStep(_StepBase):
     """Run agent and tool steps at the same time; the workflow goes on when all finish. Two
     branches may not write the same state field."""
 
-    parallel: list[Annotated[AgentStep | ToolStep, Field(discriminator=None)]] = Field(
-        min_length=2
-    )
+    parallel: list[Annotated[AgentStep | ToolStep, Field(discriminator=None)]] = Field(min_length=2)
 
 
 class MapSpec(SpecModel):
@@ -466,11 +464,17 @@ class WorkflowSpec(SpecModel):
     _locator: Callable[[tuple[str | int, ...], str, bool], Problem] | None = PrivateAttr(
         default=None
     )
+    _agent_specs: dict[str, AgentSpec] = PrivateAttr(default_factory=dict)
 
     @property
     def source(self) -> str | None:
         """The file this workflow was loaded from."""
         return self._source
+
+    def agent_specs(self) -> dict[str, AgentSpec]:
+        """The loaded spec of every agent the steps run, by agent key: its name in `agents:`, or
+        the id of the step that defines it in place (set by the loader)."""
+        return dict(self._agent_specs)
 
     def problem(
         self, path: tuple[str | int, ...], message: str, *, at_key: bool = False
