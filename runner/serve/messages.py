@@ -14,8 +14,9 @@ them tell the two apart:
   wraps (the one patch of an engine, `speak_on_aegra_streams`);
 - the server log gets one line for it (`run failed: MESSAGE`), no traceback: the engines' log
   records of the exception are rewritten, and a second record of the same exception dropped;
-- a warning the engine logs about a setting the user did not make is dropped (the in-memory
-  engine's "you've set --allow-blocking": serve chooses that setting, there is no such flag).
+- a warning the engine logs about what serve does, not the user, is dropped (the in-memory
+  engine's "you've set --allow-blocking": serve chooses that setting, there is no such flag;
+  its "slow graph load").
 
 A bug keeps the engines' behaviour: its traceback in the log, a generic text for the client.
 """
@@ -37,12 +38,21 @@ __all__ = ["ENGINE_LOGGERS", "UserMistakes", "install", "speak_on_aegra_streams"
 ENGINE_LOGGERS = (
     "langgraph_api.worker",  # the in-memory engine's runs
     "langgraph_runtime_inmem.queue",  # its run queue (the --allow-blocking warning)
+    "langgraph_api.graph",  # its graph loading (the slow factory warning)
     "aegra_api.services.run_executor",  # Aegra's runs
 )
 """The loggers the engines report a failed run on."""
 
-NOT_ASKED_FOR = ("Heads up: You've set --allow-blocking",)
-"""The start of engine warnings about settings serve makes, not the user."""
+NOT_ASKED_FOR = ("Heads up: You've set --allow-blocking", "Slow graph load.")
+"""The start of engine warnings about what serve does, not the user: the blocking calls it lets
+through (there is no such flag), the time its factory takes to build an agent's graph (it
+builds it from the file, and keeps it for the runs that follow)."""
+
+NOT_ASKED_FOR_WARNINGS = (
+    "Remove `format_exc_info`",  # structlog's advice to whoever configured the engine's logs
+    "`durability` has no effect when no checkpointer",  # a run without a thread
+)
+"""Python warnings the engines cause, whoever runs on them."""
 
 REMEMBERED = 256
 """Failed runs whose line was logged, remembered to drop the engine's second record of one."""
@@ -153,8 +163,8 @@ def install() -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
-    # structlog's advice to whoever configured the engine's logging, at each traceback
-    warnings.filterwarnings("ignore", message="Remove `format_exc_info`", category=UserWarning)
+    for text in NOT_ASKED_FOR_WARNINGS:
+        warnings.filterwarnings("ignore", message=re.escape(text), category=UserWarning)
 
 
 def speak_on_aegra_streams() -> None:
@@ -175,4 +185,4 @@ def speak_on_aegra_streams() -> None:
         await signal(run_id, error_message, error_type)
 
     signal_run_error._agentctl = True  # type: ignore[attr-defined]
-    streaming_service.signal_run_error = signal_run_error  # type: ignore[method-assign]
+    streaming_service.signal_run_error = signal_run_error
