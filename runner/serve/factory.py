@@ -95,10 +95,18 @@ def refuse_file_inputs(
     it could read any file the server can. Only `agentctl serve --var` sets one. Vars reach
     every agent of the tree, so a `file` input of any of them (a `ref:` subagent file, an
     included file) counts."""
+    _refuse_file_inputs(_served_spec(path, base_vars), vars)
+
+
+def _served_spec(path: str | os.PathLike[str], base_vars: Mapping[str, Any]) -> Any:
     from runner.load.loader import load_spec
+
+    return load_spec(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
+
+
+def _refuse_file_inputs(spec: Any, vars: Mapping[str, Any]) -> None:
     from runner.spec.checks import file_inputs
 
-    spec = load_spec(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
     files = file_inputs(spec)
     for name in sorted(vars):
         if name in files:
@@ -115,12 +123,17 @@ def check_run_vars(
     """Raise the located error a run of the agent file at `path` given `vars` (its config's
     `configurable.vars`) would fail on as it starts: vars that are no mapping, a `file` input,
     a required input without a value, a value of the wrong type, a name the agent does not use
-    (blocking). A server checks them when the run is asked for, to refuse the request."""
+    (blocking). A server checks them when the run is asked for, to refuse the request. A
+    problem of the file itself is not the request's: it is left for the run to report."""
+    from runner.errors import SpecError
     from runner.load.loader import load_spec
 
     vars = _checked_vars(vars) or {}
-    if vars:
-        refuse_file_inputs(path, base_vars=base_vars, vars=vars)
+    try:
+        spec = _served_spec(path, base_vars)
+    except SpecError:
+        return
+    _refuse_file_inputs(spec, vars)
     load_spec(Path(path), vars={**base_vars, **vars}, require_inputs=True, vars_from=VARS_FROM)
 
 

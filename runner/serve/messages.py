@@ -54,6 +54,9 @@ NOT_ASKED_FOR_WARNINGS = (
 )
 """Python warnings the engines cause, whoever runs on them."""
 
+GRAPH_NOTES = ("During task with name ",)
+"""How the notes LangGraph adds to an exception raised in a graph's step begin."""
+
 REMEMBERED = 256
 """Failed runs whose line was logged, remembered to drop the engine's second record of one."""
 
@@ -97,7 +100,9 @@ def _mistake_in_traceback(text: str) -> str | None:
     module, _, name = match["type"].rpartition(".")
     found = getattr(sys.modules.get(module), name, None)
     if isinstance(found, type) and issubclass(found, RunnerError):
-        return match["message"]
+        # without the notes LangGraph adds to an exception raised in a graph's step
+        message = match["message"].splitlines()
+        return "\n".join(line for line in message if not line.startswith(GRAPH_NOTES))
     return None
 
 
@@ -127,7 +132,9 @@ class UserMistakes(logging.Filter):
         message = _mistake(record)
         if message is None:
             return True
-        if not self._first((str((fields or {}).get("run_id", "")), message)):
+        # Keyed by the message's first line: a traceback's text ends with the exception's notes
+        run = str((fields or {}).get("run_id", ""))
+        if not self._first((run, message.strip().partition("\n")[0])):
             return False
         line = f"run failed: {one_line(message)}"
         record.exc_info = record.exc_text = None

@@ -10,7 +10,9 @@ hands the web app to the engine, which puts its routes behind that app's middlew
 - a run (on a thread or not) whose inputs would fail it as it starts (`configurable.vars` of
   the assistant's and the run's config: a required input missing, a value of the wrong type, a
   name the agent does not use) is refused with 422 and the located message, before the engine
-  creates it;
+  creates it, and so is a run whose answer to what the thread waits on does not fit it
+  (`command.resume`: decisions an approval does not allow, or not one per call; an answer
+  that is not one of a question's choices; see `runner.serve.resumes`);
 - copying a thread or joining its stream is answered 404 when the caller may not see the thread
   (as reading it is), whatever the engine would answer;
 - on the in-memory engine, `POST /threads` (and a copy, or a run that creates its thread) is
@@ -274,7 +276,10 @@ class ThreadGuard:
             if refusal:
                 await _answer(send, 409, refusal)
                 return
-            if refusal := await self._inputs_refused(scope, body):
+            refusal = await self._inputs_refused(scope, body)
+            if not refusal and thread:
+                refusal = await self._answer_refused(scope, thread, body.get("command"))
+            if refusal:
                 from runner.serve.messages import one_line
 
                 # one line for the server's log, as for a run that fails on a mistake
@@ -337,6 +342,27 @@ class ThreadGuard:
                 check_run_vars, path, base_vars=self.vars, vars=configurable.get("vars")
             )
         except RunnerError as exc:
+            return str(exc)
+        return None
+
+    async def _answer_refused(self, scope: Scope, thread: str, command: Any) -> str | None:
+        """Why the run's answer (`command.resume`) does not fit what the thread waits on, or
+        None (then the engine answers the request)."""
+        from runner.errors import DecisionError
+        from runner.serve.resumes import check_resume
+
+        if not isinstance(command, dict) or "resume" not in command or "/" in thread:
+            return None
+        status, body = await _call(
+            scope.get("app", self.app), scope, "GET", f"/threads/{thread}/state"
+        )
+        state = json.loads(body) if status == 200 else None
+        interrupts = state.get("interrupts") if isinstance(state, dict) else None
+        if not isinstance(interrupts, list):
+            return None
+        try:
+            check_resume([i for i in interrupts if isinstance(i, dict)], command["resume"])
+        except DecisionError as exc:
             return str(exc)
         return None
 
