@@ -10,8 +10,8 @@ them tell the two apart:
 - the client gets the message: in the run's error (`runs.join`, `runs.wait`) and in the
   stream's `error` event. The in-memory engine serialises an exception with `model_dump` when
   it has one (`RunnerError.model_dump`); Aegra stores `str(error)` as the run's error, and its
-  stream's error event is sent through `streaming_service.signal_run_error`, which `install`
-  wraps (the one patch of an engine, `speak_on_aegra_streams`);
+  stream's error event is sent through `streaming_service.signal_run_error`, which
+  `speak_on_aegra_streams` wraps (the one patch of an engine);
 - the server log gets one line for it (`run failed: MESSAGE`), no traceback: the engines' log
   records of the exception are rewritten, and a second record of the same exception dropped;
 - a warning the engine logs about what serve does, not the user, is dropped (the in-memory
@@ -33,7 +33,14 @@ from typing import Any
 
 from runner.errors import RunnerError
 
-__all__ = ["ENGINE_LOGGERS", "UserMistakes", "install", "speak_on_aegra_streams", "user_error"]
+__all__ = [
+    "ENGINE_LOGGERS",
+    "UserMistakes",
+    "install",
+    "one_line",
+    "speak_on_aegra_streams",
+    "user_error",
+]
 
 ENGINE_LOGGERS = (
     "langgraph_api.worker",  # the in-memory engine's runs

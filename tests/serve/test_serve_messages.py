@@ -345,3 +345,15 @@ def test_no_warning_about_settings_the_user_did_not_make(server: servers.Server)
     out = server.output()
     assert "allow-blocking" not in out, out
     assert "Slow graph load" not in out, out
+
+
+def test_the_banner_names_each_file_once(tmp_path: Path) -> None:
+    # --dev serves a file with problems; each problem is printed under the file, without it
+    (tmp_path / "fixme.yaml").write_text(GREETER.replace("prompt:", "promt:"), encoding="utf-8")
+    (tmp_path / "greeter.cassette.yaml").write_text("- content: Hello.\n", encoding="utf-8")
+    server = _announced(
+        servers.launch(["fixme.yaml"], cwd=tmp_path, args=["--dev"], log=tmp_path / "serve.log")
+    )
+    out = servers.stop(server)
+    assert "  greeter              fixme.yaml\n    4:1: promt: unknown key" in out, out
+    assert out.count("fixme.yaml") == 1, out
