@@ -58,6 +58,12 @@ class RunnerError(Exception):
 
     exit_code = 1
 
+    def model_dump(self) -> dict[str, str]:
+        """The error as a server sends it to its client: `{"error": TYPE, "message": TEXT}`.
+        Written for a person, the message is sent whole (the LangGraph server serialises an
+        exception with `model_dump` when it has one, and hides the message of any other)."""
+        return {"error": type(self).__name__, "message": str(self)}
+
 
 class SpecError(RunnerError):
     """The agent spec is wrong; `problems` lists every problem found, each located."""

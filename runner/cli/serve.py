@@ -218,14 +218,19 @@ def serve(
     else:
         port = free_port(host)
     shown_host = f"[{host}]" if ":" in host else host
-    click.echo(
-        f"serving at http://{shown_host}:{port} ({engine.describe()}; Ctrl-C stops)", err=True
-    )
-    click.echo(f"  {_describe_auth(settings)}", err=True)
+    banner = [
+        f"serving at http://{shown_host}:{port} ({engine.describe()}; Ctrl-C stops)",
+        f"  {_describe_auth(settings)}",
+    ]
     for agent in agents:
-        click.echo(f"  {agent.name:<20} {display_path(agent.path)}", err=True)
-        for problem in agent.problems:  # --dev only: fix and save the file, no restart needed
-            click.echo(f"    {problem}", err=True)
+        shown = display_path(agent.path)
+        banner.append(f"  {agent.name:<20} {shown}")
+        # --dev only: fix and save the file, no restart needed
+        banner += [f"    {_in_file(problem, shown)}" for problem in agent.problems]
+    from runner.serve.ports import when_listening
+
+    # Said once the port accepts connections: a browser opened at once is not refused.
+    when_listening(host, port, lambda: click.echo("\n".join(banner), err=True))
     from runner.serve.guard import Guard
     from runner.serve.thread_guard import guard_middleware
     from runner.web.app import WebAgent, create_app
@@ -249,7 +254,8 @@ def serve(
         authenticate_with, owns = authenticate, thread_visible
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
-        graph_for=lambda path: factory.graph(path),
+        # for the tools' schemas: inputs are given by runs, not needed to read them
+        graph_for=lambda path: factory.graph(path, require_inputs=False),
         dev=dev,
         vars=variables,
         authenticate=authenticate_with,
@@ -368,6 +374,15 @@ def _checked(check: str, values: Iterable[str]) -> tuple[Any, ...]:
         return tuple(getattr(guard, check)(value) for value in values)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+def _in_file(problem: Any, shown: str) -> str:
+    """A located problem printed under the line of the file `shown`: without the file's name
+    when it is that file (it is printed once)."""
+    if problem.file != shown:
+        return str(problem)
+    where = f"{problem.line}:{problem.col}: " if problem.line else ""
+    return f"{where}{problem.path}: {problem.message}" if problem.path else where + problem.message
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -61,6 +61,7 @@ def load_spec(
     env: Mapping[str, str] | None = None,
     allow_unused_vars: bool = False,
     require_inputs: bool = True,
+    vars_from: str | None = None,
 ) -> AgentSpec:
     """Load and validate the agent file at `path`.
 
@@ -70,8 +71,11 @@ def load_spec(
     its type; a required input without a value is a problem unless not `require_inputs`
     (`validate`, `inspect`: the prompts then render with a stand-in). `env` replaces
     `os.environ` for `${VAR}` interpolation. Raises `SpecError` listing every problem found.
+    `vars_from` names where the caller's `vars` come from when not `--var` (a server's
+    `configurable.vars`): the messages about them say so.
     """
     loader = _Loader(dict(vars or {}), os.environ if env is None else env, require_inputs)
+    loader.vars_from = vars_from
     spec = loader.load(Path(path), stack=())
     if not allow_unused_vars and spec is not None:
         loader.problems += _unused_vars(loader, Path(path))
@@ -120,21 +124,19 @@ def _unused_vars(loader: _Loader, path: Path) -> list[Problem]:
         hint = did_you_mean(name, known)
         fix = f"did you mean {hint!r}? " if hint else ""
         uses = f"it uses: {', '.join(known)}" if known else "it uses none"
-        problems.append(
-            Problem(
-                "--var",
-                0,
-                0,
-                "",
-                f"{name}: {display_path(path)} has no template variable {name!r}; {fix}{uses} "
-                "(--allow-unused-var to pass it anyway)",
-            )
-        )
+        message = f"{name}: {display_path(path)} has no template variable {name!r}; {fix}{uses}"
+        if loader.vars_from is None:
+            message += " (--allow-unused-var to pass it anyway)"
+        problems.append(Problem(loader.vars_from or "--var", 0, 0, "", message))
     return problems
 
 
-def _missing_input(name: str, declared: Any) -> str:
+def _missing_input(name: str, declared: Any, vars_from: str | None) -> str:
     kind = declared.kind
+    if vars_from is not None:
+        return (
+            f"required input {name!r} has no value; set {vars_from}.{name} ({declared.expected()})"
+        )
     example = {"string": "TEXT", "file": "PATH"}.get(kind, str(declared.stand_in(name)).lower())
     expected = "" if kind == "string" else f" ({declared.expected()})"
     return f"required input {name!r} has no value; pass --var {name}={example}{expected}"
@@ -174,6 +176,8 @@ class _Loader:
         self.caller_vars = caller_vars
         self.env = env
         self.require_inputs = require_inputs
+        self.vars_from: str | None = None
+        """Where the caller's vars come from when not `--var` (see `load_spec`)."""
         self.used_vars: set[str] = set()
         """Names the prompts read, and those the files declare in `vars:` (see `_unused_vars`)."""
         self.problems: list[Problem] = []
@@ -321,7 +325,7 @@ class _Loader:
                 values[name] = _yaml_scalar(value) if isinstance(value, CliText) else value
                 continue
             where = smap.problem(("inputs", name), "")
-            label = "--var" if isinstance(value, CliText) else "vars"
+            label = "--var" if isinstance(value, CliText) else self.vars_from or "vars"
             try:
                 converted = check_value(declared, value)
                 if declared.kind == "file":
@@ -343,7 +347,9 @@ class _Loader:
             else:
                 if self.require_inputs:
                     self.problems.append(
-                        smap.problem(("inputs", name), _missing_input(name, declared))
+                        smap.problem(
+                            ("inputs", name), _missing_input(name, declared, self.vars_from)
+                        )
                     )
                 values[name] = declared.stand_in(name)
         return values

@@ -146,6 +146,10 @@ def run_aegra(
         from aegra_api.utils.setup_logging import setup_logging
 
         setup_logging()  # before anything of Aegra's logs: at LOG_LEVEL, in its format
+        from runner.serve import messages
+
+        messages.install()
+        messages.speak_on_aegra_streams()
         _serve(
             host, port, database, guard or Guard.serving(host, port), authenticated=authenticated
         )

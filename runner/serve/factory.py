@@ -23,7 +23,13 @@ from typing import Any
 from runner.agent.cache import AgentCache, vars_key
 from runner.errors import BuildError
 
-__all__ = ["GraphFactory", "assistant_config_model", "assistant_config_schema"]
+__all__ = [
+    "GraphFactory",
+    "assistant_config_model",
+    "assistant_config_schema",
+    "check_run_vars",
+    "refuse_file_inputs",
+]
 
 
 def assistant_config_schema(spec: Any) -> dict[str, Any]:
@@ -78,6 +84,65 @@ def assistant_config_model(spec: Any) -> type:
     return AgentConfig
 
 
+VARS_FROM = "configurable.vars"
+"""Where a run's vars come from, as messages about them say: its config's `configurable.vars`."""
+
+
+def refuse_file_inputs(
+    path: str | os.PathLike[str], *, base_vars: Mapping[str, Any], vars: Mapping[str, Any]
+) -> None:
+    """A `file` input's value is a path the server reads into the prompt: a client choosing
+    it could read any file the server can. Only `agentctl serve --var` sets one. Vars reach
+    every agent of the tree, so a `file` input of any of them (a `ref:` subagent file, an
+    included file) counts."""
+    _refuse_file_inputs(_served_spec(path, base_vars), vars)
+
+
+def _served_spec(path: str | os.PathLike[str], base_vars: Mapping[str, Any]) -> Any:
+    from runner.load.loader import load_spec
+
+    return load_spec(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
+
+
+def _refuse_file_inputs(spec: Any, vars: Mapping[str, Any]) -> None:
+    from runner.spec.checks import file_inputs
+
+    files = file_inputs(spec)
+    for name in sorted(vars):
+        if name in files:
+            raise BuildError(
+                f"`vars.{name}` is a file input: its value is a path the server reads, which "
+                f"a client may not choose; the server sets it (agentctl serve --var "
+                f"{name}=PATH)"
+            )
+
+
+def check_run_vars(
+    path: str | os.PathLike[str], *, base_vars: Mapping[str, Any], vars: Any
+) -> None:
+    """Raise the located error a run of the agent file at `path` given `vars` (its config's
+    `configurable.vars`) would fail on as it starts: vars that are no mapping, a `file` input,
+    a required input without a value, a value of the wrong type, a name the agent does not use
+    (blocking). A server checks them when the run is asked for, to refuse the request. A
+    problem of the file itself is not the request's: it is left for the run to report."""
+    from runner.errors import SpecError
+    from runner.load.loader import load_spec
+
+    vars = _checked_vars(vars) or {}
+    try:
+        spec = _served_spec(path, base_vars)
+    except SpecError:
+        return
+    _refuse_file_inputs(spec, vars)
+    load_spec(Path(path), vars={**base_vars, **vars}, require_inputs=True, vars_from=VARS_FROM)
+
+
+def _checked_vars(vars: Any) -> Mapping[str, Any] | None:
+    if vars is not None and not isinstance(vars, Mapping):
+        raise BuildError(f"assistant config `vars` must be a mapping, found {vars!r}")
+    return vars
+
+
 @dataclass
 class _Built:
     graph: Any
@@ -116,7 +181,7 @@ class GraphFactory:
         required input without a value gets a stand-in instead of failing the build."""
         path = os.path.abspath(path)
         if vars:
-            self._refuse_file_inputs(path, vars)
+            refuse_file_inputs(path, base_vars=self.base_vars, vars=vars)
         merged = {**self.base_vars, **(vars or {})}
         key = (path, vars_key(merged), model, require_inputs)
         mtime = os.stat(path).st_mtime_ns
@@ -125,26 +190,6 @@ class GraphFactory:
         )
         return built.graph
 
-    def _refuse_file_inputs(self, path: str, vars: Mapping[str, Any]) -> None:
-        """A `file` input's value is a path the server reads into the prompt: a client choosing
-        it could read any file the server can. Only `agentctl serve --var` sets one. Vars reach
-        every agent of the tree, so a `file` input of any of them (a `ref:` subagent file, an
-        included file) counts."""
-        from runner.load.loader import load_spec
-        from runner.spec.checks import file_inputs
-
-        spec = load_spec(
-            Path(path), vars=self.base_vars, require_inputs=False, allow_unused_vars=True
-        )
-        files = file_inputs(spec)
-        for name in sorted(vars):
-            if name in files:
-                raise BuildError(
-                    f"`vars.{name}` is a file input: its value is a path the server reads, which "
-                    f"a client may not choose; the server sets it (agentctl serve --var "
-                    f"{name}=PATH)"
-                )
-
     def _build(self, path: str, vars: dict[str, Any], model: str | None, require: bool) -> _Built:
         from langgraph.store.memory import InMemoryStore
 
@@ -152,7 +197,7 @@ class GraphFactory:
         from runner.agent.resolve import Resolver
         from runner.load.loader import load_spec
 
-        spec = load_spec(Path(path), vars=vars, require_inputs=require)
+        spec = load_spec(Path(path), vars=vars, require_inputs=require, vars_from=VARS_FROM)
         resolved = Resolver(model=model).resolve(spec)
         try:
             store = InMemoryStore() if resolved.backend and resolved.backend.uses_store else None
@@ -175,9 +220,7 @@ class GraphFactory:
         servers). `execution`: whether the server builds it to run it (True) or only to read
         its schemas or a thread's state (False); None: as the config says."""
         configurable = (config or {}).get("configurable") or {}
-        vars, model = configurable.get("vars"), configurable.get("model")
-        if vars is not None and not isinstance(vars, Mapping):
-            raise BuildError(f"assistant config `vars` must be a mapping, found {vars!r}")
+        vars, model = _checked_vars(configurable.get("vars")), configurable.get("model")
         if model is not None and not isinstance(model, str):
             raise BuildError(
                 f"assistant config `model` must be a `provider:model` string, found {model!r}"

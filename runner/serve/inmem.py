@@ -121,6 +121,9 @@ def run_inmem(
         # The dev server lets a request that says `x-auth-scheme: langsmith` in as a "studio
         # user", without credentials: not here.
         auth = {"path": AUTH_PATH, "disable_studio_auth": True}
+    from runner.serve import messages
+
+    messages.install()
     run_server(
         host=host,
         port=port,

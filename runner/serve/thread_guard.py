@@ -7,6 +7,12 @@ hands the web app to the engine, which puts its routes behind that app's middlew
   workspace folders (`root_dir: ./ws/{thread_id}` of any served agent), before the answer;
 - a run on an existing thread (`POST /threads/{id}/runs`, `.../runs/stream`, `.../runs/wait`)
   with another agent (assistant graph) than the thread's is refused with 409, for everyone;
+- a run (on a thread or not) whose inputs would fail it as it starts (`configurable.vars` of
+  the assistant's and the run's config: a required input missing, a value of the wrong type, a
+  name the agent does not use) is refused with 422 and the located message, before the engine
+  creates it, and so is a run whose answer to what the thread waits on does not fit it
+  (`command.resume`: decisions an approval does not allow, or not one per call; an answer
+  that is not one of a question's choices; see `runner.serve.resumes`);
 - copying a thread or joining its stream is answered 404 when the caller may not see the thread
   (as reading it is), whatever the engine would answer;
 - on the in-memory engine, `POST /threads` (and a copy, or a run that creates its thread) is
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import shutil
@@ -44,7 +51,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _THREAD = re.compile(r"^/threads/(?P<thread>[^/]+)$")
-_RUN = re.compile(r"^/threads/(?P<thread>[^/]+)/runs(?:/stream|/wait)?$")
+_RUN = re.compile(r"^(?:/threads/(?P<thread>[^/]+))?/runs(?:/stream|/wait)?$")
 _CHECKED = re.compile(
     r"^(?:POST /threads/(?P<copied>[^/]+)/copy"
     r"|GET /threads/(?P<joined>[^/]+)/(?:runs/[^/]+/)?stream)$"
@@ -256,17 +263,28 @@ class ThreadGuard:
         assert self.persist is not None
         await self.persist()
 
-    async def _run(self, scope: Scope, receive: Receive, send: Send, thread: str) -> None:
-        """A run on `thread`: refused when its assistant is another agent than the thread's."""
+    async def _run(self, scope: Scope, receive: Receive, send: Send, thread: str | None) -> None:
+        """A run (on `thread`, or on none): refused when its assistant is another agent than
+        the thread's, or when its inputs would fail it."""
         messages = await _read_body(receive)
         try:
             body = json.loads(b"".join(m.get("body", b"") for m in messages) or b"{}")
         except ValueError:
             body = None  # the engine says what is wrong with it
         if isinstance(body, dict):
-            refusal = await self._other_agent(scope, thread, body.get("assistant_id"))
-            if refusal is not None:
+            refusal = thread and await self._other_agent(scope, thread, body.get("assistant_id"))
+            if refusal:
                 await _answer(send, 409, refusal)
+                return
+            refusal = await self._inputs_refused(scope, body)
+            if not refusal and thread:
+                refusal = await self._answer_refused(scope, thread, body.get("command"))
+            if refusal:
+                from runner.serve.messages import one_line
+
+                # one line for the server's log, as for a run that fails on a mistake
+                logging.getLogger(__name__).warning("run refused: %s", one_line(refusal))
+                await _answer(send, 422, refusal)
                 return
         replay = iter(messages)
 
@@ -297,12 +315,77 @@ class ThreadGuard:
             f"{wanted!r} (start a new thread for {wanted!r})"
         )
 
+    async def _inputs_refused(self, scope: Scope, body: dict[str, Any]) -> str | None:
+        """The located message of the mistake in the run's inputs it would fail on as it
+        starts, or None (then the engine answers the request)."""
+        from runner.errors import RunnerError
+        from runner.serve.factory import check_run_vars
+
+        assistant = body.get("assistant_id")
+        if not isinstance(assistant, str) or not assistant:
+            return None
+        configurable: dict[str, Any] = {}
+        graph: str | None = assistant
+        if assistant not in self.agents:
+            found = await _assistant(scope.get("app", self.app), scope, assistant)
+            graph = found.get("graph_id") if found else None
+            configurable.update(_configurable(found) or {})
+        path = self.agents.get(graph) if isinstance(graph, str) else None
+        # The run's own: its config's `configurable`, or its `context` (which becomes it)
+        given = _configurable(body)
+        given = body.get("context") if given is None else given
+        if path is None or not isinstance(given or {}, dict):
+            return None  # not an agent served here, or a body the engine refuses
+        configurable.update(given or {})
+        try:
+            await asyncio.to_thread(
+                check_run_vars, path, base_vars=self.vars, vars=configurable.get("vars")
+            )
+        except RunnerError as exc:
+            return str(exc)
+        return None
+
+    async def _answer_refused(self, scope: Scope, thread: str, command: Any) -> str | None:
+        """Why the run's answer (`command.resume`) does not fit what the thread waits on, or
+        None (then the engine answers the request)."""
+        from runner.errors import DecisionError
+        from runner.serve.resumes import check_resume
+
+        if not isinstance(command, dict) or "resume" not in command or "/" in thread:
+            return None
+        status, body = await _call(
+            scope.get("app", self.app), scope, "GET", f"/threads/{thread}/state"
+        )
+        state = json.loads(body) if status == 200 else None
+        interrupts = state.get("interrupts") if isinstance(state, dict) else None
+        if not isinstance(interrupts, list):
+            return None
+        try:
+            check_resume([i for i in interrupts if isinstance(i, dict)], command["resume"])
+        except DecisionError as exc:
+            return str(exc)
+        return None
+
+
+def _configurable(holder: Any) -> dict[str, Any] | None:
+    """`config.configurable` of a run or an assistant, when it is a mapping."""
+    config = holder.get("config") if isinstance(holder, dict) else None
+    found = config.get("configurable") if isinstance(config, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+async def _assistant(app: Any, scope: Scope, assistant: str) -> dict[str, Any] | None:
+    """The assistant as the engine shows it to the caller of `scope`, or None."""
+    if "/" in assistant or "?" in assistant:
+        return None
+    status, body = await _call(app, scope, "GET", f"/assistants/{assistant}")
+    found = json.loads(body) if status == 200 else None
+    return found if isinstance(found, dict) else None
+
 
 async def _assistant_graph(app: Any, scope: Scope, assistant: str) -> str | None:
-    status, body = await _call(app, scope, "GET", f"/assistants/{assistant}")
-    if status != 200:
-        return None
-    graph = json.loads(body).get("graph_id")
+    found = await _assistant(app, scope, assistant)
+    graph = found.get("graph_id") if found else None
     return graph if isinstance(graph, str) else None
 
 

@@ -62,7 +62,7 @@ class _Agents:
     def load(self, agent: WebAgent) -> _Loaded:
         """The file's spec (None when it has problems) and its problems (blocking)."""
         from runner.check.validate import validate_file
-        from runner.errors import Problem, RunnerError, display_path
+        from runner.errors import Problem, RunnerError, SpecError, display_path, first_line
         from runner.load.loader import load_spec
 
         try:
@@ -76,10 +76,13 @@ class _Agents:
         problems = list(validate_file(agent.path, vars=self.vars))
         spec = None
         if not problems:
+            # A required input without a value is no problem of the file: a run gives it.
             try:
-                spec = load_spec(agent.path, vars=self.vars)
-            except RunnerError as exc:  # changed between the two reads
-                problems = [Problem(display_path(agent.path), 0, 0, "", str(exc))]
+                spec = load_spec(agent.path, vars=self.vars, require_inputs=False)
+            except SpecError as exc:  # changed between the two reads
+                problems = list(exc.problems)
+            except RunnerError as exc:
+                problems = [Problem(display_path(agent.path), 0, 0, "", first_line(exc))]
         loaded = _Loaded(mtime, spec, problems)
         self._loaded[agent.path] = loaded
         return loaded

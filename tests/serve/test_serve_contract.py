@@ -249,8 +249,9 @@ def test_ask_user_is_an_interrupt_resumed_with_the_answer(client: Any) -> None:
     assert [m["content"] for m in state["messages"] if m["type"] == "tool"] == ["blue"]
 
 
-def test_a_run_without_a_required_input_fails(client: Any) -> None:
+def test_a_run_without_a_required_input_is_refused(client: Any) -> None:
+    # (tests/serve/test_serve_messages.py: the messages of wrong inputs and answers)
     thread = client.threads.create()["thread_id"]
-    run = client.runs.create(thread, "asker", input=_ask("paint"))
-    client.runs.join(thread, run["run_id"])
-    assert client.runs.get(thread, run["run_id"])["status"] == "error"
+    with pytest.raises(sdk.errors.UnprocessableEntityError):
+        client.runs.create(thread, "asker", input=_ask("paint"))
+    assert client.runs.list(thread) == []

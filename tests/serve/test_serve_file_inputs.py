@@ -140,14 +140,15 @@ def test_a_client_cannot_read_a_server_file_through_a_subagents_input(
     client: Any = sdk.get_sync_client(url=server)
     thread = client.threads.create()["thread_id"]
     config = {"configurable": {"vars": {"secret": str(agents / "secret.txt")}}}
-    run = client.runs.create(
-        thread,
-        "keeper",
-        input={"messages": [{"role": "user", "content": "read"}]},
-        config=config,
-    )
-    client.runs.join(thread, run["run_id"])
-    assert client.runs.get(thread, run["run_id"])["status"] == "error"
+    with pytest.raises(sdk.errors.UnprocessableEntityError) as refused:  # before any run
+        client.runs.create(
+            thread,
+            "keeper",
+            input={"messages": [{"role": "user", "content": "read"}]},
+            config=config,
+        )
+    assert "`vars.secret` is a file input" in str(refused.value)
+    assert client.runs.list(thread) == []
     state = client.threads.get_state(thread)
     assert SECRET not in str(state)
     # the same agent without the hostile vars runs, its subagent too: the refusal is the vars'

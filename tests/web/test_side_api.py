@@ -92,6 +92,27 @@ def test_agents_with_their_model_and_located_problems(folder: Path) -> None:
     assert row["model"] is None
 
 
+def test_an_agent_with_a_required_input_is_not_broken(folder: Path) -> None:
+    # a run gives the input (`configurable.vars`): the page lists no problem, and the agent's
+    # tools can be read without it
+    painter = "name: painter\nmodel: replay:keeper.cassette.yaml\nprompt: Paint {{ vars.topic }}.\n"
+    painter += "inputs:\n  topic: {type: string, required: true}\n"
+    (folder / "painter.yaml").write_text(painter, encoding="utf-8")
+    from runner.serve.factory import GraphFactory
+
+    factory = GraphFactory()
+    app = create_app(
+        [WebAgent("painter", folder / "painter.yaml")],
+        graph_for=lambda path: factory.graph(path, require_inputs=False),
+    )
+    client = TestClient(app)
+    [row] = client.get("/web/api/agents").json()["agents"]
+    assert (row["file"], row["problems"]) == ("painter.yaml", [])
+    tools = client.get("/web/api/agents/painter/tools")
+    assert tools.status_code == 200 and "write_todos" in tools.json()["tools"]
+    factory.close()
+
+
 def test_files_of_the_filesystem_routes_for_a_thread(folder: Path) -> None:
     listing = _client(folder).get("/web/api/agents/keeper/files?thread_id=t1").json()
     assert [f["path"] for f in listing["files"]] == ["/notes/a.md", "/shared/s.md"]
