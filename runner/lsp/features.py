@@ -22,6 +22,7 @@ from runner.lsp import schema
 from runner.lsp._deps import (
     FILE_TOOLS,
     KNOWN_PROVIDERS,
+    STEP_KINDS,
     AgentSpec,
     StaticAgent,
     discover_skills,
@@ -127,7 +128,9 @@ def complete(
             _edit_range(line, character, typed),
         )
     rng = _edit_range(line, character, cursor.prefix)
-    names = _names_for(cursor, path, kind, specs, file, text)
+    names = _workflow_names(cursor, path, text) if kind == "workflow" else None
+    if names is None:
+        names = _names_for(cursor, path, kind, specs, file, text)
     if names is not None:
         return _items(names, lsp.CompletionItemKind.Value, rng)
     if cursor.kind == "key" and not _string_items(kind, path, cursor):
@@ -203,6 +206,45 @@ def _names_for(
         return _files(file, cursor.prefix, (".yaml", ".yml", ".md", ".txt", ".json", "/"))
     if cursor.kind == "value" and last == "import" and ":" not in cursor.prefix:
         return _files(file, cursor.prefix, (".py", "/"))
+    return None
+
+
+def _workflow_names(cursor: Cursor, path: tuple[Any, ...], text: str) -> list[str] | None:
+    """In a workflow's steps: step ids (and `end`) where a step jumps, agent names for
+    `agent:`, tool names for `tool:`, from the file's text; None elsewhere."""
+    last = next((p for p in reversed(path) if isinstance(p, str)), None)
+    value = read_yaml(text, "", env={}).value if path[:1] == ("workflow",) else None
+    if not isinstance(value, dict):
+        return None
+    jump = last in ("next", "to", "on_reject") or (
+        cursor.kind == "key" and path[-2:-1] == ("choose",) and last == "options"
+    )
+    if jump and (cursor.kind == "value" or last == "options"):
+        ids: list[str] = []
+
+        def visit(steps: Any) -> None:
+            for step in steps if isinstance(steps, list) else []:
+                if isinstance(step, dict) and isinstance(step.get("id"), str):
+                    ids.append(step["id"])
+                    visit(step.get("parallel"))
+                    body = step.get("map")
+                    visit(body.get("steps") if isinstance(body, dict) else None)
+
+        body = value.get("workflow")
+        visit(body.get("steps") if isinstance(body, dict) else None)
+        return [*ids, "end"]
+    if cursor.kind == "value" and last == "agent":
+        agents = value.get("agents")
+        return sorted(str(k) for k in agents) if isinstance(agents, dict) else []
+    if cursor.kind == "value" and last == "tool":
+        tools = value.get("tools")
+        return sorted(
+            str(spec["name"])
+            for entry in (tools if isinstance(tools, list) else [])
+            if isinstance(entry, dict)
+            for spec in entry.values()
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str)
+        )
     return None
 
 
@@ -448,7 +490,9 @@ def _location(path: Path, line: int) -> lsp.Location:
 
 
 def symbols(text: str, kind: str) -> list[lsp.DocumentSymbol]:
-    """The agent and its parts (subagents, tools), a cassette's agents, a test file's cases."""
+    """The agent and its parts (subagents, tools), a workflow's steps (a parallel step's branches
+    and a map's steps under it), state fields and agents, a cassette's agents, a test file's
+    cases."""
     doc = read_yaml(text, "", env={})
     value, pos = doc.value, doc.pos
     if not isinstance(value, dict):
@@ -466,7 +510,11 @@ def symbols(text: str, kind: str) -> list[lsp.DocumentSymbol]:
                 sub = at.children.get(index)
                 if name and sub is not None:
                     children.append(_symbol(name, _entry_kind(key), sub.loc.line, sub.loc.col))
-        elif isinstance(child, dict) and (kind == "cassette" or key in ("vars", "inputs")):
+        elif key == "workflow" and isinstance(child, dict) and "steps" in at.children:
+            children = _step_symbols(child.get("steps"), at.children["steps"])
+        elif isinstance(child, dict) and (
+            kind == "cassette" or key in ("vars", "inputs", "state", "agents")
+        ):
             for child_key, sub in at.children.items():
                 where = at.key_locs.get(str(child_key), sub.loc)
                 children.append(
@@ -478,6 +526,26 @@ def symbols(text: str, kind: str) -> list[lsp.DocumentSymbol]:
         symbol.children = children or None
         out.append(symbol)
     return out
+
+
+def _step_symbols(steps: Any, pos: Any) -> list[lsp.DocumentSymbol]:
+    """A workflow's steps by id, with the steps inside a `parallel` or a `map` under them."""
+    found: list[lsp.DocumentSymbol] = []
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        sub = pos.children.get(index)
+        if not isinstance(step, dict) or not isinstance(step.get("id"), str) or sub is None:
+            continue
+        kind = next((k for k in STEP_KINDS if k in step), None)
+        symbol = _symbol(step["id"], lsp.SymbolKind.Event, sub.loc.line, sub.loc.col)
+        symbol.detail = kind
+        inner = step.get("parallel"), sub.children.get("parallel")
+        body = step.get("map")
+        if isinstance(body, dict) and "map" in sub.children:
+            inner = body.get("steps"), sub.children["map"].children.get("steps")
+        if inner[1] is not None:
+            symbol.children = _step_symbols(inner[0], inner[1]) or None
+        found.append(symbol)
+    return found
 
 
 def _entry_name(entry: Any) -> str | None:
