@@ -550,17 +550,21 @@ class _ServedThreadLease(PostgresThreadLease):
         return super()._try(thread_id, token)
 
 
-VACUUM_MIN_DEAD = 50
-"""Dead rows (left by pruning, or by LangGraph's upserts) a checkpoint table holds before
-agentctl vacuums it..."""
+VACUUM_MIN_DEAD = 100
+"""Dead rows (left by pruning, or by LangGraph's upserts) a checkpoint table, or its TOAST table
+(where a large value's chunks of about 2 KB go), holds before agentctl vacuums it..."""
 
-VACUUM_DEAD_FRACTION = 0.1
-"""... plus this fraction of its live rows (autovacuum's default is 50 + 0.2): a vacuum's cost
-grows with the table, so a bigger database is vacuumed less often per deleted row."""
+VACUUM_DEAD_FRACTION = 0.5
+"""... plus this fraction of its live rows: the table holds at most about half its live size
+again in dead rows, and a vacuum (whose cost grows with the table) comes after a number of
+deleted rows that grows with it too. A long thread replaces about a third of its kept
+checkpoints' values each turn: a vacuum every two or three turns, in the background."""
 
 _DEAD = (
-    "SELECT relname, n_dead_tup FROM pg_stat_user_tables WHERE schemaname = current_schema() "
-    "AND relname = ANY(?) AND n_dead_tup >= ? + ? * n_live_tup"
+    "SELECT c.relname FROM pg_class c JOIN pg_stat_all_tables s ON s.relid = c.oid "
+    "LEFT JOIN pg_stat_all_tables t ON t.relid = c.reltoastrelid "
+    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(?) "
+    "AND (s.n_dead_tup >= ? + ? * s.n_live_tup OR t.n_dead_tup >= ? + ? * t.n_live_tup)"
 )
 _SIZE = "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(?::text[]) t"
 
@@ -572,13 +576,14 @@ class PostgresRetention(TableRetention):
     Space: a deleted row's space is reusable only once a `VACUUM` has passed over it. The
     server's autovacuum may be off for these tables, or slow to come, and a long thread then
     grows with the square of its length as if nothing were pruned. So after a prune that
-    removed rows, `reclaim` looks at the server's count of dead rows in the three tables
-    (`pg_stat_user_tables`, one query) and, for those holding more than `VACUUM_MIN_DEAD` plus
-    `VACUUM_DEAD_FRACTION` of their live rows, runs a plain `VACUUM` (no lock that blocks
-    reading or writing) on a connection of its own in a background thread: the turn does not
-    wait for it. One runs at a time; `close` waits for it (the end of a run). `reclaim(force=
-    True)` (`agentctl threads keep-checkpoints`) vacuums the three tables now. A vacuum that
-    fails (say, the user does not own the tables) costs only space and is not reported."""
+    removed rows, `reclaim` looks at the server's count of dead rows in the three tables and
+    their TOAST tables (`pg_stat_all_tables`, one query) and, for those holding more than
+    `VACUUM_MIN_DEAD` plus `VACUUM_DEAD_FRACTION` of their live rows, runs a plain `VACUUM`
+    (no lock that blocks reading or writing) on a connection of its own in a background
+    thread: the turn does not wait for it. One runs at a time; `close` waits for it (the end
+    of a run). `reclaim(force=True)` (`agentctl threads keep-checkpoints`) vacuums the three
+    tables now. A vacuum that fails (say, the user does not own the tables) costs only space
+    and is not reported."""
 
     TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
@@ -612,7 +617,8 @@ class PostgresRetention(TableRetention):
 
     def crowded(self) -> list[str]:
         """The checkpoint tables with more dead rows than the thresholds allow."""
-        rows = self.db.fetch(_DEAD, (list(self.TABLES), VACUUM_MIN_DEAD, VACUUM_DEAD_FRACTION))
+        limits = (VACUUM_MIN_DEAD, VACUUM_DEAD_FRACTION)
+        rows = self.db.fetch(_DEAD, (list(self.TABLES), *limits, *limits))
         return sorted(str(row[0]) for row in rows)
 
     def reclaim(self, *, force: bool = False) -> int:
