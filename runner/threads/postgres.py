@@ -57,6 +57,7 @@ saved messages as plain values (`PostgresHome.saved_transcript`), importing no L
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -169,6 +170,13 @@ def setup_lock(conn: Any) -> Iterator[None]:
             cur.execute("SELECT pg_advisory_unlock(%s, %s)", SETUP_LOCK)
 
 
+def _is_pool(conn: Any, kind: str) -> bool:
+    """Whether `conn` is a `psycopg_pool` pool of that kind (without importing `psycopg_pool`:
+    a pool exists only once it was imported)."""
+    pools = sys.modules.get("psycopg_pool")
+    return pools is not None and isinstance(conn, getattr(pools, kind))
+
+
 class PostgresDatabase:
     """`runner.threads.guards.Database` on a psycopg `Connection` (autocommit) or `ConnectionPool`,
     and the lock every user of it shares."""
@@ -185,10 +193,9 @@ class PostgresDatabase:
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
         from psycopg.rows import tuple_row
-        from psycopg_pool import ConnectionPool
 
         with self.lock:
-            if isinstance(self.conn, ConnectionPool):
+            if _is_pool(self.conn, "ConnectionPool"):
                 with self.conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
                     yield cur
             else:
@@ -261,10 +268,8 @@ class AsyncPostgresToolJournal:
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        from psycopg_pool import AsyncConnectionPool
-
         async with self.saver.lock:
-            if isinstance(self.saver.conn, AsyncConnectionPool):
+            if _is_pool(self.saver.conn, "AsyncConnectionPool"):
                 async with self.saver.conn.connection() as conn:
                     yield conn
             else:
