@@ -10,7 +10,8 @@ own, dropped at the end.
 
 - Many threads: one real 5-turn thread (agentctl's `Session`, instant scripted model, a turn =
   message, one `step` tool call, answer) copied in SQL into databases of each `--threads` count;
-  `agentctl threads list` and `threads show ID` in fresh processes, median of `--repeat`, and
+  `agentctl threads list` and `threads show ID` in fresh processes, median of `--repeat` (wall
+  time and the process's CPU time, which a busy machine disturbs less), and
   whether the command imported any LangChain or LangGraph module (`-X importtime`).
 - A long thread: the same turns, one thread growing to each `--turns` length, with autovacuum
   off for the checkpoint tables (`ALTER TABLE ... SET (autovacuum_enabled = false,
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -63,18 +65,22 @@ def scratch(server: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def timed_process(command: list[str]) -> tuple[float, str]:
+def timed_process(command: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the process, its stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[:4])} failed:\n{done.stdout}\n{done.stderr}")
-    return seconds, done.stderr
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu, done.stderr
 
 
 def heavy_imports(command: list[str]) -> list[str]:
     """The LangChain / LangGraph modules `command` (an agentctl command line) imports."""
-    _, stderr = timed_process([sys.executable, "-X", "importtime", "-m", "runner", *command[1:]])
+    *_, stderr = timed_process([sys.executable, "-X", "importtime", "-m", "runner", *command[1:]])
     modules = [line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines()]
     return sorted({m for m in modules if m.split(".")[0] in HEAVY})
 
@@ -126,9 +132,9 @@ def bench_many_threads(server: str, counts: list[int], repeat: int) -> dict[str,
                 "show": [AGENTCTL, "threads", "show", thread, "--db", url],
             }
             for name, command in commands.items():
-                results[f"{name}_{count}_s"] = median(
-                    [timed_process(command)[0] for _ in range(repeat)]
-                )
+                times = [timed_process(command) for _ in range(repeat)]
+                results[f"{name}_{count}_s"] = median([t[0] for t in times])
+                results[f"{name}_{count}_cpu_s"] = median([t[1] for t in times])
                 results[f"{name}_{count}_heavy"] = heavy_imports(command)
             print(f"  ... {count} threads done", file=sys.stderr, flush=True)
     return results
@@ -243,11 +249,20 @@ def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
 
 
 def tables(many: dict[str, Any], long: dict[str, Any], counts: list[int], sizes: list[int]) -> str:
-    rows = [f"{'threads in the DB':<20}{'list s':>9}{'show s':>9}  LangChain/LangGraph imported"]
+    rows = [
+        f"{'threads in the DB':<20}{'list s':>9}{'CPU s':>9}{'show s':>9}{'CPU s':>9}"
+        "  LangChain/LangGraph imported"
+    ]
     for count in counts:
         heavy = many[f"list_{count}_heavy"] + many[f"show_{count}_heavy"]
         rows.append(
-            f"{count:<20}{many[f'list_{count}_s']:>9.3f}{many[f'show_{count}_s']:>9.3f}  "
+            f"{count:<20}"
+            + "".join(
+                f"{many[f'{name}_{count}{kind}_s']:>9.3f}"
+                for name in ("list", "show")
+                for kind in ("", "_cpu")
+            )
+            + "  "
             + (", ".join(sorted(set(heavy))[:3]) + " ..." if heavy else "none")
         )
     rows += [

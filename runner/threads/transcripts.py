@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from runner.events import Action
+from runner.events import ASK_USER_TOOL, Action
 
 __all__ = [
     "SavedMessage",
@@ -204,8 +204,6 @@ def pending_actions(
 def question_action(value: dict[str, Any], agent: str | None) -> Action:
     """A pending question as the `Action` an `Interrupt` event lists: named `ask_user`, its
     `args` the question and the choices (None for a free answer), decided by `answer`."""
-    from runner.spec.ask_user import ASK_USER_TOOL  # the spec's models: only for a question
-
     return Action(
         name=ASK_USER_TOOL,
         args={"question": str(value.get("question", "")), "choices": value.get("choices")},
