@@ -18,8 +18,9 @@ own, dropped at the end.
   toast.autovacuum_enabled = false)`): the size of LangGraph's checkpoint tables (with their
   TOAST tables and indexes) for (a) bare `create_agent` on a `PostgresSaver` (no pruning), (c)
   agentctl with its retention and its own vacuum, and (c-) agentctl with retention but its
-  vacuum taken away (as before issue 31); the turn's median and slowest wall time over the last
-  stretch, and the vacuums agentctl ran.
+  vacuum taken away (as before issue 31), (c) and (c-) interleaved turn by turn in one process;
+  the turn's median and slowest wall time over the last fifth of each stretch, and the vacuums
+  agentctl ran.
 
 Prints the tables and, last, one JSON line.
 """
@@ -36,7 +37,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -217,34 +218,44 @@ class Agentctl:
 
 
 def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
+    """Bare alone, then agentctl with and without its vacuum interleaved turn by turn (each on
+    a database of its own, in one process), so the vacuum's cost shows against the same load."""
     results: dict[str, Any] = {}
-    makers = {
-        "bare": lambda f, u: Bare(f, u),
-        "agentctl": lambda f, u: Agentctl(f, u),
-        "novacuum": lambda f, u: Agentctl(f, u, vacuum=False),
-    }
-    for kind, make in makers.items():
-        with tempfile.TemporaryDirectory() as tmp, scratch(server) as url:
-            contender = make(Path(tmp), url)
+    groups: list[dict[str, Any]] = [
+        {"bare": lambda f, u: Bare(f, u)},
+        {
+            "agentctl": lambda f, u: Agentctl(f, u),
+            "novacuum": lambda f, u: Agentctl(f, u, vacuum=False),
+        },
+    ]
+    for makers in groups:
+        with ExitStack() as stack:
+            contenders: dict[str, Any] = {}
+            urls: dict[str, str] = {}
+            for kind, make in makers.items():
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                urls[kind] = stack.enter_context(scratch(server))
+                contenders[kind] = make(folder, urls[kind])
+                stack.callback(contenders[kind].close)
             done = 0
-            try:
-                for size in sizes:
-                    times = []
-                    for i in range(done, size):
+            for size in sizes:
+                times: dict[str, list[float]] = {kind: [] for kind in contenders}
+                for i in range(done, size):
+                    order = list(contenders.items())
+                    for kind, contender in order if i % 2 else reversed(order):
                         started = time.perf_counter()
                         contender.turn(f"message {i}")
-                        times.append(time.perf_counter() - started)
-                    last = times[-max(len(times) // 5, 1) :]  # the last fifth of the stretch
+                        times[kind].append(time.perf_counter() - started)
+                for kind, contender in contenders.items():
+                    last = times[kind][-max(len(times[kind]) // 5, 1) :]  # the stretch's last fifth
                     results[f"{kind}_{size}_turn_ms"] = median(last) * 1e3
                     results[f"{kind}_{size}_max_ms"] = max(last) * 1e3
                     if isinstance(contender, Agentctl):
                         contender.retention.wait()
-                    results[f"{kind}_{size}_mb"] = table_bytes(url) / 1e6
+                    results[f"{kind}_{size}_mb"] = table_bytes(urls[kind]) / 1e6
                     results[f"{kind}_{size}_vacuums"] = contender.vacuums
-                    done = size
-                    print(f"  ... {kind}: {size} turns", file=sys.stderr, flush=True)
-            finally:
-                contender.close()
+                done = size
+                print(f"  ... {', '.join(contenders)}: {size} turns", file=sys.stderr, flush=True)
     return results
 
 

@@ -527,7 +527,7 @@ class PostgresHome(Home):
         return sorted(found + served, key=lambda t: t.updated_at, reverse=True)
 
     def close(self) -> None:
-        self.retention.wait()
+        self.retention.close()
         with self._lock:  # not while another thread is in the middle of a write
             self.conn.close()
 
@@ -585,7 +585,8 @@ class PostgresRetention(TableRetention):
     their TOAST tables (`pg_stat_all_tables`, one query) and, for those holding more than
     `VACUUM_MIN_DEAD` plus `VACUUM_DEAD_FRACTION` of their live rows, runs a plain `VACUUM`
     (no lock that blocks reading or writing) on a connection of its own in a background
-    thread: the turn does not wait for it. One runs at a time; `close` waits for it (the end
+    thread: the turn does not wait for it. One runs at a time, without truncating the tables
+    (that takes a lock the run's statements would wait for); `close` waits for it (the end
     of a run). `reclaim(force=True)` (`agentctl threads keep-checkpoints`) vacuums the three
     tables now. A vacuum that fails (say, the user does not own the tables) costs only space
     and is not reported."""
@@ -600,6 +601,8 @@ class PostgresRetention(TableRetention):
         self._removed = False
         """Whether rows were removed since the last look at the dead rows."""
         self._vacuum: threading.Thread | None = None
+        self._conn: Any = None
+        """The vacuum's connection, opened at the first vacuum."""
         self.vacuumed: list[list[str]] = []
         """The tables of each vacuum this process ran, in order (what tests and benches read)."""
 
@@ -632,7 +635,7 @@ class PostgresRetention(TableRetention):
         if force:
             self.wait()
             (before,) = self.db.fetch(_SIZE, (list(self.TABLES),))[0]
-            self._run_vacuum(list(self.TABLES))
+            self._run_vacuum(list(self.TABLES), truncate=True)
             (after,) = self.db.fetch(_SIZE, (list(self.TABLES),))[0]
             return max(int(before) - int(after), 0)
         if not self._removed or (self._vacuum is not None and self._vacuum.is_alive()):
@@ -646,14 +649,18 @@ class PostgresRetention(TableRetention):
             self._vacuum.start()
         return 0
 
-    def _run_vacuum(self, tables: list[str]) -> None:
+    def _run_vacuum(self, tables: list[str], *, truncate: bool = False) -> None:
         """`VACUUM` the tables on a connection of its own (it cannot run in a transaction, and
-        the home's connection stays free for the run)."""
+        the home's connection stays free for the run), kept for the next one. In the background
+        without `TRUNCATE`: giving the tables' empty tail back to the file system takes a lock
+        that stops the run's own statements, and the next checkpoints fill that space again."""
         import psycopg
 
+        options = "" if truncate else " (TRUNCATE false)"
         try:
-            with psycopg.connect(str(self.url), autocommit=True, connect_timeout=10) as conn:
-                conn.execute(f"VACUUM {', '.join(tables)}")
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(str(self.url), autocommit=True, connect_timeout=10)
+            self._conn.execute(f"VACUUM{options} {', '.join(tables)}")
         except psycopg.Error:
             return
         self.vacuumed.append(tables)
@@ -663,6 +670,13 @@ class PostgresRetention(TableRetention):
         if self._vacuum is not None:
             self._vacuum.join()
             self._vacuum = None
+
+    def close(self) -> None:
+        """Wait for the vacuum, and close its connection."""
+        self.wait()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     WRITES = "checkpoint_writes"
     ROWS = (
