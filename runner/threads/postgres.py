@@ -346,7 +346,6 @@ class PostgresHome(Home):
             raise RunError(
                 f"cannot open the thread database {self.path}: {first_line(exc)}"
             ) from None
-        self._url = url
         self._lock = threading.Lock()
         self.db = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db, url)
