@@ -26,6 +26,11 @@ def is_summary(message: Any) -> bool:
     return bool((getattr(message, "additional_kwargs", None) or {}).get(SUMMARY_KEY))
 
 
+ASK_USER_TOOL = "ask_user"
+"""The name of the `ask_user:` tool (`runner.spec.ask_user`), and of the `Action` a pending
+question is: here, so what reads actions needs none of the spec's models."""
+
+
 DENIED_KEY = "agentctl_denied"
 """The `response_metadata` key of the ToolMessage that answers a denied call (`{rule, tool,
 args}`, see `runner.middleware.permissions`): the run reports a `Denied` event from it."""
@@ -221,6 +226,7 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
 )
 
 __all__ = [
+    "ASK_USER_TOOL",
     "DENIED_KEY",
     "EVENT_TYPES",
     "SUMMARY_KEY",

@@ -63,3 +63,45 @@ def test_the_threads_commands_do_not_import_langchain(tmp_path: Path) -> None:
     # the saved messages are read as plain values (runner.threads.transcripts)
     assert loaded_by_cli(["threads", "show", thread, "--db", db], tmp_path) == []
     assert loaded_by_cli(["threads", "rm", thread, "--yes", "--db", db], tmp_path) == []
+
+
+def test_listing_and_showing_postgres_threads_import_no_langchain(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """On Postgres too (`--db postgresql://...`): the registry and LangGraph's tables are read
+    with psycopg, the saved messages decoded as plain values; LangGraph's saver is imported only
+    when a run needs it."""
+    from runner.run import Session
+    from tests.fakes import ScriptedChatModel
+    from tests.middleware.helpers import spec_file
+
+    assert loaded_by_cli(["threads", "list", "--db", postgres_url], tmp_path) == []
+    with Session(
+        spec_file(tmp_path), model=ScriptedChatModel(script=[{"content": "hi"}]), db=postgres_url
+    ) as session:
+        thread = session.run("hello").thread_id
+    assert loaded_by_cli(["threads", "--db", postgres_url], tmp_path) == []
+    assert loaded_by_cli(["threads", "show", thread, "--db", postgres_url], tmp_path) == []
+    # and `python -X importtime` agrees: no module of LangChain or LangGraph is imported
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "runner",
+            "threads",
+            "show",
+            thread,
+            "--db",
+            postgres_url,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "user: hello" in done.stdout
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "psycopg" in imported
+    assert [m for m in imported if m.split(".")[0] in ("langchain_core", "langgraph")] == []

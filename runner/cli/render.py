@@ -12,6 +12,7 @@ import shlex
 from typing import Any, TextIO
 
 from runner.events import (
+    ASK_USER_TOOL,
     Action,
     Denied,
     Error,
@@ -27,8 +28,6 @@ from runner.events import (
     ToolResult,
     Usage,
 )
-from runner.spec.ask_user import ASK_USER_TOOL
-from runner.spec.budgets import human_cost
 
 MAX_ARG = 60
 
@@ -201,6 +200,8 @@ class PlainRenderer:
                 if self.reported_usage or not self.model_calls
                 else "not reported"
             )
+            from runner.spec.budgets import human_cost  # the spec's models: not for `threads`
+
             cost = f"  cost: {human_cost(self.cost)}" if self.cost is not None else ""
             self.err.write(
                 f"thread: {event.thread_id}  model calls: {self.model_calls}  tokens: {tokens}"

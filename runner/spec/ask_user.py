@@ -13,9 +13,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from runner.events import ASK_USER_TOOL
 from runner.spec.base import SpecModel
-
-ASK_USER_TOOL = "ask_user"
 
 
 class AskUserSpec(SpecModel):

@@ -41,23 +41,17 @@ EXPORT_FORMAT = 1
 
 
 def latest_transcript(home: Home, thread_id: str) -> Transcript | None:
-    """The latest checkpoint's messages and pending approvals. On SQLite, read without LangChain
-    when the checkpoint is plain msgpack (`runner.threads.transcripts`, fast for `show` and
-    `search`); otherwise through the checkpointer."""
-    import sqlite3
-
+    """The latest checkpoint's messages and pending approvals. Read without LangChain when the
+    checkpoint is plain msgpack (`Home.saved_transcript`, fast for `show` and `search`);
+    otherwise through the checkpointer."""
     from runner.threads.home import Transcript
-    from runner.threads.transcripts import Unreadable, saved_transcript
+    from runner.threads.transcripts import Unreadable
 
-    conn = getattr(home, "conn", None)
-    lock = getattr(home, "_lock", None)
-    if isinstance(conn, sqlite3.Connection) and lock is not None:
-        try:
-            found = saved_transcript(conn, lock, thread_id)
-        except Unreadable:
-            return home.transcript(thread_id)
-        return None if found is None else Transcript(list(found[0]), found[1])
-    return home.transcript(thread_id)
+    try:
+        found = home.saved_transcript(thread_id)
+    except Unreadable:
+        return home.transcript(thread_id)
+    return None if found is None else Transcript(list(found[0]), found[1])
 
 
 def _config(thread_id: str, checkpoint_id: str | None = None, ns: str | None = "") -> Any:

@@ -215,6 +215,14 @@ class Home:
         pending = pending_actions(SimpleNamespace(interrupts=interrupts))
         return Transcript(messages, [action for _, actions in pending for action in actions])
 
+    def saved_transcript(self, thread_id: str) -> tuple[list[Any], list[Action]] | None:
+        """The latest checkpoint's messages (`runner.threads.transcripts.SavedMessage`) and
+        pending approvals read without LangChain, None when the thread has no checkpoint;
+        `runner.threads.transcripts.Unreadable` when they cannot be (then `transcript` can)."""
+        from runner.threads.transcripts import Unreadable
+
+        raise Unreadable(f"{type(self).__name__} reads checkpoints through its checkpointer")
+
     def delete(self, thread_id: str) -> bool:
         found = self.thread(thread_id) is not None
         self.retention.delete_thread(thread_id)

@@ -20,7 +20,8 @@ authentication), so `agentctl threads --db` lists them with their owner and `age
 URL SPEC --thread ID` continues them.
 
 One connection (autocommit, as LangGraph's Postgres classes want it) and one lock serve the
-checkpointer, the store and the tables, as in SQLite. Tables are created at open, idempotently,
+checkpointer, the store and the tables, as in SQLite (a `VACUUM` after pruning takes a
+connection of its own: `PostgresRetention`). Tables are created at open, idempotently,
 under an advisory lock (`setup_lock`): processes opening a new database at once wait for each
 other.
 
@@ -47,12 +48,16 @@ idempotently under another advisory lock, so two processes starting at once do n
 `CREATE TABLE IF NOT EXISTS` (which Postgres does not make safe against itself). Statements
 run on an autocommit connection: what `write` returns from is committed.
 
-psycopg is imported only here (the `postgres` extra), and only when a database is opened.
+psycopg is imported only here (the `postgres` extra), and only when a database is opened;
+LangGraph's saver and store (and their tables' setup) only when a run or a thread tool first
+needs them: `agentctl threads` and `threads show` read the tables with psycopg and decode the
+saved messages as plain values (`PostgresHome.saved_transcript`), importing no LangChain.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -60,6 +65,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from runner.errors import RunError, first_line, redact
+from runner.events import Action
 from runner.threads.guards import (
     JOURNAL_LOOKUP,
     JOURNAL_RECORD,
@@ -72,8 +78,9 @@ from runner.threads.guards import (
     journal_row,
 )
 from runner.threads.home import Home, ThreadInfo
-from runner.threads.retention import TableRetention
+from runner.threads.retention import Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate
+from runner.threads.transcripts import SavedMessage, Unreadable, decode, transcript_of
 
 __all__ = [
     "ADOPT",
@@ -163,6 +170,13 @@ def setup_lock(conn: Any) -> Iterator[None]:
             cur.execute("SELECT pg_advisory_unlock(%s, %s)", SETUP_LOCK)
 
 
+def _is_pool(conn: Any, kind: str) -> bool:
+    """Whether `conn` is a `psycopg_pool` pool of that kind (without importing `psycopg_pool`:
+    a pool exists only once it was imported)."""
+    pools = sys.modules.get("psycopg_pool")
+    return pools is not None and isinstance(conn, getattr(pools, kind))
+
+
 class PostgresDatabase:
     """`runner.threads.guards.Database` on a psycopg `Connection` (autocommit) or `ConnectionPool`,
     and the lock every user of it shares."""
@@ -179,10 +193,9 @@ class PostgresDatabase:
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
         from psycopg.rows import tuple_row
-        from psycopg_pool import ConnectionPool
 
         with self.lock:
-            if isinstance(self.conn, ConnectionPool):
+            if _is_pool(self.conn, "ConnectionPool"):
                 with self.conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
                     yield cur
             else:
@@ -255,10 +268,8 @@ class AsyncPostgresToolJournal:
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        from psycopg_pool import AsyncConnectionPool
-
         async with self.saver.lock:
-            if isinstance(self.saver.conn, AsyncConnectionPool):
+            if _is_pool(self.saver.conn, "AsyncConnectionPool"):
                 async with self.saver.conn.connection() as conn:
                     yield conn
             else:
@@ -323,15 +334,10 @@ class PostgresHome(Home):
         url = str(db)
         self.path = redact(url)
         try:
-            import langgraph.checkpoint.postgres
-            import langgraph.store.postgres  # noqa: F401
             import psycopg
             from psycopg.rows import dict_row
         except ImportError as exc:
-            raise RunError(
-                f"the thread database {self.path} is on Postgres, which needs the postgres "
-                f"extra ({exc.name} is missing): {EXTRA}"
-            ) from None
+            raise self._missing(exc) from None
         try:
             self.conn: Any = psycopg.connect(
                 url, autocommit=True, row_factory=dict_row, prepare_threshold=0, connect_timeout=10
@@ -342,12 +348,30 @@ class PostgresHome(Home):
             ) from None
         self._lock = threading.Lock()
         self.db = PostgresDatabase(self.conn, self._lock)
-        self.retention: PostgresRetention = PostgresRetention(self.db)
+        self.retention: PostgresRetention = PostgresRetention(self.db, url)
         self.lease = _ServedThreadLease(self.conn, self._lock)
         self.answers = PostgresAnswerLog(self.conn, self._lock)
-        self._journal = PostgresToolJournal(self.conn, self._lock)
+        self._journal: PostgresToolJournal | None = None
+        self._checkpointer: Any = None
+        self._store: Any = None
+        # first: a newer database is refused
+        self._guarded(lambda: migrate(self.db, "postgres", str(self.path)))
+
+    def _missing(self, exc: ImportError) -> RunError:
+        return RunError(
+            f"the thread database {self.path} is on Postgres, which needs the postgres "
+            f"extra ({exc.name} is missing): {EXTRA}"
+        )
+
+    def _guarded(self, setup: Any) -> Any:
+        """Run `setup` (creating or migrating tables) holding the setup lock at session level
+        (LangGraph's migrations run statements that cannot run inside a transaction, `CREATE
+        INDEX CONCURRENTLY`); on failure, close the connection and say so."""
+        import psycopg
+
         try:
-            self._checkpointer, self._store = self._setup()
+            with setup_lock(self.conn):
+                return setup()
         except (psycopg.Error, RunError) as exc:
             self.conn.close()
             if isinstance(exc, RunError):
@@ -356,27 +380,76 @@ class PostgresHome(Home):
                 f"cannot set up the thread database {self.path}: {first_line(exc)}"
             ) from None
 
-    def _setup(self) -> tuple[Any, Any]:
-        """Create and migrate every table (agentctl's, `runner.threads.schema`, then LangGraph's)
-        while holding the setup lock at session level: LangGraph's migrations run statements
-        that cannot run inside a transaction (`CREATE INDEX CONCURRENTLY`)."""
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from langgraph.store.postgres import PostgresStore
-
-        saver = PostgresSaver(self.conn)
-        saver.lock = self._lock
-        saver.agentctl_journal = self._journal  # type: ignore[attr-defined]
-        store = PostgresStore(self.conn)
-        store.lock = self._lock
-        with setup_lock(self.conn):
-            migrate(self.db, "postgres", str(self.path))  # first: a newer database is refused
-            saver.setup()
-            store.setup()
-        return saver, store
+    # LangGraph's saver and store, made (and their tables created or migrated) when a run or a
+    # thread tool first needs them: listing and showing threads read the tables directly
+    # (`saved_transcript`), importing no LangChain.
 
     @property
     def checkpointer(self) -> Any:
+        if self._checkpointer is None:
+            try:
+                from langgraph.checkpoint.postgres import PostgresSaver
+            except ImportError as exc:
+                raise self._missing(exc) from None
+            saver = PostgresSaver(self.conn)
+            saver.lock = self._lock
+            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
+            self._guarded(saver.setup)
+            self._checkpointer = saver
         return self._checkpointer
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            try:
+                from langgraph.store.postgres import PostgresStore
+            except ImportError as exc:
+                raise self._missing(exc) from None
+            store = PostgresStore(self.conn)
+            store.lock = self._lock
+            self._guarded(store.setup)
+            self._store = store
+        return self._store
+
+    @property
+    def journal(self) -> ToolJournal:
+        if self._journal is None:
+            self._journal = PostgresToolJournal(self.conn, self._lock)
+        return self._journal
+
+    def saved_transcript(self, thread_id: str) -> tuple[list[SavedMessage], list[Action]] | None:
+        """The latest checkpoint's messages and pending approvals read from LangGraph's tables
+        (`runner.threads.transcripts`): the messages' value in `checkpoint_blobs`, the
+        approvals in `checkpoint_writes`."""
+        if not self.retention.ready():
+            return None
+        rows = self.db.fetch(
+            "SELECT c.checkpoint_id, "
+            "c.checkpoint -> 'channel_versions' ->> 'messages' IS NOT NULL, b.type, b.blob "
+            "FROM checkpoints c LEFT JOIN checkpoint_blobs b "
+            "ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+            "AND b.channel = 'messages' "
+            "AND b.version = c.checkpoint -> 'channel_versions' ->> 'messages' "
+            "WHERE c.thread_id = ? AND c.checkpoint_ns = '' "
+            "ORDER BY c.checkpoint_id DESC LIMIT 1",
+            (thread_id,),
+        )
+        if not rows:
+            return None
+        checkpoint_id, versioned, kind, blob = rows[0]
+        if not versioned or kind == "empty":
+            messages: Any = []
+        elif blob is None:
+            raise Unreadable("the messages' value is not in checkpoint_blobs")
+        else:
+            messages = decode(kind, bytes(blob))
+        writes = self.db.fetch(
+            "SELECT type, blob FROM checkpoint_writes WHERE thread_id = ? "
+            "AND checkpoint_ns = '' AND checkpoint_id = ? AND channel = '__interrupt__' "
+            "ORDER BY task_id, idx",
+            (thread_id, checkpoint_id),
+        )
+        return transcript_of(messages, [(k, None if b is None else bytes(b)) for k, b in writes])
 
     # ------------------------------------------------------- threads shared with the server
 
@@ -452,15 +525,8 @@ class PostgresHome(Home):
             return found
         return sorted(found + served, key=lambda t: t.updated_at, reverse=True)
 
-    @property
-    def journal(self) -> ToolJournal:
-        return self._journal
-
-    @property
-    def store(self) -> Any:
-        return self._store
-
     def close(self) -> None:
+        self.retention.close()
         with self._lock:  # not while another thread is in the middle of a write
             self.conn.close()
 
@@ -488,10 +554,128 @@ class _ServedThreadLease(PostgresThreadLease):
         return super()._try(thread_id, token)
 
 
+VACUUM_MIN_DEAD = 100
+"""Dead rows (left by pruning, or by LangGraph's upserts) a checkpoint table, or its TOAST table
+(where a large value's chunks of about 2 KB go), holds before agentctl vacuums it..."""
+
+VACUUM_DEAD_FRACTION = 0.5
+"""... plus this fraction of its live rows: the table holds at most about half its live size
+again in dead rows, and a vacuum (whose cost grows with the table) comes after a number of
+deleted rows that grows with it too. A long thread replaces about a third of its kept
+checkpoints' values each turn: a vacuum every two or three turns, in the background."""
+
+_DEAD = (
+    "SELECT c.relname FROM pg_class c JOIN pg_stat_all_tables s ON s.relid = c.oid "
+    "LEFT JOIN pg_stat_all_tables t ON t.relid = c.reltoastrelid "
+    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(?) "
+    "AND (s.n_dead_tup >= ? + ? * s.n_live_tup OR t.n_dead_tup >= ? + ? * t.n_live_tup)"
+)
+_SIZE = "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(?::text[]) t"
+
+
 class PostgresRetention(TableRetention):
     """`runner.threads.retention.TableRetention` for `langgraph-checkpoint-postgres`'s tables
-    (`checkpoints`, `checkpoint_writes`, `checkpoint_blobs`); autovacuum makes the space of
-    removed rows reusable, so there is nothing to give back."""
+    (`checkpoints`, `checkpoint_writes`, `checkpoint_blobs`).
+
+    Space: a deleted row's space is reusable only once a `VACUUM` has passed over it. The
+    server's autovacuum may be off for these tables, or slow to come, and a long thread then
+    grows with the square of its length as if nothing were pruned. So after a prune that
+    removed rows, `reclaim` looks at the server's count of dead rows in the three tables and
+    their TOAST tables (`pg_stat_all_tables`, one query) and, for those holding more than
+    `VACUUM_MIN_DEAD` plus `VACUUM_DEAD_FRACTION` of their live rows, runs a plain `VACUUM`
+    (no lock that blocks reading or writing) on a connection of its own in a background
+    thread: the turn does not wait for it. One runs at a time, without truncating the tables
+    (that takes a lock the run's statements would wait for); `close` waits for it (the end
+    of a run). `reclaim(force=True)` (`agentctl threads keep-checkpoints`) vacuums the three
+    tables now. A vacuum that fails (say, the user does not own the tables) costs only space
+    and is not reported."""
+
+    TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+    def __init__(self, db: PostgresDatabase, url: str | None = None) -> None:
+        super().__init__(db)
+        self.url = url
+        """The database's URL, for the vacuum's own connection (None: never vacuum)."""
+        self._ready = False
+        self._removed = False
+        """Whether rows were removed since the last look at the dead rows."""
+        self._vacuum: threading.Thread | None = None
+        self._conn: Any = None
+        """The vacuum's connection, opened at the first vacuum."""
+        self.vacuumed: list[list[str]] = []
+        """The tables of each vacuum this process ran, in order (what tests and benches read)."""
+
+    def ready(self) -> bool:
+        if not self._ready:  # LangGraph's tables, created by the saver's setup: never dropped
+            rows = self.db.fetch(
+                "SELECT count(to_regclass(t)) FROM unnest(?::text[]) t", (list(self.TABLES),)
+            )
+            self._ready = bool(rows and rows[0][0] == len(self.TABLES))
+        return self._ready
+
+    def prune(self, thread_id: str, keep: int | None) -> Pruned:
+        pruned = super().prune(thread_id, keep)
+        self._removed = self._removed or bool(pruned.checkpoints)
+        return pruned
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)
+        self._removed = True
+
+    def crowded(self) -> list[str]:
+        """The checkpoint tables with more dead rows than the thresholds allow."""
+        limits = (VACUUM_MIN_DEAD, VACUUM_DEAD_FRACTION)
+        rows = self.db.fetch(_DEAD, (list(self.TABLES), *limits, *limits))
+        return sorted(str(row[0]) for row in rows)
+
+    def reclaim(self, *, force: bool = False) -> int:
+        if self.url is None or not self.ready():
+            return 0
+        if force:
+            self.wait()
+            (before,) = self.db.fetch(_SIZE, (list(self.TABLES),))[0]
+            self._run_vacuum(list(self.TABLES), truncate=True)
+            (after,) = self.db.fetch(_SIZE, (list(self.TABLES),))[0]
+            return max(int(before) - int(after), 0)
+        if not self._removed or (self._vacuum is not None and self._vacuum.is_alive()):
+            return 0
+        self._removed = False
+        tables = self.crowded()
+        if tables:
+            self._vacuum = threading.Thread(
+                target=self._run_vacuum, args=(tables,), name="agentctl-vacuum", daemon=True
+            )
+            self._vacuum.start()
+        return 0
+
+    def _run_vacuum(self, tables: list[str], *, truncate: bool = False) -> None:
+        """`VACUUM` the tables on a connection of its own (it cannot run in a transaction, and
+        the home's connection stays free for the run), kept for the next one. In the background
+        without `TRUNCATE`: giving the tables' empty tail back to the file system takes a lock
+        that stops the run's own statements, and the next checkpoints fill that space again."""
+        import psycopg
+
+        options = "" if truncate else " (TRUNCATE false)"
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(str(self.url), autocommit=True, connect_timeout=10)
+            self._conn.execute(f"VACUUM{options} {', '.join(tables)}")
+        except psycopg.Error:
+            return
+        self.vacuumed.append(tables)
+
+    def wait(self) -> None:
+        """Until the background vacuum, if one runs, has finished."""
+        if self._vacuum is not None:
+            self._vacuum.join()
+            self._vacuum = None
+
+    def close(self) -> None:
+        """Wait for the vacuum, and close its connection."""
+        self.wait()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     WRITES = "checkpoint_writes"
     ROWS = (

@@ -52,7 +52,9 @@ the choice (`kept_checkpoints`) and the prune are written once. A database diffe
 its subclass says: the name of LangGraph's writes table and how a checkpoint's metadata is read
 (`runner.threads.sqlite.SqliteRetention`), and, on Postgres, removing the channel values
 (`checkpoint_blobs`, stored once per version outside the checkpoints) that only removed
-checkpoints named, and leaving the space to autovacuum (`runner.threads.postgres`).
+checkpoints named, and giving the space back with a bounded `VACUUM` of the checkpoint tables
+when pruning has left enough dead rows, in the background, not relying on the server's
+autovacuum (`runner.threads.postgres.PostgresRetention`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import RunError
+from runner.events import Action
 from runner.threads.guards import (
     Execute,
     TableAnswerLog,
@@ -28,6 +29,7 @@ from runner.threads.guards import (
 from runner.threads.home import Home, default_home
 from runner.threads.retention import RECLAIM_MIN_BYTES, Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate, now
+from runner.threads.transcripts import saved_transcript
 
 __all__ = [
     "AsyncSqliteToolJournal",
@@ -301,6 +303,9 @@ class SqliteHome(Home):
             store.setup()
             self._store = store
         return self._store
+
+    def saved_transcript(self, thread_id: str) -> tuple[list[Any], list[Action]] | None:
+        return saved_transcript(self.conn, self._lock, thread_id)
 
     def close(self) -> None:
         with self._lock:  # not while another thread is in the middle of a write

@@ -7,28 +7,31 @@ holding (module, class, arguments): a pydantic model (every LangChain message) a
 values, a dataclass (an `Interrupt`) as its keyword arguments. This module reads those as plain
 values: a message becomes a `SavedMessage` with what the transcript shows. Anything else (another
 serializer, an extension it does not know) raises `Unreadable`, and the caller falls back to
-`Home.transcript`.
+`Home.transcript`. Each database reads its own tables (`Home.saved_transcript`: SQLite's
+checkpoint blob holds every channel value, Postgres keeps the messages in `checkpoint_blobs`)
+and decodes here (`decode`, `transcript_of`).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from runner.events import Action
-from runner.spec.ask_user import ASK_USER_TOOL
+from runner.events import ASK_USER_TOOL, Action
 
 __all__ = [
     "SavedMessage",
     "Unreadable",
+    "decode",
     "pending_actions",
     "question_action",
     "saved_transcript",
     "text_of",
+    "transcript_of",
 ]
 
 # LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
@@ -64,7 +67,9 @@ def _ext(code: int, data: bytes) -> Any:
     return argument
 
 
-def _decode(kind: str | None, blob: bytes | None) -> Any:
+def decode(kind: str | None, blob: bytes | None) -> Any:
+    """A value LangGraph's serializer stored (`type`, `blob` columns) as plain values;
+    `Unreadable` unless msgpack."""
     if kind != "msgpack" or blob is None:
         raise Unreadable(f"serializer {kind!r}")
     import ormsgpack
@@ -130,19 +135,29 @@ def saved_transcript(
             "AND checkpoint_id = ? AND channel = '__interrupt__' ORDER BY task_id, idx",
             (thread_id, row[0]),
         ).fetchall()
-    checkpoint = _decode(row[1], row[2])
+    checkpoint = decode(row[1], row[2])
     values = checkpoint.get("channel_values") if isinstance(checkpoint, dict) else None
     if not isinstance(values, dict):
         raise Unreadable("no channel values")
-    messages = [_message(m) for m in values.get("messages") or ()]
+    return transcript_of(values.get("messages"), writes)
+
+
+def transcript_of(
+    messages: Any, interrupt_writes: Iterable[tuple[str | None, bytes | None]]
+) -> tuple[list[SavedMessage], list[Action]]:
+    """The messages (the `messages` channel's decoded value) and the approvals pending in a
+    checkpoint's `__interrupt__` writes ((type, blob) rows), as `saved_transcript` gives them."""
+    if messages is not None and not isinstance(messages, list | tuple):
+        raise Unreadable("the messages are not a list")
+    saved = [_message(m) for m in messages or ()]
     interrupts = []
-    for kind, blob in writes:
-        for item in _decode(kind, blob) or ():
+    for kind, blob in interrupt_writes:
+        for item in decode(kind, blob) or ():
             if not isinstance(item, dict) or "value" not in item:
                 raise Unreadable("an interrupt without a value")
             interrupts.append(SimpleNamespace(id=item.get("id", ""), value=item["value"]))
     pending = pending_actions(SimpleNamespace(interrupts=interrupts))
-    return messages, [action for _, actions in pending for action in actions]
+    return saved, [action for _, actions in pending for action in actions]
 
 
 def pending_actions(

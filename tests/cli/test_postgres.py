@@ -77,6 +77,12 @@ def test_threads_list_show_rm_on_postgres(spine: Path, tmp_path: Path, postgres_
     assert removed.returncode == 0, removed.stderr
     home = open_home(postgres_url)
     try:
+        # what `threads show` printed was read without LangGraph's saver
+        saved = home.saved_transcript(waiting)
+        assert home._checkpointer is None and saved is not None
+        assert [m.text for m in saved[0] if m.type == "human"] == ["add again", "now shout"]
+        assert [(a.name, a.args) for a in saved[1]] == [("shout", {"text": "hello"})]
+        assert home.saved_transcript(done) is None
         assert [t.thread_id for t in home.threads()] == [waiting]
         assert not home.retention.has_checkpoints(done)
         assert home.transcript(done) is None
@@ -111,6 +117,9 @@ def test_retention_on_postgres_removes_old_checkpoints_and_their_values(
         pruned = home.retention.prune_all(2)
         after = {t: count(t) for t in before}
         assert home.retention.stored_keep() == (True, 2)
+        # `threads keep-checkpoints` then vacuums the checkpoint tables, whatever autovacuum does
+        assert home.retention.reclaim(force=True) >= 0
+        assert home.retention.vacuumed == [["checkpoints", "checkpoint_blobs", "checkpoint_writes"]]
     finally:
         home.close()
     # the latest two, and the one where the thread waited for approval

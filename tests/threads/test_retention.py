@@ -4,6 +4,7 @@ and everything a resume, an answer or `threads show` reads."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -333,3 +334,62 @@ def test_a_database_from_before_is_switched_to_incremental_vacuum_once(tmp_path:
         assert home.retention.incremental() and home.retention.stored_keep() == (True, 5)
     finally:
         home.close()
+
+
+CHECKPOINT_TABLES = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+
+
+def _long_postgres_thread(folder: Path, url: str, turns: int, *, vacuum: bool) -> tuple[int, int]:
+    """(bytes of the checkpoint tables, vacuums run) after a thread of `turns` turns of long
+    messages on `url`, with the server's autovacuum off for those tables; `vacuum=False` takes
+    agentctl's own vacuum away too."""
+    import psycopg
+
+    home = open_home(url)
+    home.checkpointer  # noqa: B018 (creates LangGraph's tables)
+    home.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in CHECKPOINT_TABLES:
+            conn.execute(
+                f"ALTER TABLE {table} SET (autovacuum_enabled = false, "
+                "toast.autovacuum_enabled = false)"
+            )
+
+    def text() -> str:  # long, and not compressible by TOAST
+        return " ".join(uuid.uuid4().hex for _ in range(40))
+
+    model = ScriptedChatModel(script=lambda _messages: {"content": text()})
+    folder.mkdir()
+    with Session(spec_file(folder), model=model, db=url) as run:
+        if not vacuum:
+            run.home.retention.url = None  # type: ignore[attr-defined]
+        thread = None
+        for i in range(turns):
+            thread = run.run(f"{i} {text()}", thread_id=thread).thread_id
+        vacuumed = run.home.retention.vacuumed  # type: ignore[attr-defined]
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(to_regclass(t)))::bigint FROM unnest(%s::text[]) t",
+            (CHECKPOINT_TABLES,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), len(vacuumed)
+
+
+def test_pruned_postgres_rows_give_their_space_back_without_autovacuum(
+    tmp_path: Path, postgres_server: str
+) -> None:
+    """With the server's autovacuum off, a long thread's checkpoint tables stay near their live
+    size: after pruning, agentctl vacuums them once enough rows are dead (not every turn);
+    without that they keep every pruned checkpoint's space, and grow with the square of the
+    thread's length."""
+    from tests.services import fresh_database
+
+    turns = 50
+    with fresh_database(postgres_server) as url:
+        bounded, vacuums = _long_postgres_thread(tmp_path / "a", url, turns, vacuum=True)
+    with fresh_database(postgres_server) as url:
+        unbounded, none = _long_postgres_thread(tmp_path / "b", url, turns, vacuum=False)
+    assert none == 0
+    assert 1 <= vacuums <= turns // 4
+    assert bounded * 2 < unbounded, (bounded, unbounded)

@@ -10,12 +10,16 @@ import pytest
 from runner.events import Interrupt
 from runner.run import Session
 from runner.threads.export import latest_transcript
-from runner.threads.transcripts import Unreadable, _decode, saved_transcript
+from runner.threads.transcripts import Unreadable, decode
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import call, reply, spec_file
 
 
-def test_the_light_reading_matches_langgraphs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_the_light_reading_matches_langgraphs(
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
+) -> None:
+    db = request.getfixturevalue("postgres_url") if engine == "postgres" else tmp_path / "db"
     spec = spec_file(tmp_path, interrupt_on={"write_file": True})
     model = ScriptedChatModel(
         script=[
@@ -24,14 +28,14 @@ def test_the_light_reading_matches_langgraphs(tmp_path: Path) -> None:
             reply("", call("write_file", file_path="/a.md", content="x")),
         ]
     )
-    with Session(spec, model=model, db=tmp_path / "db") as session:
+    with Session(spec, model=model, db=db) as session:
         thread = session.run("look").thread_id
         paused = session.run("write it", thread_id=thread)
         assert isinstance(paused.events[-1], Interrupt)
         home = session.home
-        light = saved_transcript(home.conn, home._lock, thread)
+        light = home.saved_transcript(thread)
         full = home.transcript(thread)
-        assert saved_transcript(home.conn, home._lock, "nope") is None
+        assert home.saved_transcript("nope") is None
     assert light is not None and full is not None
     messages, pending = light
     assert [(m.type, m.text, m.tool_calls, m.status) for m in messages] == [
@@ -53,7 +57,7 @@ def test_another_format_falls_back_to_langgraph(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(Unreadable):
-        _decode("pickle", b"...")
+        decode("pickle", b"...")
     model = ScriptedChatModel(script=[reply("Hello there.")])
     with Session(spec_file(tmp_path), model=model, db=tmp_path / "db") as session:
         thread = session.run("hi").thread_id
@@ -61,6 +65,7 @@ def test_another_format_falls_back_to_langgraph(
         def unreadable(*args: object) -> None:
             raise Unreadable("test")
 
-        monkeypatch.setattr("runner.threads.transcripts.saved_transcript", unreadable)
+        monkeypatch.setattr(session.home, "saved_transcript", unreadable)
         transcript = latest_transcript(session.home, thread)
     assert transcript is not None and transcript.messages[-1].text == "Hello there."
+    assert type(transcript.messages[-1]).__name__ == "AIMessage"  # read through LangGraph
