@@ -182,3 +182,59 @@ def test_turns_on_a_thread_read_each_message_once(tmp_path: Path, monkeypatch: A
             assert session.run(f"again {turn}", thread_id=thread).error is None
     grown = stored + 3 * 4
     assert read == once(grown)
+
+
+def test_a_fork_from_an_older_checkpoint_and_its_thread_take_turns(
+    tmp_path: Path,
+) -> None:
+    """A fork copies the messages, ids included, so both threads start with the same message:
+    a turn on either after the other reads whole a history that changed where the tally ends,
+    and shows its own calls and results, not the other thread's."""
+    from runner.events import ToolCall, ToolResult
+    from runner.run import Session
+    from runner.threads.history import checkpoints, fork_thread
+    from tests.fakes import ScriptedChatModel
+    from tests.middleware.helpers import call, reply, spec_file
+
+    def script(messages: list[BaseMessage]) -> dict[str, Any]:
+        return reply("done") if messages[-1].type == "tool" else reply("", call("ls", path="/"))
+
+    with Session(
+        spec_file(tmp_path),
+        model=ScriptedChatModel(script=script),
+        db=tmp_path / "db",
+        keep_checkpoints="all",
+    ) as session:
+        thread = None
+        for turn in range(3):
+            thread = session.run(f"turn {turn}", thread_id=thread).thread_id
+        assert thread is not None
+        older = next(c for c in checkpoints(session.home, thread) if c.messages == 4)
+        fork = fork_thread(session.home, thread, at=older.checkpoint_id).thread_id
+        shown = session._shown
+        read, lengths = [], []
+        for on in (fork, thread, fork):
+            before = shown.messages_read
+            lengths.append(len(session.values(on)["messages"]))
+            events = session.run("go on", thread_id=on).events
+            read.append(shown.messages_read - before)
+            assert [type(e) for e in events if isinstance(e, ToolCall | ToolResult)] == [
+                ToolCall,
+                ToolResult,
+            ]
+        # the fork's first turn and its next read whole: the tally left by the other thread
+        # covers more messages than the fork has; the thread's turn reads at most its history
+        # (less when the fork's tally covers a start the two still share)
+        assert lengths[0] < 8 and read[0] == lengths[0]
+        assert lengths[2] < 12 and read[2] == lengths[2]
+        assert 0 < read[1] <= lengths[1] == 12
+        assert [m.text for m in session.values(thread)["messages"] if m.type == "human"] == [
+            "turn 0",
+            "turn 1",
+            "turn 2",
+            "go on",
+        ]
+        assert [m.text for m in session.values(fork)["messages"] if m.type == "human"][-2:] == [
+            "go on",
+            "go on",
+        ]
