@@ -9,17 +9,21 @@ the script records:
 
 - the database size (the file plus its WAL), with agentctl's default checkpoint retention;
 - one more turn in the same process (median of `--repeat` turns): `Session.run` against
-  `agent.invoke(..., durability="sync")` (agentctl's durability);
-- one more turn in a fresh process: `agentctl run SPEC MSG --thread ID` (the model replays a
-  cassette) against a fresh Python that builds the bare agent and invokes one turn.
+  `agent.invoke(..., durability="sync")` (agentctl's durability), wall and CPU time, and the
+  database commits of that turn (counted with SQLite's statement trace);
+- one more turn in a fresh process (skipped with `--no-fresh`): `agentctl run SPEC MSG --thread
+  ID` (the model replays a cassette) against a fresh Python that builds the bare agent and
+  invokes one turn.
 
 Then `agentctl threads`, `threads show ID` and `threads rm ID` on an empty database and on
 databases of 100, 1,000 and 5,000 threads (each a copy of a short real thread), fresh
 processes, median of `--repeat`.
 
-Prints the tables and, last, one JSON line. The default run takes a few minutes; `--long` adds
-the 500- and 1,000-turn sizes (tens of minutes: the bare thread's checkpoints grow with the
-square of its length).
+Prints the tables and, last, one JSON line. `--history 300,1000` measures only what the per-turn
+checks of the history (dangling calls, replies, calls already shown) cost at those lengths, read
+whole against read from where the previous turn's checks ended. The default run takes a few
+minutes; `--long` adds the 500- and 1,000-turn sizes (tens of minutes: the bare thread's
+checkpoints grow with the square of its length).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +125,7 @@ class Agentctl:
         self.spec = spec_file(folder, "turns", tool_ref=f"{BENCH / '_common.py'}:step")
         self.replay = replay
         self.session = Session(self.spec, model=InstantModel(script=turn_script), db=self.db)
+        self.conn = self.session.home.conn
         self.thread: str | None = None
 
     def turn(self, text: str) -> None:
@@ -158,7 +164,7 @@ def timed_process(command: list[str]) -> float:
     return seconds
 
 
-def bench_long_thread(sizes: list[int], repeat: int) -> dict[str, Any]:
+def bench_long_thread(sizes: list[int], repeat: int, *, fresh_turns: bool = True) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -173,18 +179,33 @@ def bench_long_thread(sizes: list[int], repeat: int) -> dict[str, Any]:
                 for kind, contender in contenders.items():
                     results[f"{kind}_{size}_mb"] = db_bytes(contender.db) / 1e6
                 per_turn: dict[str, list[float]] = {k: [] for k in contenders}
+                cpu: dict[str, list[float]] = {k: [] for k in contenders}
+                commits: dict[str, list[int]] = {k: [] for k in contenders}
                 for r in range(repeat):
                     for kind, contender in contenders.items():
-                        started = time.perf_counter()
+                        counted: list[int] = []
+                        contender.conn.set_trace_callback(
+                            lambda sql, counted=counted: (
+                                counted.append(1)
+                                if sql.lstrip().upper().startswith("COMMIT")
+                                else None
+                            )
+                        )
+                        started, cpu_started = time.perf_counter(), time.process_time()
                         contender.turn(f"more {r}")
                         per_turn[kind].append(time.perf_counter() - started)
+                        cpu[kind].append(time.process_time() - cpu_started)
+                        contender.conn.set_trace_callback(None)
+                        commits[kind].append(len(counted))
                 fresh: dict[str, list[float]] = {k: [] for k in contenders}
-                for _ in range(repeat):
+                for _ in range(repeat if fresh_turns else 0):
                     for kind, contender in contenders.items():
                         fresh[kind].append(contender.fresh_turn())
                 for kind in contenders:
                     results[f"{kind}_{size}_turn_ms"] = median(per_turn[kind]) * 1e3
-                    results[f"{kind}_{size}_fresh_s"] = median(fresh[kind])
+                    results[f"{kind}_{size}_cpu_ms"] = median(cpu[kind]) * 1e3
+                    results[f"{kind}_{size}_commits"] = median(commits[kind])
+                    results[f"{kind}_{size}_fresh_s"] = median(fresh[kind]) if fresh[kind] else None
                 done = size + 2 * repeat
                 print(f"  ... {size} turns done", file=sys.stderr, flush=True)
         finally:
@@ -251,23 +272,96 @@ def bench_many_threads(counts: list[int], repeat: int) -> dict[str, Any]:
     return results
 
 
+def bench_history_reads(sizes: list[int], repeat: int) -> dict[str, Any]:
+    """What the per-turn checks of the history cost on a thread of each size: the dangling-call
+    check (model hook and session), the reply check and the calls already shown, given the
+    history as the next turn gets it (decoded anew from the checkpoint, not timed), read whole
+    (each call's cost before issue 31's change) and read from where the previous turn's checks
+    ended (`runner.middleware.tallies`). CPU time, median of `repeat` turns."""
+    import uuid
+
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from runner.middleware.patch_tool_calls import DanglingCheck, has_dangling
+    from runner.middleware.replies import ReplyCheckMiddleware
+    from runner.middleware.tallies import Tallies
+    from runner.run.translate import Shown, read_shown
+
+    serde = JsonPlusSerializer()
+
+    def turn(i: int) -> list[BaseMessage]:
+        call = calls(("step", {"i": 1}))
+        call.id = uuid.uuid4().hex
+        call_id = call.tool_calls[0]["id"]
+        return [
+            HumanMessage(content=f"message {i}", id=uuid.uuid4().hex),
+            call,
+            ToolMessage(content="1", tool_call_id=call_id, name="step", id=uuid.uuid4().hex),
+            AIMessage(content="ok", id=uuid.uuid4().hex),
+        ]
+
+    def whole(messages: list[BaseMessage]) -> None:
+        has_dangling(messages)  # the model hook
+        has_dangling(messages)  # the session, on a new message
+        ReplyCheckMiddleware()._scan(messages)
+        Tallies(Shown, read_shown)(messages)
+
+    def remembering_checks() -> Callable[[list[BaseMessage]], None]:
+        dangling, session_dangling = DanglingCheck(), DanglingCheck()
+        replies, shown = ReplyCheckMiddleware(), Tallies(Shown, read_shown)
+
+        def since(messages: list[BaseMessage]) -> None:
+            dangling(messages)
+            session_dangling(messages)
+            replies._scan(messages)
+            shown(messages)
+
+        return since
+
+    results: dict[str, Any] = {}
+    for size in sizes:
+        history = [m for i in range(size) for m in turn(i)]
+        since = remembering_checks()
+        since(history)
+        times: dict[str, list[float]] = {"whole": [], "since": []}
+        for r in range(repeat):
+            history += turn(size + r)
+            kind, data = serde.dumps_typed(history)
+            for name, check in (("whole", whole), ("since", since))[:: 1 if r % 2 else -1]:
+                decoded = serde.loads_typed((kind, data))
+                started = time.process_time()
+                check(decoded)
+                times[name].append(time.process_time() - started)
+        results[f"history_{size}_whole_ms"] = median(times["whole"]) * 1e3
+        results[f"history_{size}_since_ms"] = median(times["since"]) * 1e3
+    return results
+
+
 def tables(long: dict[str, Any], many: dict[str, Any], sizes: list[int]) -> str:
     rows = [
         f"{'turns in one thread':<22}{'DB MB (a)':>11}{'DB MB (c)':>11}"
-        f"{'turn ms (a)':>13}{'turn ms (c)':>13}{'c/a':>7}{'fresh s (a)':>13}{'fresh s (c)':>13}"
+        f"{'turn ms (a)':>13}{'turn ms (c)':>13}{'c/a':>7}{'CPU ms (a)':>12}{'CPU ms (c)':>12}"
+        f"{'c/a':>7}{'commits (a)':>13}{'commits (c)':>13}{'fresh s (a)':>13}{'fresh s (c)':>13}"
     ]
+
+    def seconds(value: float | None) -> str:
+        return f"{'-' if value is None else f'{value:.3f}':>13}"
+
     for size in sizes:
         a, c = long[f"bare_{size}_turn_ms"], long[f"agentctl_{size}_turn_ms"]
+        cpu_a, cpu_c = long[f"bare_{size}_cpu_ms"], long[f"agentctl_{size}_cpu_ms"]
         rows.append(
             f"{size:<22}{long[f'bare_{size}_mb']:>11.2f}{long[f'agentctl_{size}_mb']:>11.2f}"
-            f"{a:>13.1f}{c:>13.1f}{c / a:>7.2f}"
-            f"{long[f'bare_{size}_fresh_s']:>13.3f}{long[f'agentctl_{size}_fresh_s']:>13.3f}"
+            f"{a:>13.1f}{c:>13.1f}{c / a:>7.2f}{cpu_a:>12.1f}{cpu_c:>12.1f}{cpu_c / cpu_a:>7.2f}"
+            f"{long[f'bare_{size}_commits']:>13}{long[f'agentctl_{size}_commits']:>13}"
+            f"{seconds(long[f'bare_{size}_fresh_s'])}{seconds(long[f'agentctl_{size}_fresh_s'])}"
         )
     first, last = sizes[0], sizes[-1]
-    rows.append(
-        f"fresh agentctl run, {last} / {first} turns: "
-        f"{long[f'agentctl_{last}_fresh_s'] / long[f'agentctl_{first}_fresh_s']:.2f}x"
-    )
+    if long[f"agentctl_{first}_fresh_s"]:
+        rows.append(
+            f"fresh agentctl run, {last} / {first} turns: "
+            f"{long[f'agentctl_{last}_fresh_s'] / long[f'agentctl_{first}_fresh_s']:.2f}x"
+        )
     rows += ["", f"{'threads in the DB':<22}{'list s':>10}{'show s':>10}{'rm s':>10}"]
     for count in sorted({int(k.split("_")[1]) for k in many}):
         cells = [many.get(f"{name}_{count}_s") for name in ("list", "show", "rm")]
@@ -285,13 +379,31 @@ def main() -> None:
         "--sizes", help="comma-separated thread lengths instead of 10,100 (or 10,100,500,1000)"
     )
     parser.add_argument("--threads", default="100,1000,5000", help="thread counts for `threads`")
+    parser.add_argument(
+        "--no-fresh", action="store_true", help="skip the fresh-process turns (in-process only)"
+    )
+    parser.add_argument(
+        "--history",
+        metavar="SIZES",
+        help="only the per-turn checks of the history, at these thread lengths (e.g. 300,1000)",
+    )
     args = parser.parse_args()
+    if args.history:
+        sizes = [int(s) for s in args.history.split(",")]
+        reads = bench_history_reads(sizes, max(args.repeat, 5))
+        print("per-turn checks of the history (dangling calls twice, replies, calls shown), CPU ms")
+        print(f"{'turns in one thread':<22}{'read whole':>12}{'new only':>12}")
+        for size in sizes:
+            whole, since = reads[f"history_{size}_whole_ms"], reads[f"history_{size}_since_ms"]
+            print(f"{size:<22}{whole:>12.2f}{since:>12.3f}")
+        print(json.dumps({"bench": "threads-history", **reads}))
+        return
     sizes = [10, 100, 500, 1000] if args.long else [10, 100]
     if args.sizes:
         sizes = [int(s) for s in args.sizes.split(",")]
     counts = [int(s) for s in args.threads.split(",") if s]
     os.environ.setdefault("AGENTCTL_HOME", tempfile.mkdtemp())
-    long = bench_long_thread(sizes, args.repeat)
+    long = bench_long_thread(sizes, args.repeat, fresh_turns=not args.no_fresh)
     many = bench_many_threads(counts, args.repeat)
     print(
         f"instant scripted model, a turn = message, one tool call, answer; median of {args.repeat}"

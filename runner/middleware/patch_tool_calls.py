@@ -9,8 +9,9 @@ This is a model-call hook, not a `before_agent` node: a node is a graph step, an
 writes a checkpoint holding the whole conversation, so a node that almost never changes anything
 cost one full checkpoint per turn. The hook checks the messages it is about to send and patches
 only the request when something dangles. The check reads only the messages added since the
-conversation's previous model call: the calls asked and answered up to there are remembered with
-that part of the history, and used only when it is still the start of the one checked now.
+conversation's previous model call (`runner.middleware.tallies`: the calls asked and answered up
+to there are remembered by message ids, and used only while that part is still the start of the
+history).
 `runner.run.Session` also writes the answers into the thread when a new message arrives
 (`patch_dangling` on the state it reads for that turn anyway), so a saved conversation shows
 what the model was told.
@@ -18,12 +19,13 @@ what the model was told.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain_core.messages import AnyMessage, ToolMessage
+
+from runner.middleware.tallies import Tallies
 
 
 def cancelled_message(name: str, call_id: str) -> ToolMessage:
@@ -38,73 +40,55 @@ def cancelled_message(name: str, call_id: str) -> ToolMessage:
     )
 
 
-def _tally(messages: Sequence[Any], asked: set[str], answered: set[str]) -> None:
-    """Add the tool calls `messages` ask for and answer to `asked` and `answered`."""
+class _Calls:
+    """The tool calls a history has answered, and those it asked for and has not answered."""
+
+    __slots__ = ("answered", "open")
+
+    def __init__(self) -> None:
+        self.answered: set[str] = set()
+        self.open: set[str] = set()
+
+
+def _tally(calls: _Calls, messages: Sequence[Any]) -> None:
+    """Add the tool calls `messages` ask for and answer to `calls`."""
     for message in messages:
         kind = message.type
         if kind == "ai":
             for call in message.tool_calls or ():
-                asked.add(call["id"])
+                if call["id"] not in calls.answered:
+                    calls.open.add(call["id"])
         elif kind == "tool":
-            answered.add(message.tool_call_id)
+            calls.answered.add(message.tool_call_id)
+            calls.open.discard(message.tool_call_id)
 
 
 def has_dangling(messages: Sequence[Any]) -> bool:
     """Whether some AI tool call in `messages` has no ToolMessage."""
-    asked: set[str] = set()
-    answered: set[str] = set()
-    _tally(messages, asked, answered)
-    return not asked <= answered
-
-
-class _Tally(NamedTuple):
-    """The calls asked for and answered by `prefix`, the start of a conversation."""
-
-    prefix: list[Any]
-    asked: set[str]
-    answered: set[str]
-
-
-CONVERSATIONS_REMEMBERED = 64
+    calls = _Calls()
+    _tally(calls, messages)
+    return bool(calls.open)
 
 
 class DanglingCheck:
-    """`has_dangling` for the growing histories of model calls: each conversation's tally is
-    kept (by its first message) with the messages it covers, and reused when those messages
-    are still the start of the history (the same objects, or equal ones); then only the rest
-    is read. Any other history is read whole."""
+    """`has_dangling` for the growing histories of model calls and turns: each conversation's
+    calls are tallied once (`runner.middleware.tallies`), and each call reads only the messages
+    added since."""
 
     def __init__(self) -> None:
-        self._tallies: dict[int, _Tally] = {}
-        self._lock = threading.Lock()
+        self.tallies: Tallies[_Calls] = Tallies(_Calls, _tally)
 
     def __call__(self, messages: Sequence[Any]) -> bool:
-        if not messages:
-            return False
-        key = id(messages[0])
-        with self._lock:
-            known = self._tallies.pop(key, None)
-        if known is not None and (
-            len(known.prefix) > len(messages) or messages[: len(known.prefix)] != known.prefix
-        ):
-            known = None
-        if known is None:
-            asked: set[str] = set()
-            answered: set[str] = set()
-            start = 0
-        else:  # taken out of the cache above, so its sets are this call's alone to extend
-            asked, answered, start = known.asked, known.answered, len(known.prefix)
-        _tally(messages[start:], asked, answered)
-        with self._lock:
-            if len(self._tallies) >= CONVERSATIONS_REMEMBERED:
-                self._tallies.pop(next(iter(self._tallies)))
-            self._tallies[key] = _Tally(list(messages), asked, answered)
-        return not asked <= answered
+        return bool(self.tallies(messages).open)
 
 
-def patch_dangling(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
-    """The history with cancelled ToolMessages inserted, or None when nothing dangles."""
-    if not has_dangling(messages):
+def patch_dangling(
+    messages: Sequence[AnyMessage], *, dangling: Callable[[Sequence[Any]], bool] = has_dangling
+) -> list[AnyMessage] | None:
+    """The history with cancelled ToolMessages inserted, or None when nothing dangles
+    (`dangling` tells first, e.g. a `DanglingCheck`; the history is read whole only when it
+    says something dangles)."""
+    if not dangling(messages):
         return None
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     patched: list[AnyMessage] = []
@@ -113,7 +97,7 @@ def patch_dangling(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
         for call in getattr(message, "tool_calls", None) or () if message.type == "ai" else ():
             if call["id"] not in answered:
                 patched.append(cancelled_message(call["name"], call["id"]))
-    return patched
+    return patched if len(patched) > len(messages) else None
 
 
 class PatchToolCallsMiddleware(AgentMiddleware):

@@ -35,9 +35,10 @@ middleware existed may hold an invalid call, and was unusable): an invalid call 
 readable one paired with an error result, and an empty AI message gets a placeholder text
 (Anthropic refuses empty assistant messages). The repaired history is what the model sees; the
 thread keeps what it had. Each call reads only the messages added since the previous call of the
-same conversation (remembered by its first message), so the check stays O(new messages) on long
-runs, and copies nothing unless something needs repair. Answered calls never run, and the
-approvals middleware does not put them to a person (`runner.middleware.approvals`).
+same conversation, across turns too (`runner.middleware.tallies`: known by message ids), so the
+check stays O(new messages) on long runs, and copies nothing unless something needs repair.
+Answered calls never run, and the approvals middleware does not put them to a person
+(`runner.middleware.approvals`).
 
 In the chain it sits after the harness tools and before Summarization, limits, retries,
 fallbacks, prompt caching and the spec's own middleware (innermost, see `runner.middleware`):
@@ -53,7 +54,7 @@ import json
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -65,6 +66,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from runner.events import emit_warning
 from runner.middleware.storable import unstorable, unstorable_call_message
+from runner.middleware.tallies import Tallies
 
 __all__ = [
     "EMPTY_REPLY_PLACEHOLDER",
@@ -349,16 +351,24 @@ def repaired_history(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
 # --------------------------------------------------------------------------- the middleware
 
 
-class _Checked(NamedTuple):
-    """What one conversation's history was found to hold, up to its `length`-th message."""
+class _Checked:
+    """What a history was found to hold: whether a reply in it needs repair, and its tool call
+    ids."""
 
-    first: AnyMessage
-    last: AnyMessage
-    length: int
-    ids: set[str]
+    __slots__ = ("broken", "ids")
+
+    def __init__(self) -> None:
+        self.broken = False
+        self.ids: set[str] = set()
 
 
-CONVERSATIONS_REMEMBERED = 256
+def _check_history(checked: _Checked, messages: Sequence[AnyMessage]) -> None:
+    for message in messages:
+        if message.type == "ai":
+            if message.invalid_tool_calls or not (message.content or message.tool_calls):
+                checked.broken = True
+            for call in message.tool_calls:
+                checked.ids.add(call["id"] or "")
 
 
 def _limit_message(reason: str | None, skipped: int) -> str:
@@ -386,39 +396,14 @@ class ReplyCheckMiddleware(AgentMiddleware):
         """`parse_text_tool_calls`: run calls written out as a reply's text (see the module)."""
         super().__init__()
         self.parse_text_tool_calls = parse_text_tool_calls
-        # Conversations (by their first message) checked at earlier calls: only the messages
-        # added since are read again, so the check costs O(new messages) per model call.
-        self._checked: dict[int, _Checked] = {}
+        # Each conversation is read once (runner.middleware.tallies): a model call reads the
+        # messages added since the previous one.
+        self._checked: Tallies[_Checked] = Tallies(_Checked, _check_history)
 
     def _scan(self, messages: Sequence[AnyMessage]) -> tuple[bool, set[str]]:
         """Whether the history needs repair, and the tool call ids it holds."""
-        if not messages:
-            return False, set()
-        first = messages[0]
-        known = self._checked.get(id(first))
-        start, ids = 0, set()
-        if (
-            known is not None
-            and known.first is first
-            and known.length <= len(messages)
-            and messages[known.length - 1] is known.last
-        ):
-            start, ids = known.length, known.ids
-        broken = False
-        for index in range(start, len(messages)):
-            message = messages[index]
-            if message.type == "ai":
-                if message.invalid_tool_calls or not (message.content or message.tool_calls):
-                    broken = True
-                for call in message.tool_calls:
-                    ids.add(call["id"] or "")
-        if broken:  # the repaired copy is what the model sees: nothing to remember
-            self._checked.pop(id(first), None)
-        else:
-            if known is None and len(self._checked) >= CONVERSATIONS_REMEMBERED:
-                self._checked.pop(next(iter(self._checked)))
-            self._checked[id(first)] = _Checked(first, messages[-1], len(messages), ids)
-        return broken, ids
+        checked = self._checked(messages)
+        return checked.broken, checked.ids
 
     def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, set[str]]:
         broken, ids = self._scan(request.messages)

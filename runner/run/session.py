@@ -36,7 +36,7 @@ from runner.replay.recorder import Recorder
 from runner.run.answers import Decision, resume_values
 from runner.run.options import RunOptions
 from runner.run.replies import unused_replies
-from runner.run.translate import EventTranslator
+from runner.run.translate import EventTranslator, Shown, read_shown
 from runner.spec.ask_user import ASK_USER_TOOL
 from runner.threads import open_home
 from runner.threads.guards import AlreadyAnswered, Lease, ThreadBusy
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
     from runner.agent.resolve import LocalContext, ResolvedAgent
     from runner.backends import FileInfo
+    from runner.middleware.tallies import Tallies
     from runner.run.attachments import Attachment
     from runner.spec import AgentSpec
 
@@ -101,6 +102,17 @@ class _Finished:
     interrupts: tuple[Any, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """The thread a turn runs on: whether it is new, whether its row in the thread registry
+    exists, and the lease the turn lets go at its end (None when the session keeps it)."""
+
+    thread_id: str
+    new: bool
+    registered: bool
+    lease: Lease | None
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -131,6 +143,8 @@ class Session:
         both is a `TypeError`)."""
         from runner.agent.build import _as_spec, build_graph
         from runner.agent.resolve import Resolver
+        from runner.middleware.patch_tool_calls import DanglingCheck
+        from runner.middleware.tallies import Tallies
 
         keywords = RunOptions(
             model=model,
@@ -174,6 +188,10 @@ class Session:
         self.wait = opts.wait
         """Seconds a turn waits for a thread another process runs (None: fail at once)."""
         self._kept: dict[str, Lease] | None = None
+        # Each thread's history read once across turns (runner.middleware.tallies): a turn reads
+        # only the messages added since the last, for the calls dangling and the calls shown.
+        self._dangling = DanglingCheck()
+        self._shown: Tallies[Shown] = Tallies(Shown, read_shown)
 
     @contextmanager
     def holding_threads(self) -> Iterator[None]:
@@ -321,7 +339,7 @@ class Session:
             saved = self.home.checkpointer.get_tuple(state.config)
             values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
             messages = values.get("messages") or []
-        patched = patch_dangling(messages)
+        patched = patch_dangling(messages, dangling=self._dangling)
         if patched is None:
             return []
         from langchain_core.messages import RemoveMessage
@@ -354,11 +372,8 @@ class Session:
         """
         new_thread = thread_id is None
         thread_id = thread_id or new_thread_id()
-        if (
-            not new_thread
-            and self.home.thread(thread_id) is None
-            and not self.state(thread_id).values
-        ):
+        registered = not new_thread and self.home.thread(thread_id) is not None
+        if not new_thread and not registered and not self.state(thread_id).values:
             yield Error(
                 agent=self.name,
                 message=f"no thread {thread_id!r} in {self.home.path}",
@@ -395,23 +410,24 @@ class Session:
             return
         if kept is not None:
             kept[thread_id] = lease
+        turn = _Turn(thread_id, new_thread, registered, None if kept is not None else lease)
         try:
-            outcome = yield from self._turn(thread_id, new_thread, message, claimed, attachments)
+            outcome = yield from self._turn(turn, message, claimed, attachments)
         finally:
             if kept is None:
-                lease.release()
+                lease.release()  # if the turn's last transaction did not already
         if outcome is not None:
             yield outcome  # after the release: whoever reads it may go on with the thread
 
     def _turn(
         self,
-        thread_id: str,
-        new_thread: bool,
+        turn: _Turn,
         message: str | None,
         claimed: dict[str, Any] | None,
         attachments: Sequence[Attachment] = (),
     ) -> Generator[RunEvent, None, RunEvent | None]:
         """The events of one turn, with the lease held; returns the last one (the outcome)."""
+        thread_id, new_thread = turn.thread_id, turn.new
         # The one read of the thread's state this turn, with its lease held: its input, the
         # calls already shown, and (unless the turn stops for approval) its outcome come from it
         # and from the stream.
@@ -421,21 +437,23 @@ class Session:
             graph_input = self._graph_input(thread_id, message, claimed, state, attachments)
         except RunnerError as exc:
             return self._error(exc, thread_id)
-        yield from self._opening(thread_id, new_thread, message)
+        yield from self._opening(turn, message)
         callbacks = []
         if self.record_path is not None:
             recorder = Recorder(self.record_path, main_agent=self.name, append=not new_thread)
             callbacks.append(recorder.handler)
         existing = (state.values or {}).get("messages", []) if state is not None else []
+        shown = self._shown(existing)
         translator = EventTranslator(
             self.name,
-            seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
-            seen_results={m.tool_call_id for m in existing if m.type == "tool"},
-            seen_replies={m.id for m in existing if m.type == "ai" and m.id},
+            seen_calls=shown.calls,
+            seen_results=shown.results,
+            seen_replies=shown.replies,
             prices=self.prices,
         )
         config = self._config(thread_id, callbacks)
         final_values: dict[str, Any] | None = None
+        failed: Exception | None = None
         try:
             # durability="sync": each checkpoint is committed before the next step starts, so a
             # killed process loses at most the step it was in (and the tool journal keeps what
@@ -456,13 +474,17 @@ class Session:
                     continue
                 yield from translator.feed(namespace, mode, data)
         except Exception as exc:
-            return self._error(exc, thread_id)
-        finally:
+            failed = exc
+        except BaseException:  # Ctrl-C, or the caller stopped reading: the lease goes after
             self.home.touch(thread_id)
+            raise
+        if failed is not None:
+            self._end(turn, prune=False)
+            return self._error(failed, thread_id)
         outcome = self._outcome(thread_id, translator.interrupt_agents, final_values)
         if isinstance(outcome, Final):
             yield from self._unused_replies(thread_id, final_values)
-        warning = self._prune(thread_id)
+        warning = self._end(turn, prune=True)
         if warning is not None:
             yield warning
         if isinstance(outcome, Final) and final_values is not None:
@@ -494,16 +516,19 @@ class Session:
                 graph_input["files"] = files
         return graph_input
 
-    def _opening(self, thread_id: str, new_thread: bool, message: str | None) -> Iterator[RunEvent]:
-        """Register the turn on its thread, then its first events: `Start`, and the warnings
-        about the sandbox and about settings that changed since the thread was started."""
-        if message is not None:
-            self.home.register(
-                thread_id, agent=self.name, spec=self.spec.source, first_message=message
-            )
-        started = None if new_thread else self.home.settings(thread_id)
-        if started is None:  # a thread keeps its first settings: written once, not every turn
-            self.home.remember_settings(thread_id, self.settings)
+    def _opening(self, turn: _Turn, message: str | None) -> Iterator[RunEvent]:
+        """Register a new thread (one commit), then the turn's first events: `Start`, and the
+        warnings about the sandbox and about settings that changed since the thread was
+        started."""
+        thread_id = turn.thread_id
+        started = None if turn.new else self.home.settings(thread_id)
+        with self.home.db.batched():
+            if message is not None and not turn.registered:
+                self.home.register(
+                    thread_id, agent=self.name, spec=self.spec.source, first_message=message
+                )
+            if started is None:  # a thread keeps its first settings: written once
+                self.home.remember_settings(thread_id, self.settings)
         yield Start(agent=self.name, thread_id=thread_id)
         if self.no_sandbox is not None:
             yield self.no_sandbox
@@ -563,6 +588,16 @@ class Session:
         ):
             return _Finished(values=finished[2])
         return self.state(thread_id)
+
+    def _end(self, turn: _Turn, *, prune: bool) -> RunWarning | None:
+        """The thread's bookkeeping after a turn, in one commit: its time of last use, the
+        checkpoints the turn made obsolete (`_prune`, when `prune`), and the lease let go
+        (unless the session keeps it). A warning when the pruning failed."""
+        with self.home.db.batched():
+            self.home.touch(turn.thread_id)
+            if turn.lease is not None:
+                turn.lease.release()
+            return self._prune(turn.thread_id) if prune else None
 
     def _prune(self, thread_id: str) -> RunWarning | None:
         """Remove the thread's checkpoints that nothing needs any more (`runner.threads.retention`);

@@ -28,7 +28,31 @@ from runner.events import (
 from runner.spec.budgets import PriceSpec
 from runner.threads.transcripts import text_of
 
-__all__ = ["EventTranslator"]
+__all__ = ["EventTranslator", "Shown", "read_shown"]
+
+
+class Shown:
+    """The tool calls, results and replies (by id) a history holds: what a turn resuming it
+    must not show again."""
+
+    __slots__ = ("calls", "replies", "results")
+
+    def __init__(self) -> None:
+        self.calls: set[str] = set()
+        self.results: set[str] = set()
+        self.replies: set[str] = set()
+
+
+def read_shown(shown: Shown, messages: Sequence[Any]) -> None:
+    """Add what `messages` hold to `shown` (a `runner.middleware.tallies.Tallies` reader)."""
+    for message in messages:
+        kind = message.type
+        if kind == "ai":
+            shown.calls.update(call["id"] for call in message.tool_calls)
+            if message.id:
+                shown.replies.add(message.id)
+        elif kind == "tool":
+            shown.results.add(message.tool_call_id)
 
 
 class EventTranslator:

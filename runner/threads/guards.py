@@ -35,7 +35,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -112,8 +112,63 @@ class Database(Protocol):
     def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
     def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        """Run `sql` for each of `rows`, committed when it returns."""
+        """Run `sql` for each of `rows`, committed when it returns (in a `batched` block: with
+        the block's transaction)."""
         ...
+
+    def batched(self) -> AbstractContextManager[None]:
+        """A block whose `write`s (made by this thread) are held and committed together: with
+        the next `transaction` this thread begins in the block, else in one transaction at its
+        end. One commit instead of one per write, for the bookkeeping at the end of a turn; a
+        transaction that fails leaves them to the end of the block."""
+        ...
+
+
+Write = tuple[str, list[Sequence[Any]]]
+
+
+class HeldWrites:
+    """The `write`s of `Database.batched` blocks, per thread; a database calls `hold` in
+    `write`, `take` (and `put_back` on a rollback) in `transaction`, and `flush` writes what a
+    block leaves."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def hold(self, sql: str, rows: Iterable[Sequence[Any]]) -> bool:
+        """Hold the write if a block is open in this thread (True), else leave it (False)."""
+        held: list[Write] | None = getattr(self._local, "writes", None)
+        if held is None:
+            return False
+        held.append((sql, list(rows)))
+        return True
+
+    def take(self) -> list[Write]:
+        held: list[Write] | None = getattr(self._local, "writes", None)
+        if not held:
+            return []
+        taken = list(held)
+        held.clear()
+        return taken
+
+    def put_back(self, writes: list[Write]) -> None:
+        held: list[Write] | None = getattr(self._local, "writes", None)
+        if held is not None:
+            held[:0] = writes
+
+    @contextlib.contextmanager
+    def block(self, flush: Callable[[list[Write]], None]) -> Iterator[None]:
+        if getattr(self._local, "writes", None) is not None:  # nested: the outer block commits
+            yield
+            return
+        self._local.writes = []
+        try:
+            yield
+        finally:
+            writes = self.take()
+            self._local.writes = None
+            if writes:
+                flush(writes)
 
 
 # --------------------------------------------------------------------------- the lease

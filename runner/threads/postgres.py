@@ -61,7 +61,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 from runner.errors import RunError, first_line, redact
@@ -70,10 +70,12 @@ from runner.threads.guards import (
     JOURNAL_LOOKUP,
     JOURNAL_RECORD,
     Execute,
+    HeldWrites,
     TableAnswerLog,
     TableThreadLease,
     TableToolJournal,
     ToolJournal,
+    Write,
     journal_result,
     journal_row,
 )
@@ -189,6 +191,7 @@ class PostgresDatabase:
         self.conn = conn
         self.lock = lock
         self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
+        self._held = HeldWrites()
 
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
@@ -204,8 +207,20 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self, key: str) -> Iterator[Execute]:
+        held = self._held.take()
+        try:
+            with self._transaction(key, held) as execute:
+                yield execute
+        except BaseException:
+            self._held.put_back(held)
+            raise
+
+    @contextmanager
+    def _transaction(self, key: str, held: list[Write]) -> Iterator[Execute]:
         with self._cursor() as cur, cur.connection.transaction():
             cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_SPACE, key))
+            for statement, rows in held:
+                cur.executemany(sql(statement), rows)
 
             def execute(statement: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
                 cur.execute(sql(statement), args)
@@ -220,18 +235,30 @@ class PostgresDatabase:
 
     def write(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = list(rows)
-        if not rows:
+        if not rows or self._held.hold(statement, rows):
             return
         with self._cursor() as cur, cur.connection.transaction():
             cur.executemany(sql(statement), rows)
+
+    def batched(self) -> AbstractContextManager[None]:
+        return self._held.block(self._flush)
+
+    def _flush(self, writes: list[Write]) -> None:
+        with self._cursor() as cur, cur.connection.transaction():
+            for statement, rows in writes:
+                cur.executemany(sql(statement), rows)
 
 
 class PostgresThreadLease(TableThreadLease):
     """`runner.threads.guards.TableThreadLease` in Postgres. Holders on other hosts are judged by
     their heartbeat (each host's clock: keep them in sync to well under `ttl`)."""
 
-    def __init__(self, conn: Any, lock: Any, *, ttl: float = 30.0) -> None:
-        super().__init__(PostgresDatabase(conn, lock), ttl=ttl)
+    def __init__(
+        self, conn: Any, lock: Any, *, ttl: float = 30.0, db: PostgresDatabase | None = None
+    ) -> None:
+        """`db`: the home's, to share its `batched` blocks (a turn lets go of the lease in the
+        commit of its last bookkeeping)."""
+        super().__init__(db or PostgresDatabase(conn, lock), ttl=ttl)
 
 
 class PostgresAnswerLog(TableAnswerLog):
@@ -349,7 +376,7 @@ class PostgresHome(Home):
         self._lock = threading.Lock()
         self.db = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db, url)
-        self.lease = _ServedThreadLease(self.conn, self._lock)
+        self.lease = _ServedThreadLease(self.conn, self._lock, db=self.db)
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal: PostgresToolJournal | None = None
         self._checkpointer: Any = None

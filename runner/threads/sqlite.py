@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,12 @@ from runner.errors import RunError
 from runner.events import Action
 from runner.threads.guards import (
     Execute,
+    HeldWrites,
     TableAnswerLog,
     TableThreadLease,
     TableToolJournal,
     ToolJournal,
+    Write,
 )
 from runner.threads.home import Home, default_home
 from runner.threads.retention import RECLAIM_MIN_BYTES, Pruned, TableRetention
@@ -76,27 +78,54 @@ class SqliteDatabase:
     def __init__(self, conn: sqlite3.Connection, lock: Any) -> None:
         self.conn = conn
         self.lock = lock
+        self._held = HeldWrites()
 
     @contextmanager
     def transaction(self, key: str) -> Iterator[Execute]:
-        with _immediate(self.conn, self.lock) as conn:
-            yield lambda sql, args: conn.execute(sql, args).fetchall()
+        held = self._held.take()
+        try:
+            with _immediate(self.conn, self.lock) as conn:
+                for sql, rows in held:
+                    conn.executemany(sql, rows)
+                yield lambda sql, args: conn.execute(sql, args).fetchall()
+        except BaseException:
+            self._held.put_back(held)
+            raise
 
     def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.lock:
             return self.conn.execute(sql, args).fetchall()
 
     def write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        if self._held.hold(sql, rows):
+            return
         with self.lock:
             self.conn.executemany(sql, rows)
             self.conn.commit()
+
+    def batched(self) -> AbstractContextManager[None]:
+        return self._held.block(self._flush)
+
+    def _flush(self, writes: list[Write]) -> None:
+        with _immediate(self.conn, self.lock) as conn:
+            for sql, rows in writes:
+                conn.executemany(sql, rows)
 
 
 class SqliteThreadLease(TableThreadLease):
     """`TableThreadLease` in a SQLite thread database."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, ttl: float = 30.0):
-        super().__init__(SqliteDatabase(conn, lock), ttl=ttl)
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        lock: threading.Lock,
+        *,
+        ttl: float = 30.0,
+        db: SqliteDatabase | None = None,
+    ):
+        """`db`: the home's, to share its `batched` blocks (a turn lets go of the lease in the
+        commit of its last bookkeeping)."""
+        super().__init__(db or SqliteDatabase(conn, lock), ttl=ttl)
 
 
 class SqliteAnswerLog(TableAnswerLog):
@@ -270,7 +299,7 @@ class SqliteHome(Home):
         self.retention: SqliteRetention = SqliteRetention(self.db)
         """Prunes old checkpoints (`runner.threads.retention`); shares the connection and its
         lock."""
-        self.lease = SqliteThreadLease(self.conn, self._lock)
+        self.lease = SqliteThreadLease(self.conn, self._lock, db=self.db)
         self.answers = SqliteAnswerLog(self.conn, self._lock)
         self._journal: ToolJournal | None = None
 

@@ -148,10 +148,13 @@ def test_a_session_saves_the_cancelled_answers_and_adds_no_step_when_nothing_dan
 
 
 def test_the_remembering_check_agrees_with_a_full_read_on_every_history() -> None:
-    """DanglingCheck reads only what was added since the conversation's last call; whatever
-    the history does between calls (grows, is cut, has a message replaced or removed, starts
-    over), its answer is has_dangling's."""
+    """DanglingCheck reads only what was added since the conversation's last call, though each
+    call brings new objects (a turn decodes the checkpoint); whatever the history does between
+    calls, as LangGraph's `add_messages` and agentctl can change it (grows, is cut back, has a
+    message removed, has an approval's edit replace a reply under its id, has its dangling calls
+    answered in place, starts over), its answer is has_dangling's."""
     import random
+    import uuid
 
     from langchain_core.messages import ToolMessage
 
@@ -161,14 +164,22 @@ def test_the_remembering_check_agrees_with_a_full_read_on_every_history() -> Non
     check = DanglingCheck()
     ids = iter(range(1_000_000))
 
+    def new_id() -> str:
+        return uuid.UUID(int=rng.getrandbits(128)).hex
+
     def asked() -> AIMessage:
-        return AIMessage("", tool_calls=[call("ls", f"c{next(ids)}", path="/")])
+        return AIMessage("", id=new_id(), tool_calls=[call("ls", f"c{next(ids)}", path="/")])
 
     def answer(message: BaseMessage) -> ToolMessage:
-        return ToolMessage("ok", tool_call_id=message.tool_calls[0]["id"])  # type: ignore[attr-defined]
+        call_id = message.tool_calls[0]["id"]  # type: ignore[attr-defined]
+        return ToolMessage("ok", id=new_id(), tool_call_id=call_id)
 
-    conversations: list[list[BaseMessage]] = [[HumanMessage("hi")] for _ in range(3)]
+    def human() -> HumanMessage:
+        return HumanMessage(str(rng.random()), id=new_id())
+
+    conversations: list[list[BaseMessage]] = [[human()] for _ in range(3)]
     seen = {True: 0, False: 0}
+    full_reads = 0
     for _ in range(1_500):
         messages = rng.choice(conversations)
         move = rng.random()
@@ -176,24 +187,30 @@ def test_the_remembering_check_agrees_with_a_full_read_on_every_history() -> Non
             messages.append(asked())
             if rng.random() < 0.9:
                 messages.append(answer(messages[-1]))
-        elif move < 0.6 and len(messages) > 2:  # a message replaced in place, as add_messages does
-            index = rng.randrange(1, len(messages))
-            old = messages[index]
-            messages[index] = asked() if old.type == "ai" else HumanMessage(str(rng.random()))
-        elif move < 0.7 and len(messages) > 2:  # one removed, or the history cut (summaries)
+        elif move < 0.6 and len(messages) > 2:  # an approval's edit: same id, same call id
+            index = max(i for i, m in enumerate(messages) if i == 0 or m.type == "ai")
+            if index:
+                edited = {**messages[index].tool_calls[0], "args": {"path": "/x"}}  # type: ignore[attr-defined]
+                messages[index] = messages[index].model_copy(update={"tool_calls": [edited]})
+        elif (
+            move < 0.7 and len(messages) > 2
+        ):  # one removed by id, or cut back (an older checkpoint)
             del messages[rng.randrange(1, len(messages)) :][: rng.choice((1, len(messages)))]
-        elif move < 0.75:  # a copy of the history: equal messages, other objects
-            messages[:] = [m.model_copy() for m in messages]
-        elif move < 0.9:  # the dangling calls answered late
+        elif move < 0.8:  # a summary: every message removed, a new first one, the latest kept
+            messages[:] = [human(), *messages[-rng.randrange(1, 4) :]]
+        elif move < 0.9:  # the dangling calls answered in place (Session's new history)
             answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-            messages += [
-                answer(m)
-                for m in messages
-                if m.type == "ai" and m.tool_calls[0]["id"] not in answered  # type: ignore[attr-defined]
-            ]
+            rebuilt: list[BaseMessage] = []
+            for message in messages:
+                rebuilt.append(message)
+                if message.type == "ai" and message.tool_calls[0]["id"] not in answered:  # type: ignore[attr-defined]
+                    rebuilt.append(answer(message))
+            messages[:] = rebuilt
         else:  # a new conversation
-            messages[:] = [HumanMessage("hi")]
+            messages[:] = [human()]
         expected = has_dangling(messages)
-        assert check(list(messages)) is expected
+        assert check([m.model_copy() for m in messages]) is expected
         seen[expected] += 1
+        full_reads += len(messages)
     assert seen[True] > 100 and seen[False] > 100, seen
+    assert check.tallies.messages_read < full_reads / 3, (check.tallies.messages_read, full_reads)
