@@ -24,12 +24,16 @@ from tests.conftest import AGENTS, run_cli
 SHOWCASE_FINAL = "Done: the release notes are in agents/workspace/showcase/RELEASE_NOTES.md."
 
 
+def _copy_agents(folder: Path) -> Path:
+    """A copy of the example agents (their runs write into their folder) and skills."""
+    shutil.copytree(AGENTS, folder / "agents", ignore=shutil.ignore_patterns("workspace"))
+    shutil.copytree(AGENTS.parent / "skills", folder / "skills")
+    return folder / "agents"
+
+
 @pytest.fixture
 def agents(tmp_path: Path) -> Path:
-    """A copy of the example agents (their runs write into their folder) and skills."""
-    shutil.copytree(AGENTS, tmp_path / "agents", ignore=shutil.ignore_patterns("workspace"))
-    shutil.copytree(AGENTS.parent / "skills", tmp_path / "skills")
-    return tmp_path / "agents"
+    return _copy_agents(tmp_path)
 
 
 def server_env(tmp_path: Path) -> dict[str, str]:
@@ -164,13 +168,15 @@ def test_a_bad_agent_file_stops_everything_before_serving(agents: Path) -> None:
 # --------------------------------------------------------------------------- streamable HTTP
 
 
-@pytest.fixture
-def http_server(agents: Path, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server for the module: one test runs an agent, the other is refused before any."""
+    folder = tmp_path_factory.mktemp("mcp-http")
     command = ["mcp", "serve", "showcase.yaml", "docs.yaml", "--http", "0", "--auto-approve"]
     process = subprocess.Popen(
         [sys.executable, "-m", "runner", *command],
-        cwd=agents,
-        env=server_env(tmp_path),
+        cwd=_copy_agents(folder),
+        env=server_env(folder),
         stderr=subprocess.PIPE,
         text=True,
     )

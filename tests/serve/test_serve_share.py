@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.serve import servers
+from tests.services import fresh_database
 
 pytest.importorskip("aegra_api")
 sdk = pytest.importorskip("langgraph_sdk")
@@ -43,11 +44,15 @@ REPLIES = """\
 """
 
 
+def _write_spec(folder: Path) -> Path:
+    (folder / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
+    (folder / "scribe.cassette.yaml").write_text(REPLIES, encoding="utf-8")
+    return folder / "scribe.yaml"
+
+
 @pytest.fixture
 def spec(tmp_path: Path) -> Path:
-    (tmp_path / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
-    (tmp_path / "scribe.cassette.yaml").write_text(REPLIES, encoding="utf-8")
-    return tmp_path / "scribe.yaml"
+    return _write_spec(tmp_path)
 
 
 @contextlib.contextmanager
@@ -58,11 +63,15 @@ def _serving(spec: Path, db: str) -> Iterator[Any]:
         yield sdk.get_sync_client(url=server.url)
 
 
-@pytest.fixture
-def served(spec: Path, postgres_url: str) -> Iterator[tuple[Path, str, Any]]:
-    """The agent file, the database URL and a langgraph-sdk client of a server on it."""
-    with _serving(spec, postgres_url) as client:
-        yield spec, postgres_url, client
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server: str
+) -> Iterator[tuple[Path, str, Any]]:
+    """The agent file, the database URL and a langgraph-sdk client of a server on it: one for
+    the module (each test works on threads of its own)."""
+    spec = _write_spec(tmp_path_factory.mktemp("shared"))
+    with fresh_database(postgres_server) as database, _serving(spec, database) as client:
+        yield spec, database, client
 
 
 def _events(output: str) -> list[dict[str, Any]]:
