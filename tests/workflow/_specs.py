@@ -1,16 +1,21 @@
 """A test-only stand-in for the workflow loader: YAML text -> WorkflowSpec with `agent_specs()`
 filled (each agent validated as an AgentSpec named by its key, inheriting the workflow's model).
-No locations, no `ref:`, no checks: the real loader is `runner.load`'s."""
+No locations, no `ref:`, no checks: the real loader is `runner.load`'s. Also `built`: a
+workflow built on replayed agents and a SQLite checkpointer."""
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import yaml
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.memory import InMemoryStore
 
 from runner.spec import AgentSpec
 from runner.spec.workflow import AgentStep, ChooseStep, WorkflowAgent, WorkflowSpec
-from runner.workflow.build import steps_of
+from runner.workflow.build import build_workflow, steps_of
 
 
 def _agent(key: str, entry: Any, spec: WorkflowSpec) -> AgentSpec:
@@ -46,3 +51,23 @@ def workflow_spec(text: str) -> WorkflowSpec:
             agents[step.id] = _agent(step.id, agent, spec)
     spec._agent_specs = agents
     return spec
+
+
+def cassette(tmp_path: Path, agents: dict[str, list[Any]]) -> str:
+    path = tmp_path / "replies.cassette.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "agents": agents}))
+    return f"replay:{path}"
+
+
+def built(tmp_path: Path, text: str, agents: dict[str, list[Any]], db: Path | None = None) -> Any:
+    conn = sqlite3.connect(db or tmp_path / "db.sqlite", check_same_thread=False)
+    return build_workflow(
+        workflow_spec(text),
+        model=cassette(tmp_path, agents),
+        checkpointer=SqliteSaver(conn),
+        store=InMemoryStore(),
+    )
+
+
+def config(thread: str = "t1") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}, "recursion_limit": 200}

@@ -2,39 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-from runner.workflow.build import build_workflow
-from tests.workflow._specs import workflow_spec
-
-
-def cassette(tmp_path: Path, agents: dict[str, list[Any]]) -> str:
-    path = tmp_path / "replies.cassette.yaml"
-    path.write_text(yaml.safe_dump({"version": 1, "agents": agents}))
-    return f"replay:{path}"
-
-
-def built(tmp_path: Path, text: str, agents: dict[str, list[Any]], db: Path | None = None) -> Any:
-    conn = sqlite3.connect(db or tmp_path / "db.sqlite", check_same_thread=False)
-    return build_workflow(
-        workflow_spec(text),
-        model=cassette(tmp_path, agents),
-        checkpointer=SqliteSaver(conn),
-        store=InMemoryStore(),
-    )
-
-
-def config(thread: str = "t1") -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}, "recursion_limit": 200}
-
+from tests.workflow._specs import built, config
 
 SEQUENCE = """
 name: seq
@@ -117,15 +90,6 @@ workflow:
       output: note
   output: "{{ state.note }} / {{ state.count }}"
 """
-
-
-@pytest.fixture
-def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "calls.log"
-    path.touch()
-    monkeypatch.setenv("WF_LOG", str(path))
-    monkeypatch.setenv("WF_CRASH", str(tmp_path / "crash"))
-    return path
 
 
 def test_tool_steps_get_rendered_arguments_and_one_expression_keeps_its_type(

@@ -27,9 +27,11 @@ def stats(words: list[str]) -> dict[str, Any]:
 
 
 def crash_after(text: str) -> str:
-    """Record a side effect, then fail while $WF_CRASH exists."""
+    """Record a side effect, then fail while $WF_CRASH exists (and, when it holds a text, the
+    text is that one)."""
     _log("crash_after", text=text)
-    if Path(os.environ["WF_CRASH"]).exists():
+    flag = Path(os.environ["WF_CRASH"])
+    if flag.exists() and flag.read_text() in ("", text):
         raise RuntimeError("simulated crash")
     return "ok"
 
