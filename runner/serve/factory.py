@@ -99,15 +99,21 @@ def refuse_file_inputs(
 
 
 def _served_spec(path: str | os.PathLike[str], base_vars: Mapping[str, Any]) -> Any:
-    from runner.load.loader import load_spec
+    from runner.load.workflow import load_any
 
-    return load_spec(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
+    return load_any(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
 
 
 def _refuse_file_inputs(spec: Any, vars: Mapping[str, Any]) -> None:
+    from runner.spec import AgentSpec
     from runner.spec.checks import file_inputs
 
-    files = file_inputs(spec)
+    if isinstance(spec, AgentSpec):
+        files = file_inputs(spec)
+    else:  # a workflow: its inputs, and those of every agent it runs
+        files = {n for n, declared in spec.inputs.items() if declared.kind == "file"}
+        for agent in spec.agent_specs().values():
+            files |= file_inputs(agent)
     for name in sorted(vars):
         if name in files:
             raise BuildError(
@@ -127,6 +133,8 @@ def check_run_vars(
     problem of the file itself is not the request's: it is left for the run to report."""
     from runner.errors import SpecError
     from runner.load.loader import load_spec
+    from runner.load.workflow import load_workflow
+    from runner.spec.workflow import WorkflowSpec
 
     vars = _checked_vars(vars) or {}
     try:
@@ -134,7 +142,10 @@ def check_run_vars(
     except SpecError:
         return
     _refuse_file_inputs(spec, vars)
-    load_spec(Path(path), vars={**base_vars, **vars}, require_inputs=True, vars_from=VARS_FROM)
+    if isinstance(spec, WorkflowSpec):
+        load_workflow(Path(path), vars={**base_vars, **vars}, require_inputs=True)
+    else:
+        load_spec(Path(path), vars={**base_vars, **vars}, require_inputs=True, vars_from=VARS_FROM)
 
 
 def _checked_vars(vars: Any) -> Mapping[str, Any] | None:
@@ -196,7 +207,10 @@ class GraphFactory:
         from runner.agent.build import build_graph
         from runner.agent.resolve import Resolver
         from runner.load.loader import load_spec
+        from runner.load.workflow import is_workflow_file
 
+        if is_workflow_file(path):
+            return self._build_workflow(path, vars, model, require)
         spec = load_spec(Path(path), vars=vars, require_inputs=require, vars_from=VARS_FROM)
         resolved = Resolver(model=model).resolve(spec)
         try:
@@ -208,6 +222,26 @@ class GraphFactory:
             resolved.close()
             raise
         return _Built(graph, resolved)
+
+    def _build_workflow(
+        self, path: str, vars: dict[str, Any], model: str | None, require: bool
+    ) -> _Built:
+        """A workflow file's graph: its agents built as subgraphs, the engine's checkpointer and
+        store given to the whole at each run."""
+        from langgraph.store.memory import InMemoryStore
+
+        from runner.check.workflow import load_checked_workflow
+        from runner.workflow.build import build_workflow
+
+        spec = load_checked_workflow(Path(path), vars=vars, require_inputs=require)
+        built = build_workflow(spec, model=model, store=InMemoryStore())
+        graph = built.graph
+        try:
+            graph.context_schema = assistant_config_model(spec)
+        except BaseException:
+            built.close()
+            raise
+        return _Built(graph, built)
 
     async def agraph(
         self,
