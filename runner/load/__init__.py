@@ -3,6 +3,7 @@
 ```
 source.py     YAML with positions, ${ENV} interpolation
 loader.py     load_spec: includes, subagent refs, templates, openapi documents, SKILL.md folders
+workflow.py   load_workflow, load_any: a workflow file and the agents its steps run
 problems.py   pydantic errors -> located problems, did-you-mean
 templates.py  the prompt templates ({{ vars.x }})
 openapi.py    the operations of an OpenAPI document
@@ -11,3 +12,23 @@ skills.py     SKILL.md front matter
 
 No LangChain import here (`tests/test_startup_imports.py`).
 """
+
+from typing import Any
+
+__all__ = ["load_any", "load_spec", "load_workflow"]
+
+_LAZY = {
+    "load_spec": "runner.load.loader",
+    "load_workflow": "runner.load.workflow",
+    "load_any": "runner.load.workflow",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`runner.load.load_spec` and friends, imported when first used (the modules of this
+    package import each other without running the loader)."""
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -48,10 +48,12 @@ from runner.spec.agent import AgentCore
 from runner.spec.backend import ImportBackendSpec, backend_leaves
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
+from runner.spec.workflow import WorkflowSpec, is_workflow_document
 
 __all__ = ["load_spec"]
 
 _CONCAT_ON_INCLUDE = frozenset({"tools", "subagents"})
+_T = TypeVar("_T", AgentSpec, WorkflowSpec)
 
 
 def load_spec(
@@ -73,12 +75,7 @@ def load_spec(
     """
     loader = _Loader(dict(vars or {}), os.environ if env is None else env, require_inputs)
     spec = loader.load(Path(path), stack=())
-    if not allow_unused_vars and spec is not None:
-        loader.problems += _unused_vars(loader, Path(path))
-    if loader.problems or spec is None:
-        problems = sorted({_one_line(p) for p in loader.problems})
-        raise SpecError(problems or [Problem(display_path(Path(path)), 0, 0, "", "could not load")])
-    return spec
+    return loader.finish(spec, Path(path), allow_unused_vars=allow_unused_vars)
 
 
 class _UsedVars(dict[str, Any]):
@@ -182,6 +179,15 @@ class _Loader:
         # unquoted '{{'): later checks there would only repeat the problem.
         self.unreadable: set[tuple[str, str]] = set()
 
+    def finish(self, spec: _T | None, path: Path, *, allow_unused_vars: bool) -> _T:
+        """`spec`, or `SpecError` with every problem found while loading it."""
+        if not allow_unused_vars and spec is not None:
+            self.problems += _unused_vars(self, path)
+        if self.problems or spec is None:
+            problems = sorted({_one_line(p) for p in self.problems})
+            raise SpecError(problems or [Problem(display_path(path), 0, 0, "", "could not load")])
+        return spec
+
     # ----------------------------------------------------------------------- files
 
     def _read(self, path: Path, *, at: Problem | None = None) -> Document | None:
@@ -262,6 +268,17 @@ class _Loader:
             return None
         value, pos = self._with_includes(path, doc, ())
         smap = SourceMap(pos)
+        if is_workflow_document(value):
+            message = "a workflow file (it has `workflow:`), not an agent file"
+            self.problems.append(
+                _with(at, f"{message}: {display_path(path)}")
+                if at is not None
+                else smap.problem(
+                    ("workflow",), f"{message}; load it with `load_workflow`", at_key=True
+                )
+            )
+            self.loaded[key] = None
+            return None
         try:
             spec = AgentSpec.model_validate(value)
         except ValidationError as exc:
@@ -281,8 +298,16 @@ class _Loader:
 
         self.used_vars.update(spec.vars)
         self.used_vars.update(spec.inputs)
-        values = self._input_values(spec, smap)
+        values = self.input_values(spec, smap)
         variables = _UsedVars({**spec.vars, **values}, self.used_vars)
+        self.resolve_agent(spec, smap, (*stack, key), variables)
+        return spec
+
+    def resolve_agent(
+        self, spec: AgentSpec, smap: SourceMap, stack: tuple[Path, ...], variables: dict[str, Any]
+    ) -> None:
+        """Resolve the paths, prompts and subagents of a validated agent (`smap` locates its
+        keys; `stack` is the chain of files that led to it, for ref cycles)."""
         self._resolve_core(spec, (), smap, variables)
         for index, entry in enumerate(spec.subagents):
             where: KeyPath = ("subagents", index)
@@ -291,7 +316,7 @@ class _Loader:
             elif isinstance(entry, ImportSubagent):
                 entry.import_ = self._import_ref(entry.import_, smap, (*where, "import"))
             else:
-                self._load_ref(entry, where, smap, (*stack, key))
+                self._load_ref(entry, where, smap, stack)
         gp = spec.general_purpose_agent
         if gp.model is not None:
             _resolve_model(gp.model, smap, ("general_purpose_agent", "model"))
@@ -300,9 +325,8 @@ class _Loader:
             names, general_purpose=spec.general_purpose_agent.enabled
         ):
             self.problems.append(smap.problem(keypath, message))
-        return spec
 
-    def _input_values(self, spec: AgentSpec, smap: SourceMap) -> dict[str, Any]:
+    def input_values(self, spec: AgentSpec | WorkflowSpec, smap: SourceMap) -> dict[str, Any]:
         """The caller's vars with the spec's typed inputs checked, converted and defaulted."""
         from runner.spec.inputs import CliText, check_value, read_file_input
 
@@ -351,7 +375,7 @@ class _Loader:
     def _load_ref(
         self, entry: RefSubagent, where: KeyPath, smap: SourceMap, stack: tuple[Path, ...]
     ) -> None:
-        ref_path, spec = self._load_ref_file(entry.ref, where, smap, stack)
+        ref_path, spec = self.load_ref_file(entry.ref, where, smap, stack)
         entry.ref = str(ref_path)
         if spec is None:
             return
@@ -366,9 +390,10 @@ class _Loader:
                 )
             )
 
-    def _load_ref_file(
+    def load_ref_file(
         self, ref: str, where: KeyPath, smap: SourceMap, stack: tuple[Path, ...]
     ) -> tuple[Path, AgentSpec | None]:
+        """The agent file `ref` (at `where`, relative to the file that wrote it), loaded."""
         ref_path = (_base_dir(smap, (*where, "ref")) / Path(ref).expanduser()).resolve()
         at = smap.problem((*where, "ref"), "")
         if ref_path in stack:
@@ -395,7 +420,7 @@ class _Loader:
                 continue
             name = entry.get("name") if isinstance(entry.get("name"), str) else None
             if isinstance(entry.get("ref"), str):
-                _, ref_spec = self._load_ref_file(entry["ref"], ("subagents", index), smap, stack)
+                _, ref_spec = self.load_ref_file(entry["ref"], ("subagents", index), smap, stack)
                 if name is None and ref_spec is not None:
                     names.append((index, ref_spec.name, True))
                     continue
@@ -419,7 +444,7 @@ class _Loader:
             return ref
         target, attr = ref.rsplit(":", 1)
         file = _host_path(target, _base_dir(smap, at))
-        if (smap.file_of(at), format_path(at)) not in self.unreadable and not file.is_file():
+        if (smap.file_of(at), smap.shown(at)) not in self.unreadable and not file.is_file():
             reason = "is a directory, not a Python file" if file.is_dir() else "file not found"
             self.problems.append(smap.problem(at, f"{reason}: {display_path(file)}"))
         return f"{file}:{attr}"
@@ -432,18 +457,7 @@ class _Loader:
             _resolve_model(core.model, smap, (*where, "model"))
         if core.summarization.model is not None:
             _resolve_model(core.summarization.model, smap, (*where, "summarization", "model"))
-        for index, tool in enumerate(core.tools):
-            tool_at: KeyPath = (*where, "tools", index)
-            if isinstance(tool, ImportTool):
-                tool.import_ = self._import_ref(tool.import_, smap, (*tool_at, "import"))
-            elif isinstance(tool, McpTool):
-                server = tool.mcp
-                base = _base_dir(smap, (*tool_at, "mcp"))
-                server.cwd = str(_host_path(server.cwd, base)) if server.cwd else str(base)
-                if server.command and ("/" in server.command) and not os.path.isabs(server.command):
-                    server.command = str(_host_path(server.command, base))
-            elif isinstance(tool, OpenApiTool):
-                self._read_openapi(tool.openapi, smap, (*tool_at, "openapi"))
+        self.resolve_tools(core.tools, where, smap)
         for index, mw in enumerate(core.middleware):
             mw.import_ = self._import_ref(mw.import_, smap, (*where, "middleware", index, "import"))
         for key in ("memory", "skills"):
@@ -470,6 +484,22 @@ class _Loader:
             key = "system_prompt" if smap.exists((*where, "system_prompt")) else "prompt"
             core.prompt = self._render(core.prompt, (*where, key), smap, variables)
 
+    def resolve_tools(self, tools: list[Any], where: KeyPath, smap: SourceMap) -> None:
+        """Resolve the relative paths of the `tools:` entries at `where` and read the OpenAPI
+        documents they name."""
+        for index, tool in enumerate(tools):
+            tool_at: KeyPath = (*where, "tools", index)
+            if isinstance(tool, ImportTool):
+                tool.import_ = self._import_ref(tool.import_, smap, (*tool_at, "import"))
+            elif isinstance(tool, McpTool):
+                server = tool.mcp
+                base = _base_dir(smap, (*tool_at, "mcp"))
+                server.cwd = str(_host_path(server.cwd, base)) if server.cwd else str(base)
+                if server.command and ("/" in server.command) and not os.path.isabs(server.command):
+                    server.command = str(_host_path(server.command, base))
+            elif isinstance(tool, OpenApiTool):
+                self._read_openapi(tool.openapi, smap, (*tool_at, "openapi"))
+
     def _read_openapi(self, entry: OpenApiSpec, smap: SourceMap, at: KeyPath) -> None:
         """Read the entry's OpenAPI document (relative to the file naming it) and keep the
         operations it lists; its problems are located (see
@@ -483,7 +513,7 @@ class _Loader:
         self, prompt: Any, prompt_at: KeyPath, smap: SourceMap, variables: dict[str, Any]
     ) -> str | None:
         """The rendered prompt (inline, or `{file: ...}`); None after recording a problem."""
-        if (smap.file_of(prompt_at), format_path(prompt_at)) in self.unreadable:
+        if (smap.file_of(prompt_at), smap.shown(prompt_at)) in self.unreadable:
             return None
         if isinstance(prompt, PromptFile):
             prompt = {"file": prompt.file}
@@ -512,16 +542,16 @@ class _Loader:
                 shown = display_path(exc.file or file)
                 self.problems.append(
                     Problem(
-                        shown, exc.line, 1 if exc.line else 0, format_path(prompt_at), exc.message
+                        shown, exc.line, 1 if exc.line else 0, smap.shown(prompt_at), exc.message
                     )
                 )
                 return None
         if isinstance(prompt, str):
             try:
-                return render(prompt, variables, name=f"<prompt {format_path(prompt_at)}>")
+                return render(prompt, variables, name=f"<prompt {smap.shown(prompt_at)}>")
             except TemplateProblem as exc:
                 loc = smap.text_line(prompt_at, exc.line) if exc.line else smap.value_loc(prompt_at)
-                self.problems.append(loc.problem(format_path(prompt_at), exc.message))
+                self.problems.append(loc.problem(smap.shown(prompt_at), exc.message))
         return None
 
 

@@ -173,6 +173,14 @@ def _step(tp: Any, part: str | int) -> Any:
     return None
 
 
+def _is_tag(tp: Any, part: str | int) -> bool:
+    """Whether `part` of an error's location is the tag of a member of the union `tp`."""
+    base = _unwrap(tp) if tp is not None else None
+    return _is_union(base) and any(
+        part in _tags(member) or part in _kind_literal(_unwrap(member)) for member in get_args(base)
+    )
+
+
 def _models_in(tp: Any) -> list[type[BaseModel]]:
     base = _unwrap(tp)
     if _is_union(base):
@@ -208,6 +216,10 @@ def _walk(loc: tuple[Any, ...], data: Any, root: type[BaseModel]) -> tuple[KeyPa
             at_key = True
             continue
         tp_next = _step(tp, part)
+        if _is_tag(tp, part):
+            # A union member's tag names no value (a step's tag `agent` is also its key)
+            tp = tp_next if tp_next is not None else tp
+            continue
         in_mapping = isinstance(cur, dict) and isinstance(part, str) and part in cur
         in_list = isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
         if in_mapping or in_list:

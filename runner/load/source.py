@@ -114,9 +114,13 @@ class SourceMap:
         offset = max(line_in_text - 1, 0)
         return Loc(loc.file, loc.line + offset, 1 if offset else loc.col)
 
+    def shown(self, path: KeyPath) -> str:
+        """How a problem names `path` (`subagents[1].model`)."""
+        return format_path(path)
+
     def problem(self, path: KeyPath, message: str, *, at_key: bool = False) -> Problem:
         loc = self.key_loc(path) if at_key else self.value_loc(path)
-        return loc.problem(format_path(path), message)
+        return loc.problem(self.shown(path), message)
 
 
 # --------------------------------------------------------------------------- interpolation
