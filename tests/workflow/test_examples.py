@@ -4,20 +4,12 @@ the steps make (each agent key with as many replies as its steps call it)."""
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from runner.spec.workflow import (
-    AgentStep,
-    MapStep,
-    ParallelStep,
-    WorkflowAgent,
-    WorkflowSpec,
-)
+from runner.load import load_spec, load_workflow
+from runner.spec.workflow import WorkflowAgent, WorkflowSpec
 from tests.conftest import ROOT
 
 WORKFLOWS = ROOT / "workflows"
@@ -30,30 +22,9 @@ CALLS = {
     "research": {"researcher": 1, "internals": 1, "risks": 1, "writer": 1},
 }
 
-_DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
-
 
 def _spec(name: str) -> WorkflowSpec:
-    """The example as the spec models read it (`${VAR:-default}` given its default)."""
-    text = _DEFAULTED.sub(lambda m: m.group(2), (WORKFLOWS / f"{name}.yaml").read_text())
-    return WorkflowSpec.model_validate(yaml.safe_load(text))
-
-
-def _agent_keys(spec: WorkflowSpec) -> set[str]:
-    """The keys replies are filed under: names in `agents:`, ids of steps with an inline agent."""
-    keys = set(spec.agents)
-
-    def walk(steps: list[Any]) -> None:
-        for step in steps:
-            if isinstance(step, AgentStep) and not isinstance(step.agent, str):
-                keys.add(step.id)
-            if isinstance(step, ParallelStep):
-                walk(step.parallel)
-            if isinstance(step, MapStep):
-                walk(step.map.steps)
-
-    walk(spec.workflow.steps)
-    return keys
+    return load_workflow(WORKFLOWS / f"{name}.yaml", require_inputs=False)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -61,9 +32,11 @@ def test_the_example_reads_as_a_workflow(name: str) -> None:
     spec = _spec(name)
     assert spec.name == name
     assert spec.workflow.output in spec.state
-    for entry in spec.agents.values():
-        if isinstance(entry, WorkflowAgent):
-            assert entry.description, "an inline agent says what it does (inspect shows it)"
+    for key, agent in spec.agent_specs().items():
+        assert agent.name == key
+        assert agent.description, f"{key}: an agent says what it does (inspect shows it)"
+        assert agent.model is not None and agent.model.id == "openai:gpt-4.1-mini"
+    assert all(not isinstance(a, WorkflowAgent) or a.model is None for a in spec.agents.values())
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -71,12 +44,10 @@ def test_the_cassette_has_the_replies_of_every_agent_key(name: str) -> None:
     cassette = yaml.safe_load((WORKFLOWS / f"{name}.cassette.yaml").read_text())
     replies = {key: len(value) for key, value in cassette["agents"].items()}
     assert replies == CALLS[name]
-    assert set(replies) == _agent_keys(_spec(name))
+    assert set(replies) == set(_spec(name).agent_specs())
 
 
-def test_the_release_notes_writer_is_an_agent_file_of_its_own(tmp_path: Path) -> None:
-    from runner.load.loader import load_spec
-
+def test_the_release_notes_writer_is_an_agent_file_of_its_own() -> None:
     spec = load_spec(WORKFLOWS / "agents" / "writer.yaml", env=dict(os.environ))
     assert spec.name == "writer"
     assert spec.response_format is None  # its answer is the draft's text (state.draft: string)
