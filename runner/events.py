@@ -2,7 +2,9 @@
 
 Every event names the `agent` it came from: the main agent's name, or a subagent's. Events from a
 subagent also carry `parent_id`, the id of the `task` tool call that started it, so a renderer can
-nest a subagent's work under that call. `to_dict()` is the `--output jsonl` line; its keys are a
+nest a subagent's work under that call. In a workflow run, `StepStart` and `StepEnd` frame each
+step, and every event from inside a step carries `step`, the step's id (the agent of an agent
+step is named by its key in the workflow). `to_dict()` is the `--output jsonl` line; its keys are a
 promise to scripts: `type` and `agent` always, and per type the fields documented below.
 """
 
@@ -36,11 +38,14 @@ class RunEvent:
     type: ClassVar[str] = "event"
     agent: str
     parent_id: str | None = None
+    step: str | None = None
+    """In a workflow run: the id of the step the event came from."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if data.get("parent_id") is None:
-            data.pop("parent_id", None)
+        for optional in ("parent_id", "step"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return {"type": self.type, **data}
 
 
@@ -173,6 +178,36 @@ class Final(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class StepStart(RunEvent):
+    """A workflow step began (`kind`: agent, tool, approval, ask, route, choose, loop, parallel,
+    map). A step that waited for a person, or was cut off by a crash, starts again when the run
+    goes on."""
+
+    type: ClassVar[str] = "step_start"
+    step: str
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepEnd(RunEvent):
+    """A workflow step ended: `status` is `done`, `waiting` (for a person: the run stops with
+    an `interrupt` event) or `failed`; `seconds` its time; `output` what it wrote (the answer,
+    the tool's result, the branch taken), when it wrote something."""
+
+    type: ClassVar[str] = "step_end"
+    step: str
+    status: str
+    seconds: float
+    output: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.output is None:
+            data.pop("output")
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunWarning(RunEvent):
     """Something the user should know that did not stop the run (a reply cut off by the length
     limit, an empty reply, execute running without a sandbox...). `code` is a stable, short
@@ -218,6 +253,8 @@ EVENT_TYPES: tuple[type[RunEvent], ...] = (
     Final,
     RunWarning,
     Error,
+    StepStart,
+    StepEnd,
 )
 
 __all__ = [
@@ -234,6 +271,8 @@ __all__ = [
     "RunEvent",
     "RunWarning",
     "Start",
+    "StepEnd",
+    "StepStart",
     "TextDelta",
     "TodosUpdate",
     "ToolCall",

@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsp",),  # the language server: validate's checks and `agentctl test`'s loader, as you type
     ("serve", "web", "testing", "starter"),  # servers, the web page, `agentctl test`
     ("run",),  # one turn on a thread -> RunEvents
+    ("workflow",),  # WorkflowSpec -> compiled StateGraph of agent, tool and people steps
     ("agent",),  # AgentSpec -> resolved agent -> compiled graph
     ("middleware", "tools"),  # the harness, and the tools a spec declares
     ("check",),  # static checks: validate, tool lists, cassettes (no LangChain)

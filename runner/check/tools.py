@@ -251,9 +251,16 @@ def declared_args(core: AgentCore) -> dict[str, dict[str, Any]]:
 
 
 def _own_tools(core: AgentCore) -> tuple[list[str], bool]:
+    names, open_ = entry_tool_names(core.tools)
+    return names, open_ or bool(core.middleware)
+
+
+def entry_tool_names(entries: list[Any]) -> tuple[list[str], bool]:
+    """The names of the tools `tools:` entries give, and whether more may come when they are
+    built (an MCP server without `include:`, an import of a tool factory)."""
     names: list[str] = []
-    open_ = bool(core.middleware)
-    for entry in core.tools:  # as `_check_approvals` counts them: after renames and prefixes
+    open_ = False
+    for entry in entries:  # as `_check_approvals` counts them: after renames and prefixes
         if isinstance(entry, ImportTool):
             if entry.name is not None:
                 names.append(entry.name)

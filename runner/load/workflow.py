@@ -153,6 +153,8 @@ def _load(loader: _Loader, path: Path) -> WorkflowSpec | None:
     loader.used_vars.update(spec.inputs)
     values = loader.input_values(spec, smap)
     variables = _UsedVars({**spec.vars, **values}, loader.used_vars)
+    # the run's `vars`: the file's, with the caller's values and the inputs (checked, defaulted)
+    run_vars = {**spec.vars, **values}
     if spec.model is not None:
         _resolve_model(spec.model, smap, ("model",))
     loader.resolve_tools(spec.tools, (), smap)
@@ -171,6 +173,7 @@ def _load(loader: _Loader, path: Path) -> WorkflowSpec | None:
         if agent is not None:
             agents[key] = agent
     spec._agent_specs = agents
+    spec.vars = run_vars
     return spec
 
 

@@ -24,6 +24,8 @@ class TaskCall:
     siblings: tuple[tuple[str | None, str], ...]
     """(id, description) of each `task` call to the same subagent in the calling reply, in order,
     this one included."""
+    run: int | None = None
+    """The run of the agent's replies to play, when the caller counts them (a workflow step)."""
 
 
 TASK_CALL: ContextVar[TaskCall | None] = ContextVar("agentctl_task_call", default=None)

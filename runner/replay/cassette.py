@@ -66,6 +66,16 @@ class Cassette:
         self._assigned: dict[tuple[str | None, str], dict[str, int]] = {}
         """Per (thread, agent): the run each `task` call (by id) was given."""
         self._runs: dict[str, list[tuple[int, int]]] = {}
+        self._final: dict[str, frozenset[str]] = {}
+        """Per agent: the tools whose call is its final answer (a `response_format` answer)."""
+
+    def answers_with(self, agent: str, tools: frozenset[str]) -> None:
+        """A reply of `agent` that only calls these tools (its `response_format` answer) ends a
+        run, as a reply without tool calls does."""
+        with self._lock:
+            if self._final.get(agent) != tools:
+                self._final[agent] = tools
+                self._runs.pop(agent, None)
 
     def replies_for(self, agent: str, *, is_main: bool) -> list[CassetteReply]:
         if agent in self.agents:
@@ -118,10 +128,11 @@ class Cassette:
         if agent in self._runs:
             return self._runs[agent]
         replies = self.agents.get(agent) or []
+        final = self._final.get(agent, frozenset())
         found: list[tuple[int, int]] = []
         start = 0
         for index, reply in enumerate(replies):
-            if not reply.tool_calls:
+            if all(call.name in final for call in reply.tool_calls):
                 found.append((start, index))
                 start = index + 1
         if start < len(replies):
@@ -136,14 +147,25 @@ class Cassette:
         call_id: str | None,
         description: str,
         siblings: tuple[tuple[str | None, str], ...] = (),
+        run: int | None = None,
     ) -> int:
         """The first reply of the run that answers a new `task` call to subagent `agent`.
 
         The calls of one parent reply (`siblings`, in order, this one included) get their runs
         together, whichever call asks first: each takes the first run not yet started that names
         it (`answers`), else the first one that names no call. So parallel calls get the same
-        replies on every run. `len(replies)` when no run is left for it."""
+        replies on every run. `len(replies)` when no run is left for it.
+
+        `run`, when the caller knows it (a workflow step counts its agent's runs in its state),
+        is the run to play, whatever this process has played before."""
         key = (thread, agent)
+        if run is not None:
+            runs = self.runs(agent)
+            with self._lock:
+                if run >= len(runs):
+                    return len(self.agents.get(agent) or [])
+                self._taken.setdefault(key, set()).add(run)
+                return runs[run][0]
         with self._lock:
             assigned = self._assigned.setdefault(key, {})
             if call_id is None:

@@ -120,7 +120,7 @@ class ReplayChatModel(BaseChatModel):
         if call is None or call.subagent != self.agent:
             return self.cassette.start_of_run(self.agent, _thread_id(), None, description)
         return self.cassette.start_of_run(
-            self.agent, _thread_id(), call.id, call.description, call.siblings
+            self.agent, _thread_id(), call.id, call.description, call.siblings, call.run
         )
 
     def _message(self, index: int, reply: CassetteReply, messages: list[BaseMessage]) -> AIMessage:

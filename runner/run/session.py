@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from runner.backends import FileInfo
     from runner.run.attachments import Attachment
     from runner.spec import AgentSpec
+    from runner.spec.workflow import WorkflowSpec
 
 __all__ = ["DURABILITY", "RunOptions", "RunResult", "Session", "describe_failure", "to_json_line"]
 
@@ -105,7 +106,13 @@ class _Finished:
 
 
 class Session:
-    """One built agent bound to a home (SQLite checkpoints, store, thread registry)."""
+    """One built agent bound to a home (SQLite checkpoints, store, thread registry). Given a
+    workflow (a file with `workflow:`, or a `WorkflowSpec`), a `WorkflowSession`."""
+
+    def __new__(cls, spec_or_path: Any = None, *args: Any, **kwargs: Any) -> Session:
+        if cls is Session and _is_workflow(spec_or_path):
+            return super().__new__(WorkflowSession)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -160,6 +167,7 @@ class Session:
             self.resolved.close()
             raise
         self.name = self.resolved.name
+        self.recursion_limit = self.resolved.recursion_limit
         self.record_path = Path(opts.record) if opts.record else None
         self.no_sandbox = no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(opts.model, opts.vars)
@@ -195,7 +203,7 @@ class Session:
         config: RunnableConfig = {
             # agentctl_turn: budgets tell a run's turns apart (runner.middleware.budgets)
             "configurable": {"thread_id": thread_id, "agentctl_turn": uuid.uuid4().hex},
-            "recursion_limit": self.resolved.recursion_limit,
+            "recursion_limit": self.recursion_limit,
             "metadata": {"agentctl_agent": self.name},
         }
         if callbacks:
@@ -426,14 +434,7 @@ class Session:
         if self.record_path is not None:
             recorder = Recorder(self.record_path, main_agent=self.name, append=not new_thread)
             callbacks.append(recorder.handler)
-        existing = (state.values or {}).get("messages", []) if state is not None else []
-        translator = EventTranslator(
-            self.name,
-            seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
-            seen_results={m.tool_call_id for m in existing if m.type == "tool"},
-            seen_replies={m.id for m in existing if m.type == "ai" and m.id},
-            prices=self.prices,
-        )
+        translator = self._translator(state)
         config = self._config(thread_id, callbacks)
         final_values: dict[str, Any] | None = None
         try:
@@ -470,6 +471,17 @@ class Session:
             if latest is not None:
                 self._finished = (thread_id, latest, dict(final_values))
         return outcome
+
+    def _translator(self, state: Any) -> EventTranslator:
+        """The turn's event translator, knowing the calls and replies the thread has shown."""
+        existing = (state.values or {}).get("messages", []) if state is not None else []
+        return EventTranslator(
+            self.name,
+            seen_calls={c["id"] for m in existing if m.type == "ai" for c in m.tool_calls},
+            seen_results={m.tool_call_id for m in existing if m.type == "tool"},
+            seen_replies={m.id for m in existing if m.type == "ai" and m.id},
+            prices=self.prices,
+        )
 
     def _graph_input(
         self,
@@ -643,6 +655,199 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_workflow(spec_or_path: Any) -> bool:
+    from runner.spec.workflow import WorkflowSpec
+
+    if isinstance(spec_or_path, WorkflowSpec):
+        return True
+    if isinstance(spec_or_path, str | os.PathLike):
+        from runner.load.workflow import is_workflow_file
+
+        return is_workflow_file(spec_or_path)
+    return False
+
+
+class WorkflowSession(Session):
+    """A workflow bound to a home: each run is one thread, started by `stream()` without a
+    message (the workflow's `vars` are its input; a message, when given, is `vars.message`),
+    continued after an approval or a crash with `stream(thread_id=...)` as an agent's."""
+
+    def __init__(
+        self,
+        spec_or_path: WorkflowSpec | str | os.PathLike[str],
+        *,
+        model: str | BaseChatModel | None = None,
+        vars: Mapping[str, Any] | None = None,
+        db: str | os.PathLike[str] | None = None,
+        home: Home | None = None,
+        record: str | os.PathLike[str] | None = None,
+        local_context: LocalContext | None = None,
+        allow_unused_vars: bool = False,
+        keep_checkpoints: int | Literal["all"] | None = None,
+        wait: float | None = None,
+        options: RunOptions | None = None,
+    ) -> None:
+        from runner.spec.workflow import WorkflowSpec
+        from runner.workflow.build import build_workflow, steps_of
+        from runner.workflow.graph import agent_key
+
+        opts = options or RunOptions(
+            model=model,
+            vars=vars or {},
+            db=db,
+            record=record,
+            local_context=local_context,
+            allow_unused_vars=allow_unused_vars,
+            keep_checkpoints=keep_checkpoints,
+            wait=wait,
+        )
+        self.options = opts
+        if opts.record is not None:
+            raise RunError("--record records one agent's replies; it does not take a workflow")
+        if isinstance(spec_or_path, WorkflowSpec):
+            if opts.vars:
+                raise RunError("`vars` apply when loading a workflow; pass a path")
+            spec = spec_or_path
+        else:
+            from runner.check.workflow import load_checked_workflow
+
+            spec = load_checked_workflow(
+                spec_or_path, vars=opts.vars, allow_unused_vars=opts.allow_unused_vars
+            )
+        self.spec = spec  # type: ignore[assignment]
+        self.workflow_spec = spec
+        self.home = home or open_home(opts.db)
+        self.built = build_workflow(
+            spec,
+            model=opts.model,
+            checkpointer=self.home.checkpointer,
+            store=self.home.store,
+            local_context=opts.local_context,
+        )
+        self.graph = self.built.graph
+        self._cassettes = self.built.cassettes
+        self.name = spec.name
+        self.record_path = None
+        self.no_sandbox = next(
+            (w for a in self.built.agents.values() if (w := no_sandbox_warning(a))), None
+        )
+        self.settings = ThreadSettings.of(opts.model, opts.vars)
+        self.prices = {}
+        for agent in self.built.agents.values():
+            self.prices.update(prices_by_agent(agent))
+        if isinstance(opts.keep_checkpoints, int) and opts.keep_checkpoints < 1:
+            raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
+        self.keep_checkpoints = opts.keep_checkpoints
+        self._finished = None
+        self.wait = opts.wait
+        self._kept = None
+        self.steps: dict[str, str | None] = {
+            step.id: agent_key(step) if hasattr(step, "agent") or hasattr(step, "choose") else None
+            for step in steps_of(spec)
+        }
+        self.recursion_limit = spec.limits.recursion or WORKFLOW_RECURSION_LIMIT
+
+    def files(self, thread_id: str | None, *, limit: int = 200) -> list[FileInfo]:
+        return []
+
+    def _translator(self, state: Any) -> EventTranslator:
+        return EventTranslator(self.name, prices=self.prices, steps=self.steps)
+
+    def _graph_input(
+        self,
+        thread_id: str,
+        message: str | None,
+        claimed: dict[str, Any] | None,
+        state: Any,
+        attachments: Sequence[Attachment],
+    ) -> Any:
+        if attachments:
+            raise RunError("a workflow takes no attachments; pass files as inputs (--var)")
+        started = state is not None and bool((state.values or {}).get("vars") is not None)
+        if claimed is not None or started:
+            if message is not None:
+                raise RunError(
+                    f"thread {thread_id} is a run of workflow {self.name!r}; start a new run "
+                    "(no --thread) or continue this one without a message"
+                )
+            return self._input(thread_id, None, claimed, state or _Finished(values={}))
+        return self.initial_input(message)
+
+    def initial_input(self, message: str | None = None) -> dict[str, Any]:
+        """The graph input that starts a run: the vars, and each state field's default."""
+        variables = dict(self.workflow_spec.vars)
+        if message is not None:
+            variables["message"] = message
+        defaults = {
+            name: field.default
+            for name, field in self.workflow_spec.state.items()
+            if field.default is not None
+        }
+        return {"vars": variables, "state": defaults}
+
+    def _opening(self, thread_id: str, new_thread: bool, message: str | None) -> Iterator[RunEvent]:
+        if new_thread:
+            self.home.register(
+                thread_id, agent=self.name, spec=self.spec.source, first_message=message or ""
+            )
+        yield from super()._opening(thread_id, new_thread, None)
+
+    def _error(self, exc: Exception, thread_id: str) -> Error:
+        from langgraph.errors import GraphRecursionError
+
+        if isinstance(exc, GraphRecursionError):
+            return Error(
+                agent=self.name,
+                kind="RecursionLimit",
+                thread_id=thread_id,
+                message=f"the workflow took more than {self.recursion_limit} steps in one run; "
+                f"raise `limits.recursion`{_where(self.spec, ('limits', 'recursion'))} if it "
+                "needs more",
+            )
+        return super()._error(exc, thread_id)
+
+    def _unused_replies(
+        self, thread_id: str, values: Mapping[str, Any] | None = None
+    ) -> Iterator[RunWarning]:
+        return iter(())
+
+    def _outcome(
+        self, thread_id: str, agents: Mapping[str, str], final_values: Mapping[str, Any] | None
+    ) -> RunEvent:
+        """`Interrupt` when a step waits for a person, else `Final` with the workflow's output
+        (text as `content`; a mapping or list also as `structured_response`)."""
+        if agents or final_values is None:
+            state = self.state(thread_id)
+            pending = pending_actions(state, agents)
+            if pending:
+                return Interrupt(
+                    agent=self.name,
+                    thread_id=thread_id,
+                    actions=[action for _, actions in pending for action in actions],
+                )
+            final_values = state.values or {}
+        output = final_values.get("output")
+        if isinstance(output, dict | list):
+            content = json.dumps(output, ensure_ascii=False, default=str)
+            return Final(
+                agent=self.name, thread_id=thread_id, content=content, structured_response=output
+            )
+        return Final(
+            agent=self.name, thread_id=thread_id, content="" if output is None else str(output)
+        )
+
+    def close(self) -> None:
+        try:
+            self.built.close()
+        finally:
+            self.home.close()
+
+
+WORKFLOW_RECURSION_LIMIT = 10_000
+"""LangGraph's step limit for one workflow run: its agents' steps count within their own
+subgraphs, so this bounds the workflow's own steps (a loop's `max` bounds each loop)."""
 
 
 def describe_failure(exc: BaseException, *, spec: AgentSpec | None = None) -> str:

@@ -5,11 +5,17 @@ subagent) of each event.
 "custom"], subgraphs=True)`: text as it streams, tool calls and results, todos, model calls with
 their usage and cost, denied calls, approvals and questions waiting. It remembers what it has
 shown, so a turn that resumes a thread does not show its history again.
+
+For a workflow (`steps=`), the first parts of a namespace are the workflow's (the step's node,
+and for a map's item the item step's); what follows is the agent's, read as for an agent run
+with the step's agent as the main one. Its events carry the step's id, and the steps' own
+reports become `StepStart` / `StepEnd`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from runner.events import (
@@ -19,6 +25,8 @@ from runner.events import (
     ModelCall,
     RunEvent,
     RunWarning,
+    StepEnd,
+    StepStart,
     TextDelta,
     TodosUpdate,
     ToolCall,
@@ -43,8 +51,11 @@ class EventTranslator:
         seen_results: set[str] | None = None,
         seen_replies: set[str] | None = None,
         prices: Mapping[str, Mapping[str, PriceSpec]] | None = None,
+        steps: Mapping[str, str | None] | None = None,
     ) -> None:
         self.main = main_agent
+        self.steps = dict(steps) if steps is not None else None
+        """A workflow's step ids -> the key of the agent each runs (None: no agent)."""
         self.prices = dict(prices or {})
         """Agent name -> its model prices (`model.price`): the cost of each `Usage`."""
         self.seen_calls: set[str] = set(seen_calls or ())
@@ -73,6 +84,47 @@ class EventTranslator:
         return self.main, None
 
     def feed(self, namespace: Sequence[str], mode: str, data: Any) -> Iterator[RunEvent]:
+        if self.steps is None:
+            yield from self._feed(namespace, mode, data)
+            return
+        step, depth = self._step_of(namespace)
+        if mode == "custom" and isinstance(data, dict):
+            report = data.get("agentctl")
+            if report == "step_start":
+                yield StepStart(agent=self.main, step=data["step"], kind=str(data.get("kind")))
+                return
+            if report == "step_end":
+                yield StepEnd(
+                    agent=self.main,
+                    step=data["step"],
+                    status=str(data.get("status")),
+                    seconds=float(data.get("seconds") or 0.0),
+                    output=data.get("output"),
+                )
+                return
+            if report == "subagent_start" and data.get("namespace"):
+                inner = "|".join(str(data["namespace"]).split("|")[depth:])
+                data = {**data, "namespace": inner}
+        workflow = self.main
+        self.main = (self.steps.get(step) if step else None) or workflow
+        try:
+            for event in self._feed(namespace[depth:], mode, data):
+                yield replace(event, step=step) if step else event
+        finally:
+            self.main = workflow
+
+    def _step_of(self, namespace: Sequence[str]) -> tuple[str | None, int]:
+        """The step a namespace is in, and how many of its parts are the workflow's."""
+        if not namespace:
+            return None, 0
+        node = namespace[0].split(":")[0]
+        if node.endswith(".item") and len(namespace) > 1:
+            return namespace[1].split(":")[0], 2
+        for suffix in (".item", ".join"):
+            node = node.removesuffix(suffix)
+        return node, 1
+
+    def _feed(self, namespace: Sequence[str], mode: str, data: Any) -> Iterator[RunEvent]:
         if mode == "custom":
             yield from self._custom(namespace, data)
         elif mode == "messages":

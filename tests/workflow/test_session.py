@@ -1,0 +1,107 @@
+"""A workflow run through `Session` on a thread database: step events, nested events tagged with
+their step, approvals answered like an agent's, the output as the final answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.events import Final, Interrupt, StepEnd, StepStart, TextDelta, ToolCall
+from runner.run import Decision, Session
+
+WORKFLOW = """
+version: 1
+name: notes
+inputs:
+  version: {type: string, required: true}
+state:
+  draft: {type: string}
+  review: {type: object}
+model: openai:gpt-4.1
+agents:
+  writer:
+    prompt: You write release notes.
+  reviewer:
+    prompt: You review.
+    response_format:
+      type: object
+      title: Review
+      properties: {approved: {type: boolean}, notes: {type: string}}
+tools:
+  - import: tests.workflow.wf_tools:publish
+workflow:
+  steps:
+    - id: draft
+      agent: writer
+      input: "Notes for {{ vars.version }}. {{ state.review.notes }}"
+      output: draft
+    - id: review
+      agent: reviewer
+      input: "{{ state.draft }}"
+      output: review
+    - id: again
+      loop: {to: draft, while: "not state.review.approved", max: 2}
+    - id: approve
+      approval: {question: "Publish?", field: draft}
+    - id: publish
+      tool: publish
+      args: {body: "{{ state.draft }}"}
+  output: draft
+"""
+
+REPLIES = {
+    "writer": [
+        {"content": "", "tool_calls": [{"name": "write_todos", "args": {"todos": []}}]},
+        {"content": "Draft one."},
+        {"content": "Draft two."},
+    ],
+    "reviewer": [
+        {"tool_calls": [{"name": "Review", "args": {"approved": False, "notes": "Shorter."}}]},
+        {"tool_calls": [{"name": "Review", "args": {"approved": True, "notes": ""}}]},
+    ],
+}
+
+
+def files(tmp_path: Path) -> tuple[Path, str]:
+    spec = tmp_path / "notes.yaml"
+    spec.write_text(WORKFLOW)
+    tape = tmp_path / "notes.cassette.yaml"
+    tape.write_text(yaml.safe_dump({"version": 1, "agents": REPLIES}))
+    return spec, f"replay:{tape}"
+
+
+def test_a_workflow_runs_on_a_thread_with_step_events_and_an_approval(
+    tmp_path: Path, log: Path
+) -> None:
+    from tests.workflow.wf_tools import calls
+
+    spec, model = files(tmp_path)
+    with Session(spec, model=model, vars={"version": "2.0"}, db=tmp_path / "t.db") as session:
+        first = session.run()
+        assert isinstance(first.interrupt, Interrupt)
+        [action] = first.interrupt.actions
+        assert (action.name, action.args) == ("approve", {"draft": "Draft two."})
+        starts = [e.step for e in first.events if isinstance(e, StepStart)]
+        assert starts == ["draft", "review", "again", "draft", "review", "again", "approve"]
+        ends = [(e.step, e.status) for e in first.events if isinstance(e, StepEnd)]
+        assert ends[-1] == ("approve", "waiting")
+        assert ends[0] == ("draft", "done")
+        texts = [e for e in first.events if isinstance(e, TextDelta)]
+        assert {(e.agent, e.step) for e in texts} == {("writer", "draft")}
+        todo = next(e for e in first.events if isinstance(e, ToolCall))
+        assert (todo.agent, todo.step, todo.name) == ("writer", "draft", "write_todos")
+        assert calls(log) == []
+
+        second = session.run(thread_id=first.thread_id, decisions=[Decision("approve")])
+        assert isinstance(second.final, Final)
+        assert second.final.content == "Draft two."
+        assert [e.step for e in second.events if isinstance(e, StepStart)] == [
+            "approve",
+            "publish",
+        ]
+        assert calls(log) == [{"tool": "publish", "body": "Draft two."}]
+        line = next(e for e in second.events if isinstance(e, StepEnd) and e.step == "publish")
+        data: dict[str, Any] = line.to_dict()
+        assert data["type"] == "step_end" and data["output"] == "published 10 characters"
