@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.loader import _host_path, load_spec
+from runner.load.loader import _host_path
+from runner.load.workflow import load_any
 from runner.spec import AgentSpec
 from runner.spec.cassette import CASSETTE_SUFFIXES
+from runner.spec.workflow import WorkflowSpec, is_workflow_document
 
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
@@ -53,7 +55,7 @@ def not_an_agent(path: Path) -> str | None:
     if "agent.schema.json" in "".join(text.splitlines(keepends=True)[:3]):
         return None
     value = read_yaml(text, str(path), env={}).value
-    if not isinstance(value, dict) or not value:
+    if not isinstance(value, dict) or not value or is_workflow_document(value):
         return None
     keys = _agent_keys()
     for key in value:
@@ -148,6 +150,8 @@ def check_file(
                 problems = set(exc.problems) | set(_skill_problems_of_unloaded(path, env))
                 return FileReport(sorted(problems))
         else:
+            if isinstance(spec, WorkflowSpec):
+                return _check_workflow(spec, cache)
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
             found |= set(static_problems(spec, cache=cache))
             return FileReport(sorted(found), warnings=spec_warnings(spec))
@@ -161,7 +165,47 @@ def check_file(
     return FileReport(cassette_problems(path, agents), note)
 
 
-LoadCache = dict[tuple[Any, ...], AgentSpec | SpecError]
+def _check_workflow(spec: WorkflowSpec, cache: LoadCache | None) -> FileReport:
+    """A workflow's own checks (`runner.check.workflow`), and its agents' as an agent file's
+    (each cassette once, checked against every agent of the workflow that plays it)."""
+    from runner.check.cassettes import replay_problems
+    from runner.check.workflow import workflow_problems
+
+    found = set(workflow_problems(spec))
+    agents = list(spec.agent_specs().values())
+    checked: set[Path] = set()
+    warnings: list[Problem] = []
+    for agent in agents:
+        found |= set(skill_problems(agent)) | set(sandbox_spec_problems(agent))
+        found |= set(static_problems(agent, cassettes=False))
+        if any(m.startswith("replay:") for m in _model_ids(agent)):
+            found |= set(
+                replay_problems(
+                    agent,
+                    checked=checked,
+                    also_played_by=lambda cassette: [
+                        *agents,
+                        *agents_playing(cassette, cache=cache),
+                    ],
+                )
+            )
+        warnings += [w for w in spec_warnings(agent) if w not in warnings]
+    return FileReport(sorted(found), warnings=warnings)
+
+
+def _model_ids(spec: AgentSpec) -> list[str]:
+    from runner.check.tools import static_agents
+
+    agents = static_agents(spec)
+    summarizers = [a.core.summarization.model for a in agents]
+    return (
+        [m for a in agents for m, _, _ in a.models]
+        + [m.id for m in summarizers if m is not None]
+        + [f.id for m in summarizers if m is not None for f in m.fallbacks]
+    )
+
+
+LoadCache = dict[tuple[Any, ...], AgentSpec | WorkflowSpec | SpecError]
 
 
 def _load(
@@ -171,11 +215,11 @@ def _load(
     env: Mapping[str, str] | None,
     allow_unused_vars: bool,
     cache: LoadCache | None,
-) -> AgentSpec:
-    """`load_spec`, remembered in `cache` (one `agentctl validate`): validating a folder would
+) -> AgentSpec | WorkflowSpec:
+    """`load_any`, remembered in `cache` (one `agentctl validate`): validating a folder would
     load an agent file once for itself and again for each of its cassettes."""
     if env is not None or cache is None:
-        return load_spec(
+        return load_any(
             path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, require_inputs=False
         )
     try:
@@ -186,7 +230,7 @@ def _load(
     found = cache.get(key)
     if found is None:
         try:
-            found = load_spec(
+            found = load_any(
                 path, vars=vars, allow_unused_vars=allow_unused_vars, require_inputs=False
             )
         except SpecError as exc:
@@ -246,11 +290,14 @@ def agents_playing(
         if candidate.name not in named and cassette.name not in text and "include" not in text:
             continue  # not named after it, not mentioning it, no include: not worth loading
         try:
-            spec = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
+            loaded = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
         except SpecError:
             continue
-        if candidate.name in named or target in _replayed(spec):
-            found.append(spec)
+        specs = (
+            list(loaded.agent_specs().values()) if isinstance(loaded, WorkflowSpec) else [loaded]
+        )
+        if candidate.name in named or any(target in _replayed(spec) for spec in specs):
+            found += specs
     return found
 
 
@@ -358,13 +405,7 @@ def static_problems(
                     problems.append(agent.locate(at, fraction_message(model_id)))
                     break
     problems += budget_problems(spec, agents)
-    summarizers = [a.core.summarization.model for a in agents]
-    ids = (
-        [m for a in agents for m, _, _ in a.models]
-        + [m.id for m in summarizers if m is not None]
-        + [f.id for m in summarizers if m is not None for f in m.fallbacks]
-    )
-    if not cassettes or not any(i.startswith("replay:") for i in ids):
+    if not cassettes or not any(i.startswith("replay:") for i in _model_ids(spec)):
         return problems  # (and the cassette checks are not imported)
     from runner.check.cassettes import replay_problems
 

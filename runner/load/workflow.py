@@ -170,8 +170,8 @@ def _load(loader: _Loader, path: Path) -> WorkflowSpec | None:
             entry.ref = str(ref_path)
         else:
             agent = _inline_agent(loader, spec, entry, key, at, value, smap, stack, variables)
-        if agent is not None:
-            agents[key] = agent
+        if agent is not None:  # (a ref'd file's agent is named by its key here too)
+            agents[key] = agent if agent.name == key else agent.model_copy(update={"name": key})
     spec._agent_specs = agents
     spec.vars = run_vars
     return spec
