@@ -261,3 +261,25 @@ def test_triage_classifies_every_ticket_and_routes_it_by_kind(workflows: Path) -
 def test_triage_gives_each_bug_its_own_fixer_reply(workflows: Path) -> None:
     _, results = _triage(workflows)
     assert sorted([results[0]["reply"], results[2]["reply"]]) == sorted(replies("triage", "fixer"))
+
+
+def test_research_resumes_at_the_step_that_failed(workflows: Path) -> None:
+    """A run stopped at `write` (its replies missing) continues with `--thread ID` at `write`:
+    the researchers, finished, do not run again."""
+    cassette = workflows / "workflows" / "research.cassette.yaml"
+    whole = cassette.read_text()
+    partial = yaml.safe_load(whole)
+    del partial["agents"]["writer"]
+    cassette.write_text(yaml.safe_dump(partial))
+    args = ["run", "workflows/research.yaml", "Go", "--model", f"replay:{cassette}"]
+    done = run_cli(*args, "--var=topic=SQLite", "--output", "jsonl", cwd=workflows)
+    assert done.returncode == 1, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ended(events)["write"] is None
+    assert [e["status"] for e in events if e["type"] == "step_end"][-1] == "failed"
+    thread = events[0]["thread_id"]
+    cassette.write_text(whole)
+    events = run(workflows, "workflows/research.yaml", "--thread", thread)
+    assert started(events) == ["write"]
+    [final] = [e for e in events if e["type"] == "final"]
+    assert final["content"] == replies("research", "writer")[0]
