@@ -23,8 +23,9 @@ from runner.load.loader import load_spec
 from runner.load.problems import did_you_mean
 from runner.load.skills import discover as discover_skills
 from runner.load.source import SOURCE_OVERLAY, Document, KeyPath, Pos, read_source, read_yaml
-from runner.spec import AgentSpec, json_schema_text
+from runner.spec import AgentSpec, file_schema, json_schema_text
 from runner.spec.model import KNOWN_PROVIDERS
+from runner.spec.workflow import STEP_KINDS, WorkflowSpec, is_workflow_document
 from runner.testing import test_json_schema_text
 from runner.testing.loader import is_test_file_name, load_test_file
 
@@ -34,6 +35,7 @@ __all__ = [
     "KNOWN_PROVIDERS",
     "SOURCE_OVERLAY",
     "SPEC_SUFFIXES",
+    "STEP_KINDS",
     "TEST_SUFFIXES",
     "AgentSpec",
     "Document",
@@ -43,14 +45,17 @@ __all__ = [
     "Problem",
     "SpecError",
     "StaticAgent",
+    "WorkflowSpec",
     "agents_playing",
     "check_file",
     "did_you_mean",
     "discover_skills",
     "display_path",
+    "file_schema",
     "is_agent_file_name",
     "is_cassette",
     "is_test_file_name",
+    "is_workflow_document",
     "json_schema_text",
     "load_spec",
     "load_test_file",

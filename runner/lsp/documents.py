@@ -67,8 +67,9 @@ def overlaid(overlay: Overlay) -> Iterator[Overlay]:
 
 
 def file_kind(path: Path, text: str) -> str:
-    """`test`, `cassette`, `fragment` (an include file such as `_base.yaml`), `agent`, or `other`
-    (not YAML): which checks the file gets."""
+    """`test`, `cassette`, `fragment` (an include file such as `_base.yaml`), `workflow` (a
+    file with a top-level `workflow:`), `agent`, or `other` (not YAML): which checks the file
+    gets."""
     name = path.name
     if not name.endswith(SPEC_SUFFIXES):
         return "other"
@@ -83,6 +84,8 @@ def file_kind(path: Path, text: str) -> str:
         value = read_yaml(text, str(path), env={}).value
         if is_cassette(path, value):
             return "cassette"
+    if re.search(r"^workflow\s*:", text, re.M):
+        return "workflow"
     return "agent"
 
 

@@ -22,6 +22,7 @@ from runner.lsp import schema
 from runner.lsp._deps import (
     FILE_TOOLS,
     KNOWN_PROVIDERS,
+    STEP_KINDS,
     AgentSpec,
     StaticAgent,
     discover_skills,
@@ -448,7 +449,9 @@ def _location(path: Path, line: int) -> lsp.Location:
 
 
 def symbols(text: str, kind: str) -> list[lsp.DocumentSymbol]:
-    """The agent and its parts (subagents, tools), a cassette's agents, a test file's cases."""
+    """The agent and its parts (subagents, tools), a workflow's steps (a parallel step's branches
+    and a map's steps under it), state fields and agents, a cassette's agents, a test file's
+    cases."""
     doc = read_yaml(text, "", env={})
     value, pos = doc.value, doc.pos
     if not isinstance(value, dict):
@@ -466,7 +469,11 @@ def symbols(text: str, kind: str) -> list[lsp.DocumentSymbol]:
                 sub = at.children.get(index)
                 if name and sub is not None:
                     children.append(_symbol(name, _entry_kind(key), sub.loc.line, sub.loc.col))
-        elif isinstance(child, dict) and (kind == "cassette" or key in ("vars", "inputs")):
+        elif key == "workflow" and isinstance(child, dict) and "steps" in at.children:
+            children = _step_symbols(child.get("steps"), at.children["steps"])
+        elif isinstance(child, dict) and (
+            kind == "cassette" or key in ("vars", "inputs", "state", "agents")
+        ):
             for child_key, sub in at.children.items():
                 where = at.key_locs.get(str(child_key), sub.loc)
                 children.append(
@@ -478,6 +485,26 @@ def symbols(text: str, kind: str) -> list[lsp.DocumentSymbol]:
         symbol.children = children or None
         out.append(symbol)
     return out
+
+
+def _step_symbols(steps: Any, pos: Any) -> list[lsp.DocumentSymbol]:
+    """A workflow's steps by id, with the steps inside a `parallel` or a `map` under them."""
+    found: list[lsp.DocumentSymbol] = []
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        sub = pos.children.get(index)
+        if not isinstance(step, dict) or not isinstance(step.get("id"), str) or sub is None:
+            continue
+        kind = next((k for k in STEP_KINDS if k in step), None)
+        symbol = _symbol(step["id"], lsp.SymbolKind.Event, sub.loc.line, sub.loc.col)
+        symbol.detail = kind
+        inner = step.get("parallel"), sub.children.get("parallel")
+        body = step.get("map")
+        if isinstance(body, dict) and "map" in sub.children:
+            inner = body.get("steps"), sub.children["map"].children.get("steps")
+        if inner[1] is not None:
+            symbol.children = _step_symbols(inner[0], inner[1]) or None
+        found.append(symbol)
+    return found
 
 
 def _entry_name(entry: Any) -> str | None:

@@ -8,17 +8,20 @@ import json
 from functools import cache
 from typing import Any
 
-from runner.lsp._deps import KeyPath, json_schema_text, test_json_schema_text
+from runner.lsp._deps import KeyPath, file_schema, json_schema_text, test_json_schema_text
 
 Schema = dict[str, Any]
 
 
 @cache
 def schema_of(kind: str) -> Schema:
-    """`agent` (fragments too), `cassette` or `test`."""
+    """`agent` (fragments too), `workflow`, `cassette` or `test`."""
     if kind == "test":
         return dict(json.loads(test_json_schema_text()))
-    return dict(json.loads(json_schema_text("cassette" if kind == "cassette" else "agent")))
+    if kind == "cassette":
+        return dict(json.loads(json_schema_text("cassette")))
+    document = json.loads(json_schema_text("agent"))  # an agent or a workflow: the file's branch
+    return file_schema(document, "workflow" if kind == "workflow" else "agent")
 
 
 def _expand(root: Schema, node: Any, depth: int = 0) -> list[Schema]:

@@ -79,9 +79,38 @@ def json_schema(kind: SchemaKind = "agent") -> dict[str, Any]:
         }
         schema_id = CASSETTE_SCHEMA_ID
     else:
-        schema = AgentSpec.model_json_schema(mode="validation")
+        schema = _agent_or_workflow_schema()
         schema_id = SCHEMA_ID
     return schema_document(schema, schema_id)
+
+
+def _agent_or_workflow_schema() -> dict[str, Any]:
+    """An agent file or a workflow file (one with `workflow:`, which an agent file may not
+    have): one schema for both, so an editor pointed at it completes and checks either."""
+    from pydantic.json_schema import models_json_schema
+
+    from runner.spec.workflow import WorkflowSpec
+
+    refs, schema = models_json_schema(
+        [(AgentSpec, "validation"), (WorkflowSpec, "validation")],
+        ref_template="#/$defs/{model}",
+    )
+    return {
+        "title": "Agent or workflow",
+        "description": "An agent file (`name`, `model`, `prompt`, ...) or a workflow file "
+        "(`workflow:` with its steps).",
+        "anyOf": [refs[(AgentSpec, "validation")], refs[(WorkflowSpec, "validation")]],
+        "$defs": schema["$defs"],
+    }
+
+
+def file_schema(document: dict[str, Any], kind: Literal["agent", "workflow"]) -> dict[str, Any]:
+    """The branch of the agent schema document (`json_schema("agent")`) for one kind of file,
+    as a schema document of its own (`runner.lsp` completes keys with it)."""
+    defs = document["$defs"]
+    name = "WorkflowSpec" if kind == "workflow" else "AgentSpec"
+    head = {k: v for k, v in document.items() if k not in ("anyOf", "$defs", "title")}
+    return {**head, **defs[name], "$defs": defs}
 
 
 def schema_document(schema: dict[str, Any], schema_id: str) -> dict[str, Any]:
@@ -145,6 +174,7 @@ __all__ = [
     "SummarizationSpec",
     "Threshold",
     "ToolArg",
+    "file_schema",
     "import_ref_is_file",
     "json_schema",
     "json_schema_text",

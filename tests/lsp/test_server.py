@@ -291,3 +291,46 @@ async def test_a_file_changed_on_disk_rechecks_the_files_reading_it(
     )
     assert await published(client, target) == []
     await close(client, target)
+
+
+WORKFLOW = """\
+name: wf
+state:
+  draft: {type: string}
+agents:
+  writer: {model: openai:gpt-4.1, prompt: You write.}
+workflow:
+  steps:
+    - {id: draft, agent: writr, input: "{{ state.draft }}", output: draft}
+    - id: fan
+      parallel:
+        - {id: one, agent: writer, input: x}
+        - {id: two, agent: writer, input: x}
+"""
+
+
+async def test_a_workflow_is_checked_completed_and_outlined(client: LanguageClient) -> None:
+    target = await open_file(client, "wf.yaml", WORKFLOW)
+    got = [(d.range.start.line + 1, d.message) for d in client.diagnostics[target]]
+    assert got == [
+        (8, "workflow.steps[0].agent: no agent named 'writr' in `agents:`; did you mean 'writer'?")
+    ]
+    result = await client.text_document_completion_async(
+        lsp.CompletionParams(lsp.TextDocumentIdentifier(target), lsp.Position(0, 0))
+    )
+    assert isinstance(result, lsp.CompletionList)
+    labels = {item.label for item in result.items}
+    assert {"state", "agents", "workflow"} <= labels
+    assert "subagents" not in labels  # an agent file's key
+    symbols = await client.text_document_document_symbol_async(
+        lsp.DocumentSymbolParams(lsp.TextDocumentIdentifier(target))
+    )
+    workflow = next(s for s in symbols or [] if s.name == "workflow")
+    assert isinstance(workflow, lsp.DocumentSymbol)
+    steps = workflow.children or []
+    assert [(s.name, s.detail, s.range.start.line) for s in steps] == [
+        ("draft", "agent", 7),
+        ("fan", "parallel", 8),
+    ]
+    assert [c.name for c in steps[1].children or []] == ["one", "two"]
+    await close(client, target)

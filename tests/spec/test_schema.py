@@ -129,3 +129,30 @@ def test_schema_rejects_typos_and_bad_enum_values(name: str) -> None:
     ]
     assert errors, f"the schema accepts: {name}"
     assert (error_path, kind) in errors
+
+
+WORKFLOW_DOC = {
+    "name": "wf",
+    "state": {"draft": {"type": "string"}},
+    "agents": {"writer": {"model": "openai:gpt-4.1", "prompt": "You write."}},
+    "workflow": {
+        "steps": [
+            {"id": "draft", "agent": "writer", "input": "x", "output": "draft"},
+            {"id": "again", "loop": {"to": "draft", "while": "true", "max": 2}},
+        ]
+    },
+}
+
+
+def test_the_schema_takes_a_workflow_file_too() -> None:
+    validator = jsonschema.Draft202012Validator(committed_schema())
+    validator.validate(WORKFLOW_DOC)
+    typo = copy.deepcopy(WORKFLOW_DOC)
+    typo["workflow"]["steps"][0]["inptu"] = "x"
+    errors = [
+        (tuple(e.absolute_path), e.validator) for e in _all_errors(validator.iter_errors(typo))
+    ]
+    assert (("workflow", "steps", 0), "additionalProperties") in errors
+    # an agent's key in a workflow, or `workflow:` in an agent, is no file of either kind
+    assert not validator.is_valid({**WORKFLOW_DOC, "subagents": []})
+    assert not validator.is_valid({**_researcher(), "workflow": WORKFLOW_DOC["workflow"]})
