@@ -283,3 +283,15 @@ def test_research_resumes_at_the_step_that_failed(workflows: Path) -> None:
     assert started(events) == ["write"]
     [final] = [e for e in events if e["type"] == "final"]
     assert final["content"] == replies("research", "writer")[0]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_schema_editors_read_accepts_the_example(name: str) -> None:
+    import jsonschema
+
+    path = WORKFLOWS / f"{name}.yaml"
+    first = path.read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../schemas/agent.schema.json"
+    schema = json.loads((ROOT / "schemas" / "agent.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert not [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
