@@ -21,6 +21,8 @@ from runner.events import (
     RunEvent,
     RunWarning,
     Start,
+    StepEnd,
+    StepStart,
     TextDelta,
     TodosUpdate,
     ToolCall,
@@ -102,6 +104,20 @@ def question_lines(action: Action) -> list[str]:
     return lines
 
 
+def step_line(event: StepStart | StepEnd) -> str:
+    """A workflow step's line: `▶ draft (agent)` when it starts; `✓ draft 1.2s → output` when
+    it ends (`⏸` waiting for a person, `✗` failed)."""
+    if isinstance(event, StepStart):
+        return f"▶ {event.step} ({event.kind})"
+    mark = {"done": "✓", "waiting": "⏸", "failed": "✗"}.get(event.status, "•")
+    line = f"{mark} {event.step} {event.status} {event.seconds:.1f}s"
+    if event.output is not None:
+        text = event.output if isinstance(event.output, str) else json.dumps(event.output)
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        line += f" → {first[:MAX_ARG]}{'…' if len(first) > MAX_ARG else ''}"
+    return line
+
+
 def shown_spec(path: Any) -> str:
     """The agent file as a command line names it (relative when under the current folder)."""
     import shlex
@@ -131,11 +147,11 @@ class PlainRenderer:
         self.todos: dict[str | None, list[dict[str, Any]]] = {}
         """The todo list last printed, per agent (the `task` call id; None: the main agent)."""
 
-    def _line(self, text: str, parent: str | None) -> None:
+    def _line(self, text: str, parent: str | None, step: str | None = None) -> None:
         if not self.at_line_start:
             self.out.write("\n")
             self.at_line_start = True
-        indent = "    " * (self.depth.get(parent, 0) + (1 if parent else 0))
+        indent = "    " * (self.depth.get(parent, 0) + (1 if parent else 0) + (1 if step else 0))
         self.out.write(f"{indent}{text}\n")
         self.out.flush()
 
@@ -166,12 +182,15 @@ class PlainRenderer:
             self.out.flush()
             self.at_line_start = event.text.endswith("\n")
         elif isinstance(event, ToolCall):
-            self._line(f"▸ {event.name}({short_args(event.args)})", event.parent_id)
+            self._line(f"▸ {event.name}({short_args(event.args)})", event.parent_id, event.step)
         elif isinstance(event, Denied):
-            self._line(f"  ⊘ denied by {event.rule}", event.parent_id)
+            self._line(f"  ⊘ denied by {event.rule}", event.parent_id, event.step)
         elif isinstance(event, ToolResult):
             mark = "✗" if event.status == "error" else "✓"
-            self._line(f"  {mark} {summarize_result(event.content)}", event.parent_id)
+            text = f"  {mark} {summarize_result(event.content)}"
+            self._line(text, event.parent_id, event.step)
+        elif isinstance(event, StepStart | StepEnd):
+            self._line(step_line(event), None)
         elif isinstance(event, TodosUpdate):
             if self.todos.get(event.parent_id) == event.todos:
                 return  # unchanged: the same list again is noise

@@ -190,6 +190,12 @@ def run(
 
     With --otel (or OTEL_EXPORTER_OTLP_ENDPOINT set) each turn is sent as one OpenTelemetry
     trace: its model calls, tool calls and subagents as nested spans.
+
+    A workflow file (one with `workflow:`) runs its steps on a new thread with the --var
+    values as its inputs, no MESSAGE needed (one given is `vars.message`); a step that waits
+    for a person stops the run like an approval, answered with the same flags on --thread ID,
+    and --thread ID alone continues a run that was cut off at the step that was running.
+    --model replay:FILE plays every agent's replies from FILE, by its key in the workflow.
     """
     from runner.cli.decisions import decisions_from_flags
     from runner.cli.options import parse_vars
@@ -251,8 +257,12 @@ def run(
             raise click.UsageError("MESSAGE is `-` but stdin was empty")
     if message is not None and replies is not None:
         raise click.UsageError("send a MESSAGE or answer approvals, not both in one run")
+    from runner.load.workflow import is_workflow_file
+
+    workflow = is_workflow_file(spec)
     interactive = (
-        message is None
+        not workflow
+        and message is None
         and replies is None
         and output == "text"
         and not quiet
@@ -261,7 +271,7 @@ def run(
     )
     if interactive:
         return _chat(spec, thread_id, options, auto_approve)
-    if message is None and replies is None and thread_id is None:
+    if message is None and replies is None and thread_id is None and not workflow:
         raise click.UsageError(
             "give a MESSAGE (or `-` to read it from stdin), or --thread ID to continue a "
             "thread; in a terminal, no MESSAGE opens an interactive session (without --quiet "

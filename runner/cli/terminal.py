@@ -28,6 +28,8 @@ from runner.events import (
     RunEvent,
     RunWarning,
     Start,
+    StepEnd,
+    StepStart,
     TextDelta,
     TodosUpdate,
     ToolCall,
@@ -149,7 +151,21 @@ class TerminalRenderer:
             self._settle()
             self.err.print(f"[bold red]✗ error:[/] {_escape(event.message)}", highlight=False)
             self._end_turn(failed=True)
+        elif isinstance(event, StepStart | StepEnd):
+            self._step(event)
         self._update_live()
+
+    def _step(self, event: StepStart | StepEnd) -> None:
+        """A workflow step's line: when it starts, and its status and time when it ends (its
+        agent's tool calls are indented under it)."""
+        from rich.text import Text
+
+        from runner.cli.render import step_line
+
+        self._settle()
+        style = {"done": "green", "waiting": "yellow", "failed": "red"}
+        color = style.get(event.status, "cyan") if isinstance(event, StepEnd) else "bold cyan"
+        self._print(Text(step_line(event), style=color), 0)
 
     def pause(self) -> None:
         """Stop the spinners and end a half-written line before prompting the user; the time
@@ -211,7 +227,7 @@ class TerminalRenderer:
 
     def _tool_call(self, event: ToolCall) -> None:
         self._end_line()
-        depth = self._depth_of(event.parent_id)
+        depth = self._depth_of(event.parent_id) + (1 if event.step else 0)
         self.depth[event.id] = depth + 1
         running = self.running[event.id] = _Running(event, depth)
         if event.parent_id is None:
@@ -223,7 +239,7 @@ class TerminalRenderer:
 
     def _tool_result(self, event: ToolResult) -> None:
         running = self.running.pop(event.id, None)
-        depth = running.depth if running else self._depth_of(event.parent_id)
+        depth = running.depth if running else self._depth_of(event.parent_id) + bool(event.step)
         if not self.running and event.parent_id is None:
             self.thinking = True
         if event.name == "write_todos" and event.status != "error":

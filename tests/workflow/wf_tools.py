@@ -66,3 +66,16 @@ def busy(n: int) -> int:
     with GAUGE.lock:
         GAUGE.now -= 1
     return n * 10
+
+
+def gate(text: str) -> str:
+    """Record a call; for the text named by $WF_GATE (`TEXT=PATH`), then wait until PATH
+    exists (the test kills the process while it waits)."""
+    _log("gate", text=text)
+    name, _, path = os.environ.get("WF_GATE", "").partition("=")
+    if name == text:
+        import time
+
+        while not Path(path).exists():
+            time.sleep(0.01)
+    return f"passed {text}"
