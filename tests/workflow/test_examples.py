@@ -137,7 +137,6 @@ def test_research_runs_the_researchers_at_once_then_the_writer(workflows: Path) 
     events = run(
         workflows,
         "workflows/research.yaml",
-        "Go",
         *("--model", "replay:workflows/research.cassette.yaml"),
         "--var=topic=SQLite or DuckDB for a desktop app",
     )
@@ -168,7 +167,6 @@ def _release_notes(workflows: Path, server: NotesServer) -> tuple[str, list[dict
     events = run(
         workflows,
         "workflows/release-notes.yaml",
-        "Go",
         *("--model", "replay:workflows/release-notes.cassette.yaml"),
         "--var=version=1.4.0",
         env={"NOTES_URL": server.url},
@@ -231,7 +229,7 @@ def test_release_notes_rejected_ends_without_publishing(
 
 def _triage(workflows: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     events = run(
-        workflows, "workflows/triage.yaml", "Go", "--model", "replay:workflows/triage.cassette.yaml"
+        workflows, "workflows/triage.yaml", "--model", "replay:workflows/triage.cassette.yaml"
     )
     [final] = [e for e in events if e["type"] == "final"]
     return events, final["structured_response"]
@@ -271,7 +269,7 @@ def test_research_resumes_at_the_step_that_failed(workflows: Path) -> None:
     partial = yaml.safe_load(whole)
     del partial["agents"]["writer"]
     cassette.write_text(yaml.safe_dump(partial))
-    args = ["run", "workflows/research.yaml", "Go", "--model", f"replay:{cassette}"]
+    args = ["run", "workflows/research.yaml", "--model", f"replay:{cassette}"]
     done = run_cli(*args, "--var=topic=SQLite", "--output", "jsonl", cwd=workflows)
     assert done.returncode == 1, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
