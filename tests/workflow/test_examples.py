@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runner.load import load_spec, load_workflow
+from runner.check.workflow import load_checked_workflow
+from runner.load import load_spec
 from runner.spec.workflow import WorkflowAgent, WorkflowSpec
 from tests.conftest import ROOT, run_cli
 
@@ -36,7 +37,8 @@ CALLS = {
 
 
 def _spec(name: str) -> WorkflowSpec:
-    return load_workflow(WORKFLOWS / f"{name}.yaml", require_inputs=False)
+    """The example, loaded and passed through every check `agentctl validate` makes."""
+    return load_checked_workflow(WORKFLOWS / f"{name}.yaml", require_inputs=False)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -57,6 +59,21 @@ def test_the_cassette_has_the_replies_of_every_agent_key(name: str) -> None:
     replies = {key: len(value) for key, value in cassette["agents"].items()}
     assert replies == CALLS[name]
     assert set(replies) == set(_spec(name).agent_specs())
+
+
+def test_the_first_example_of_the_docs_passes_the_checks(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "workflows.md").read_text()
+    first = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    shutil.copytree(WORKFLOWS / "agents", tmp_path / "agents")  # its writer is a `ref:`
+    (tmp_path / "release-notes.yaml").write_text(first)
+    spec = load_checked_workflow(tmp_path / "release-notes.yaml", require_inputs=False)
+    assert [step.id for step in spec.workflow.steps] == [
+        "draft",
+        "review",
+        "again",
+        "approve",
+        "publish",
+    ]
 
 
 def test_the_release_notes_writer_is_an_agent_file_of_its_own() -> None:
