@@ -5,6 +5,10 @@ resolved and built as `runner.agent` builds any agent, without a checkpointer of
 as a subgraph of its step and checkpoints in the workflow's thread. The tools of `tool:` steps
 are resolved like an agent's `tools:`.
 
+Budgets: the workflow's `limits.tokens`, `limits.time` and `limits.cost` are one budget for
+the whole run, every step's agents (and their subagents) counting against it; `model_calls`
+and `tool_calls` are each agent run's limits for agents that set none of their own.
+
 Replay (`replay:` models) plays each agent's replies by its key; each run of an agent step
 starts a new run of replies in the cassette, as a subagent's `task` call does, so a step that
 runs again (a loop going back, a map's items) plays the next replies, not the first ones again.
@@ -109,14 +113,13 @@ def build_workflow(
     `checkpointer` and `store`. `model` replaces every agent's model (`replay:FILE` plays each
     agent's replies from one cassette, by agent key)."""
     from runner.agent.build import MAX_CONCURRENCY, build_graph
-    from runner.agent.resolve import Resolver
 
-    resolver = Resolver(model=model, local_context=local_context)
+    resolver = _resolver(spec, model=model, local_context=local_context)
     built = BuiltWorkflow(spec=spec, graph=None)  # type: ignore[arg-type]
     built.resources = resolver.resources
     built.cassettes = resolver.cassettes
     try:
-        specs = spec.agent_specs()
+        specs = {key: _with_limits(agent, spec) for key, agent in spec.agent_specs().items()}
         graphs: dict[str, Any] = {}
         choosers: dict[str, Any] = {}
         for step in steps_of(spec):
@@ -156,6 +159,36 @@ def build_workflow(
         built.close()
         raise
     return built
+
+
+def _resolver(spec: WorkflowSpec, **options: Any) -> Any:
+    """A `Resolver` whose agents share the workflow's budget (when it sets one)."""
+    from runner.agent.harness import budget_middleware, run_budget
+    from runner.agent.resolve import Resolver
+
+    budget = run_budget(spec, lambda path, message: spec.problem(path, message))  # type: ignore[arg-type]
+
+    class WorkflowResolver(Resolver):
+        def _budget(self, core: Any, is_main: bool, model: Any, locate: Any) -> Any:
+            if budget is None:
+                return super()._budget(core, is_main, model, locate)
+            self.budget = budget
+            return budget_middleware(budget, core, model, main=False)
+
+    return WorkflowResolver(**options)
+
+
+def _with_limits(agent: AgentSpec, spec: WorkflowSpec) -> AgentSpec:
+    """The agent with the workflow's per-run call limits where it sets none."""
+    limits = agent.limits
+    update = {
+        key: getattr(spec.limits, key)
+        for key in ("model_calls", "tool_calls")
+        if getattr(limits, key) is None and getattr(spec.limits, key) is not None
+    }
+    if not update:
+        return agent
+    return agent.model_copy(update={"limits": limits.model_copy(update=update)})
 
 
 def _agent_spec(specs: Mapping[str, AgentSpec], key: str, step_id: str) -> AgentSpec:

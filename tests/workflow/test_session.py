@@ -105,3 +105,36 @@ def test_a_workflow_runs_on_a_thread_with_step_events_and_an_approval(
         line = next(e for e in second.events if isinstance(e, StepEnd) and e.step == "publish")
         data: dict[str, Any] = line.to_dict()
         assert data["type"] == "step_end" and data["output"] == "published 10 characters"
+
+
+BUDGET = """
+version: 1
+name: budget
+model: openai:gpt-4.1
+limits: {tokens: 100}
+state:
+  a: {type: string}
+  b: {type: string}
+agents:
+  one: {prompt: One.}
+  two: {prompt: Two.}
+workflow:
+  steps:
+    - {id: first, agent: one, input: go, output: a}
+    - {id: second, agent: two, input: go, output: b}
+"""
+
+
+def test_the_workflows_token_budget_counts_every_steps_agents(tmp_path: Path) -> None:
+    spec = tmp_path / "budget.yaml"
+    spec.write_text(BUDGET)
+    tape = tmp_path / "budget.cassette.yaml"
+    usage = {"input_tokens": 90, "output_tokens": 20}  # the first step's call crosses the line
+    replies = {"one": [{"content": "A", "usage": usage}], "two": [{"content": "B", "usage": usage}]}
+    tape.write_text(yaml.safe_dump({"version": 1, "agents": replies}))
+    with Session(spec, model=f"replay:{tape}", db=tmp_path / "t.db") as session:
+        result = session.run()
+    assert result.error is not None
+    assert "budget of 100 tokens reached (110 used)" in result.error.message
+    assert [e.step for e in result.events if isinstance(e, StepEnd)] == ["first", "second"]
+    assert [e.status for e in result.events if isinstance(e, StepEnd)] == ["done", "failed"]
