@@ -22,12 +22,14 @@ from runner.cli.options import var_options
 @click.option(
     "--prompt", "show_prompt", is_flag=True, help="Print the fully assembled system prompt."
 )
+@click.option("--mermaid", is_flag=True, help="For a workflow: its steps as a Mermaid flowchart.")
 @var_options
 @click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
 def inspect(
     spec: Path,
     as_json: bool,
     show_prompt: bool,
+    mermaid: bool,
     vars_: tuple[str, ...],
     allow_unused_var: bool,
     model: str | None,
@@ -35,10 +37,21 @@ def inspect(
     """Show the agent in SPEC as agentctl assembles it: the model, the tools with their
     descriptions, the middleware chain in order, subagents, the backend and its routes, and with
     --prompt the system prompt. Needs no API key: models are named, not created.
+
+    A workflow is shown as its state, agents, tools and steps (with where each goes next);
+    --mermaid prints it as a Mermaid flowchart instead, --json as the spec's data.
     """
     from runner.agent.context import local_context_for
     from runner.agent.inspect import describe
     from runner.cli.options import parse_vars
+    from runner.load.workflow import is_workflow_file
+
+    if is_workflow_file(spec):
+        if show_prompt:
+            raise click.UsageError("--prompt shows an agent's prompt; inspect an agent file")
+        return _workflow(spec, parse_vars(vars_), allow_unused_var, as_json, mermaid)
+    if mermaid:
+        raise click.UsageError("--mermaid draws a workflow's steps; SPEC is an agent file")
 
     info = describe(
         spec,
@@ -54,6 +67,24 @@ def inspect(
         click.echo(info["system_prompt"])
         return 0
     click.echo(_text(info))
+    return 0
+
+
+def _workflow(
+    spec: Path, vars: dict[str, Any], allow_unused: bool, as_json: bool, mermaid: bool
+) -> int:
+    from runner.check.workflow import load_checked_workflow
+    from runner.workflow.inspect import mermaid as draw
+    from runner.workflow.inspect import steps_text
+
+    loaded = load_checked_workflow(
+        spec, vars=vars, allow_unused_vars=allow_unused, require_inputs=False
+    )
+    if as_json:
+        data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(draw(loaded) if mermaid else steps_text(loaded))
     return 0
 
 

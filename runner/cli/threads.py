@@ -306,24 +306,49 @@ def export_thread(thread_id: str, fmt: str, output: Path | None, db: Path | str 
 @click.argument("thread_id", metavar="ID")
 @click.option(
     "--at",
-    metavar="CHECKPOINT",
+    metavar="CHECKPOINT|STEP",
     help="The checkpoint to start from (an id or the start of one; default: the latest). "
-    "`threads show ID --checkpoints` lists them.",
+    "`threads show ID --checkpoints` lists them. On a workflow's run: a step id, for the "
+    "checkpoint after that step last finished.",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="On a workflow's run: set a field of its state in the new thread (repeatable; VALUE "
+    "is read as YAML: 3, true, [a, b], text).",
 )
 @db_option
-def fork_thread(thread_id: str, at: str | None, db: Path | str | None) -> int:
+def fork_thread(
+    thread_id: str, at: str | None, sets: tuple[str, ...], db: Path | str | None
+) -> int:
     """Start a new thread from a checkpoint of thread ID, to try another answer from there.
 
     The new thread has the conversation (and state files, and any approval it waited for) as
     they were at that checkpoint, and the agent, spec, model and vars of thread ID; continue it
-    with `agentctl run SPEC --thread NEW`. Thread ID is not changed."""
+    with `agentctl run SPEC --thread NEW`. Thread ID is not changed.
+
+    A workflow's run forks at a step (`--at STEP`): the new thread goes on with the step after
+    it, with the state fields given by --set changed."""
     import shlex
 
     from runner.threads.history import fork_thread as fork
 
+    state = {}
+    for item in sets:
+        field, eq, value = item.partition("=")
+        if not eq or not field:
+            raise click.BadParameter(f"expected FIELD=VALUE, found {item!r}", param_hint="--set")
+        import yaml
+
+        try:
+            state[field] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            state[field] = value
     home = _home(db)
     try:
-        made = fork(home, thread_id, at=at)
+        made = fork(home, thread_id, at=at, state=state or None)
     finally:
         home.close()
     click.echo(made.thread_id)

@@ -739,7 +739,9 @@ class WorkflowSession(Session):
             self.prices.update(prices_by_agent(agent))
         if isinstance(opts.keep_checkpoints, int) and opts.keep_checkpoints < 1:
             raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
-        self.keep_checkpoints = opts.keep_checkpoints
+        # every checkpoint of a run is kept unless asked otherwise: `threads fork --at STEP`
+        # starts from the one after any step
+        self.keep_checkpoints = opts.keep_checkpoints or "all"
         self._finished = None
         self.wait = opts.wait
         self._kept = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -113,6 +113,9 @@ def _resolve_checkpoint(home: Home, thread_id: str, at: str | None) -> Any:
     exact = home.checkpointer.get_tuple(_config(thread_id, at))
     if exact is not None:
         return exact
+    after_step = _after_step(home, thread_id, at)
+    if after_step is not None:
+        return after_step
     ids = [c.checkpoint_id for c in checkpoints(home, thread_id)]
     matches = [cid for cid in ids if cid.startswith(at)]
     if len(matches) == 1:
@@ -129,6 +132,24 @@ def _resolve_checkpoint(home: Home, thread_id: str, at: str | None) -> Any:
     )
 
 
+def _trail_end(saved: Any) -> str | None:
+    """The step a workflow's checkpoint comes right after (None: not a workflow's, or none)."""
+    trail = (saved.checkpoint.get("channel_values") or {}).get("trail")
+    return trail[-1] if isinstance(trail, list) and trail else None
+
+
+def _after_step(home: Home, thread_id: str, step: str) -> Any:
+    """For a workflow's thread: the latest checkpoint right after step `step` finished (its
+    `trail`, the steps finished in order, ends with it); None when there is none."""
+    for saved in home.checkpointer.list(_config(thread_id)):
+        trail = (saved.checkpoint.get("channel_values") or {}).get("trail")
+        if not isinstance(trail, list):
+            return None  # not a workflow's thread
+        if trail and trail[-1] == step:
+            return saved
+    return None
+
+
 # --------------------------------------------------------------------------- fork
 
 
@@ -140,7 +161,9 @@ class Fork:
     spec: str | None
 
 
-def _copy(home: Home, saved: Any, new_thread: str, extra: dict[str, Any]) -> None:
+def _copy(
+    home: Home, saved: Any, new_thread: str, extra: dict[str, Any], *, with_writes: bool = True
+) -> None:
     """Put one checkpoint tuple (and its pending writes: saved results of finished tasks, the
     approvals it waits for) into `new_thread`, keeping its id so the tasks it resumes keep
     theirs. `new_versions` names every channel: savers that store channel values apart from the
@@ -156,7 +179,7 @@ def _copy(home: Home, saved: Any, new_thread: str, extra: dict[str, Any]) -> Non
         dict(checkpoint.get("channel_versions") or {}),
     )
     by_task: dict[str, list[tuple[str, Any]]] = {}
-    for task_id, channel, value in saved.pending_writes or ():
+    for task_id, channel, value in saved.pending_writes or () if with_writes else ():
         by_task.setdefault(task_id, []).append((channel, value))
     for task_id, writes in by_task.items():
         if any(channel == "__interrupt__" for channel, _ in writes):
@@ -167,11 +190,37 @@ def _copy(home: Home, saved: Any, new_thread: str, extra: dict[str, Any]) -> Non
         checkpointer.put_writes(written, writes, task_id)
 
 
-def fork_thread(home: Home, thread_id: str, *, at: str | None = None) -> Fork:
+def _with_state(saved: Any, thread_id: str, state: Mapping[str, Any]) -> Any:
+    """The checkpoint tuple with fields of its workflow `state` set (the channel's version kept:
+    the steps it would run next stay the same)."""
+    import copy
+
+    values = dict(saved.checkpoint.get("channel_values") or {})
+    if not isinstance(values.get("trail"), list):
+        raise RunError(
+            f"thread {thread_id} is not a workflow's run: --set edits a workflow's state"
+        )
+    values["state"] = {**(values.get("state") or {}), **state}
+    checkpoint = copy.copy(saved.checkpoint)
+    checkpoint["channel_values"] = values
+    return saved._replace(checkpoint=checkpoint)  # a NamedTuple
+
+
+def fork_thread(
+    home: Home,
+    thread_id: str,
+    *,
+    at: str | None = None,
+    state: Mapping[str, Any] | None = None,
+) -> Fork:
     """A new thread that starts from checkpoint `at` of `thread_id` (default: its latest), as
     if the conversation had stopped there: `agentctl run SPEC --thread NEW` continues it (a new
     message, or the answer to the approval it waited for then). It is registered with the
     source's agent, spec and settings (model, vars).
+
+    On a workflow's thread `at` may also be a step id: the checkpoint after the step last
+    finished; the run goes on with the step after it. `state` sets fields of the workflow's
+    state in the fork.
 
     A subagent that was in the middle of its run at that checkpoint (waiting for approval) is
     copied with it: its latest checkpoint that ran under the chosen one."""
@@ -182,9 +231,13 @@ def fork_thread(home: Home, thread_id: str, *, at: str | None = None) -> Fork:
     checkpoint_id = saved.config["configurable"]["checkpoint_id"]
     new_thread = new_thread_id()
     marker = {"agentctl_forked_from": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
-    _copy(home, saved, new_thread, marker)
+    # after a workflow's step: the steps that follow run in the fork, whatever the source's did
+    after_step = at is not None and _trail_end(saved) == at
+    if state:
+        saved = _with_state(saved, thread_id, state)
+    _copy(home, saved, new_thread, marker, with_writes=not after_step)
     latest_sub: dict[str, Any] = {}
-    for sub in home.checkpointer.list(_config(thread_id, ns=None)):
+    for sub in home.checkpointer.list(_config(thread_id, ns=None)) if not after_step else ():
         namespace = sub.config["configurable"].get("checkpoint_ns", "")
         parents = (sub.metadata or {}).get("parents") or {}
         if namespace and parents.get("") == checkpoint_id and namespace not in latest_sub:

@@ -138,3 +138,66 @@ def test_the_workflows_token_budget_counts_every_steps_agents(tmp_path: Path) ->
     assert "budget of 100 tokens reached (110 used)" in result.error.message
     assert [e.step for e in result.events if isinstance(e, StepEnd)] == ["first", "second"]
     assert [e.status for e in result.events if isinstance(e, StepEnd)] == ["done", "failed"]
+
+
+def test_a_fork_at_a_step_goes_on_after_it_with_an_edited_state_field(
+    tmp_path: Path, log: Path
+) -> None:
+    from tests.conftest import run_cli
+    from tests.workflow.wf_tools import calls
+
+    spec, model = files(tmp_path)
+    with Session(spec, model=model, vars={"version": "2.0"}, db=tmp_path / "agentctl.db") as s:
+        first = s.run()
+        s.run(thread_id=first.thread_id, decisions=[Decision("approve")])
+    assert calls(log) == [{"tool": "publish", "body": "Draft two."}]
+    env = {"WF_LOG": str(log), "PYTHONPATH": str(Path(__file__).parents[2])}
+    forked = run_cli(
+        "threads",
+        "fork",
+        first.thread_id,
+        "--at",
+        "approve",
+        "--set",
+        "draft=Edited notes.",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert forked.returncode == 0, forked.stderr
+    new = forked.stdout.strip()
+    ran = run_cli(
+        "run",
+        str(spec),
+        "--thread",
+        new,
+        "--model",
+        model,
+        "--output",
+        "jsonl",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert '"step": "publish"' in ran.stdout and '"step": "draft"' not in ran.stdout
+    assert calls(log)[-1] == {"tool": "publish", "body": "Edited notes."}
+    missing = run_cli("threads", "fork", first.thread_id, "--at", "nope", cwd=tmp_path, env=env)
+    assert missing.returncode != 0
+
+
+def test_inspect_shows_the_steps_as_text_and_as_a_mermaid_flowchart(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    spec, _ = files(tmp_path)
+    text = run_cli("inspect", str(spec), cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "3. again    loop back to draft while not state.review.approved (at most 2 times)" in (
+        text.stdout
+    )
+    assert "5. publish  tool publish" in text.stdout
+    drawn = run_cli("inspect", str(spec), "--mermaid", cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    lines = drawn.stdout.splitlines()
+    assert lines[0] == "flowchart TD"
+    assert '  again -->|"not state.review.approved (max 2)"| draft' in lines
+    assert '  approve -->|"approve"| publish' in lines
+    assert "  publish --> finish" in lines
