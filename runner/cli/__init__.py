@@ -25,7 +25,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "inspect",
         "Show the resolved agent: model, tools, chain, prompt.",
     ),
-    "validate": ("runner.cli.validate", "validate", "Check agent files and report every problem."),
+    "validate": (
+        "runner.cli.validate",
+        "validate",
+        "Check agent and workflow files and report every problem.",
+    ),
     "schema": (
         "runner.cli.schema",
         "schema",

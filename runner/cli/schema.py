@@ -37,7 +37,8 @@ DEFAULT_TEST_PATH = Path("schemas/test.schema.json")
 )
 def schema(output: Path | None, check: bool, cassette: bool, test_files: bool) -> int:
     """The JSON Schema of agent files, generated from agentctl's spec models (with --cassette,
-    of replay cassettes; with --test, of `agentctl test` files).
+    of replay cassettes; with --test, of `agentctl test` files). The agent schema takes
+    workflow files too (a file with `workflow:` is checked as a workflow).
 
     Point your editor at it with a first line of
     `# yaml-language-server: $schema=../schemas/agent.schema.json` (or `cassette.schema.json`)

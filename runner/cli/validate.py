@@ -1,4 +1,4 @@
-"""`agentctl validate`: report every problem in agent files, located."""
+"""`agentctl validate`: report every problem in agent and workflow files, located."""
 
 from __future__ import annotations
 
@@ -15,28 +15,34 @@ if TYPE_CHECKING:
     from runner.check.validate import FileReport
 
 
-@click.command(short_help="Check agent files and report every problem.")
+@click.command(short_help="Check agent and workflow files and report every problem.")
 @click.argument("targets", nargs=-1, required=True, type=click.Path())
 @var_options
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON lines.")
 def validate(
     targets: tuple[str, ...], vars_: tuple[str, ...], allow_unused_var: bool, as_json: bool
 ) -> int:
-    """Check agent files: YAML syntax, the schema, ${ENV} variables, includes, subagent refs,
-    prompt templates, skills, tool names in interrupt_on, and the replay cassettes they play.
+    """Check agent and workflow files: YAML syntax, the schema, ${ENV} variables, includes,
+    subagent refs, prompt templates, skills, tool names in interrupt_on, and the replay
+    cassettes they play.
     Prints `ok: FILE` for each valid file and one located line (`file:line:col: key.path:
     message`) for each problem. Exits 0 when all are valid, 2 if not. A warning (valid, but
     likely a mistake: a script tool that hands a `{placeholder}` to `sh -c`) is printed as
     `warning: file:line:col: ...` (with `"warning": true` under --json) and changes no exit code.
 
+    A workflow file (one with `workflow:`) is checked as a whole too: jumps to steps that do
+    not exist, steps that can never run, loops that do not go back, templates naming state
+    fields or variables that are not declared, outputs that do not fit their state fields,
+    parallel branches writing one field; and each of its agents as an agent file.
+
     A cassette (`*.cassette.yaml`, or a file that holds one) is checked against the agents that
     play it: the agent files in its folder that name it in `replay:`, and the one it is named
     after (`coder.cassette.yaml`, `coder.reject.cassette.yaml`: `coder.yaml`).
 
-    A directory means the agent files and cassettes directly in it: `*.yaml` and `*.yml`,
-    except test files (`*.test.yaml`, see `agentctl test`) and names starting with `_` or `.`
-    (include fragments like `_base.yaml`). A problem in a file that several of them include is
-    printed once, with the files it was found through.
+    A directory means the agent files, workflows and cassettes directly in it: `*.yaml` and
+    `*.yml`, except test files (`*.test.yaml`, see `agentctl test`) and names starting with `_`
+    or `.` (include fragments like `_base.yaml`). A problem in a file that several of them
+    include is printed once, with the files it was found through.
     """
     from runner.check.validate import FileReport, LoadCache, check_file, find_specs
     from runner.cli.options import parse_vars

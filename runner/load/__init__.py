@@ -13,7 +13,11 @@ skills.py     SKILL.md front matter
 No LangChain import here (`tests/test_startup_imports.py`).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.load.loader import load_spec
+    from runner.load.workflow import load_any, load_workflow
 
 __all__ = ["load_any", "load_spec", "load_workflow"]
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from runner.errors import Problem
 from runner.load.loader import _Loader, _resolve_model, _UsedVars
 from runner.load.problems import problems_from_validation
 from runner.load.source import KeyPath, Pos, SourceMap, format_path, read_source, read_yaml
@@ -140,8 +142,9 @@ def _load(loader: _Loader, path: Path) -> WorkflowSpec | None:
     try:
         spec = WorkflowSpec.model_validate(value)
     except ValidationError as exc:
+        hints = _step_hints(value)
         loader.problems.extend(
-            p
+            _hinted(p, hints)
             for p in problems_from_validation(exc, value, smap, WorkflowSpec)
             if (p.file, p.path) not in loader.unreadable
         )
@@ -211,3 +214,49 @@ def _inline_agent(
     agent._locator = lambda keypath, message, at_key: under.problem(keypath, message, at_key=at_key)
     loader.resolve_agent(agent, under, stack, variables)
     return agent
+
+
+def _step_hints(value: dict[str, Any]) -> dict[str, str]:
+    """What to add to the schema's problems at a step (by the path a problem shows): the kind
+    of step a misspelt key means (`rout:` -> `route`), and what a loop's `max:` is."""
+    from runner.load.problems import did_you_mean
+    from runner.spec.workflow import STEP_KINDS
+
+    hints: dict[str, str] = {}
+
+    def visit(steps: Any, at: KeyPath) -> None:
+        for index, step in enumerate(steps if isinstance(steps, list) else []):
+            if not isinstance(step, dict):
+                continue
+            where = (*at, index)
+            if not any(kind in step for kind in STEP_KINDS):
+                for key in step:
+                    hint = did_you_mean(str(key), STEP_KINDS)
+                    if hint is not None:
+                        hints[format_path(where)] = (
+                            f"; `{key}:` is no kind of step: did you mean {hint!r}?"
+                        )
+                        break
+            loop = step.get("loop")
+            if isinstance(loop, dict) and "max" not in loop:
+                hints[format_path((*where, "loop", "max"))] = (
+                    ": a loop needs a bound, the most times it goes back (e.g. `max: 3`)"
+                )
+            visit(step.get("parallel"), (*where, "parallel"))
+            body = step.get("map")
+            if isinstance(body, dict):
+                visit(body.get("steps"), (*where, "map", "steps"))
+
+    body = value.get("workflow")
+    if isinstance(body, dict):
+        visit(body.get("steps"), ("workflow", "steps"))
+    return hints
+
+
+def _hinted(problem: Problem, hints: dict[str, str]) -> Problem:
+    hint = hints.get(problem.path)
+    if hint is None or not (
+        problem.message.startswith("a step") or problem.message == "missing required key"
+    ):
+        return problem
+    return replace(problem, message=problem.message + hint)

@@ -128,7 +128,9 @@ def complete(
             _edit_range(line, character, typed),
         )
     rng = _edit_range(line, character, cursor.prefix)
-    names = _names_for(cursor, path, kind, specs, file, text)
+    names = _workflow_names(cursor, path, text) if kind == "workflow" else None
+    if names is None:
+        names = _names_for(cursor, path, kind, specs, file, text)
     if names is not None:
         return _items(names, lsp.CompletionItemKind.Value, rng)
     if cursor.kind == "key" and not _string_items(kind, path, cursor):
@@ -204,6 +206,45 @@ def _names_for(
         return _files(file, cursor.prefix, (".yaml", ".yml", ".md", ".txt", ".json", "/"))
     if cursor.kind == "value" and last == "import" and ":" not in cursor.prefix:
         return _files(file, cursor.prefix, (".py", "/"))
+    return None
+
+
+def _workflow_names(cursor: Cursor, path: tuple[Any, ...], text: str) -> list[str] | None:
+    """In a workflow's steps: step ids (and `end`) where a step jumps, agent names for
+    `agent:`, tool names for `tool:`, from the file's text; None elsewhere."""
+    last = next((p for p in reversed(path) if isinstance(p, str)), None)
+    value = read_yaml(text, "", env={}).value if path[:1] == ("workflow",) else None
+    if not isinstance(value, dict):
+        return None
+    jump = last in ("next", "to", "on_reject") or (
+        cursor.kind == "key" and path[-2:-1] == ("choose",) and last == "options"
+    )
+    if jump and (cursor.kind == "value" or last == "options"):
+        ids: list[str] = []
+
+        def visit(steps: Any) -> None:
+            for step in steps if isinstance(steps, list) else []:
+                if isinstance(step, dict) and isinstance(step.get("id"), str):
+                    ids.append(step["id"])
+                    visit(step.get("parallel"))
+                    body = step.get("map")
+                    visit(body.get("steps") if isinstance(body, dict) else None)
+
+        body = value.get("workflow")
+        visit(body.get("steps") if isinstance(body, dict) else None)
+        return [*ids, "end"]
+    if cursor.kind == "value" and last == "agent":
+        agents = value.get("agents")
+        return sorted(str(k) for k in agents) if isinstance(agents, dict) else []
+    if cursor.kind == "value" and last == "tool":
+        tools = value.get("tools")
+        return sorted(
+            str(spec["name"])
+            for entry in (tools if isinstance(tools, list) else [])
+            if isinstance(entry, dict)
+            for spec in entry.values()
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str)
+        )
     return None
 
 

@@ -199,7 +199,7 @@ def test_validate_needs_a_target() -> None:
 def test_help_on_every_command_and_version() -> None:
     top = run_cli("--help")
     assert top.returncode == 0
-    assert "validate  Check agent files and report every problem." in top.stdout
+    assert "validate  Check agent and workflow files and report every problem." in top.stdout
     assert "schema    Print, write or check the agent (or cassette) JSON Schema." in top.stdout
     validate = run_cli("validate", "--help")
     assert validate.returncode == 0

@@ -108,3 +108,39 @@ def test_a_skills_folder_hovers_with_its_skills() -> None:
     line = text.splitlines().index("skills: [../skills]")
     shown = hover(text, agent, "agent", line, len("skills: [../sk"), [])
     assert shown is not None and "- **fact-check**: Check the factual claims" in shown
+
+
+def test_a_workflow_completes_step_ids_agents_and_tools() -> None:
+    from runner.lsp.features import complete
+
+    text = """\
+agents:
+  writer: {prompt: x}
+  judge: {prompt: y}
+tools:
+  - http: {name: publish, description: P, url: "http://127.0.0.1:1/"}
+workflow:
+  steps:
+    - id: draft
+      agent: wr
+      input: x
+    - id: fan
+      map:
+        over: state.items
+        steps:
+          - id: inner
+            tool: pu
+    - id: again
+      loop: {to: dr, while: "true", max: 2}
+"""
+    lines = text.splitlines()
+
+    def labels(word: str) -> list[str]:
+        line = next(i for i, t in enumerate(lines) if word in t)
+        column = lines[line].index(word) + len(word)
+        items = complete(text, Path("wf.yaml"), "workflow", line, column, [])
+        return [i.label for i in items]
+
+    assert labels("agent: wr") == ["judge", "writer"]
+    assert labels("tool: pu") == ["publish"]
+    assert labels("to: dr") == ["draft", "fan", "inner", "again", "end"]

@@ -211,3 +211,28 @@ def test_required_inputs(tmp_path: Path) -> None:
         problems(path)
     )
     assert load_workflow(path, require_inputs=False).name == "notes"
+
+
+def test_a_loop_without_a_bound_and_a_misspelt_kind_of_step(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "wf.yaml": """
+            name: wf
+            workflow:
+              steps:
+                - {id: a, agent: {model: openai:gpt-4.1, prompt: x}, input: x}
+                - id: again
+                  loop: {to: a, while: "true"}
+                - id: b
+                  rout: [{to: a}]
+            """
+        },
+    )
+    assert problems(path) == [
+        "wf.yaml:6:13: workflow.steps[1].loop.max: missing required key: a loop needs a bound, "
+        "the most times it goes back (e.g. `max: 3`)",
+        "wf.yaml:7:7: workflow.steps[2]: a step needs `id:` and one of `agent:`, `tool:`, "
+        "`approval:`, `ask:`, `route:`, `choose:`, `loop:`, `parallel:` or `map:`; `rout:` is no "
+        "kind of step: did you mean 'route'?",
+    ]
