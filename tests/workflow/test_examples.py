@@ -310,3 +310,29 @@ def test_the_schema_editors_read_accepts_the_example(name: str) -> None:
     schema = json.loads((ROOT / "schemas" / "agent.schema.json").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     assert not [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+
+
+def test_release_notes_forked_after_the_review_with_another_draft(
+    workflows: Path, notes_server: NotesServer
+) -> None:
+    """`threads fork --at again --set draft=...`: the new thread goes on at the step after
+    `again` (the approval) with the edited draft; the original thread keeps its own."""
+    thread, _ = _release_notes(workflows, notes_server)
+    env = {"NOTES_URL": notes_server.url}
+    forked = run_cli(
+        *("threads", "fork", thread, "--at", "again", "--set", "draft=Notes of 1.4.0, forked"),
+        cwd=workflows,
+        env=env,
+    )
+    assert forked.returncode == 0, forked.stderr
+    new = forked.stdout.strip()
+    assert new and new != thread
+    events = run(workflows, "workflows/release-notes.yaml", "--thread", new, env=env)
+    assert started(events) == ["approve"]  # the steps up to `again` are not run again
+    [waiting] = [e for e in events if e["type"] == "interrupt"]
+    assert waiting["actions"][0]["args"] == {"draft": "Notes of 1.4.0, forked"}
+    run(workflows, "workflows/release-notes.yaml", "--thread", new, "--approve", env=env)
+    run(workflows, "workflows/release-notes.yaml", "--thread", thread, "--approve", env=env)
+    original = replies("release-notes", "writer")[1]
+    notes = [post["json"]["notes"] for post in notes_server.posts]
+    assert notes == ["Notes of 1.4.0, forked", original]
