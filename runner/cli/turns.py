@@ -349,7 +349,7 @@ def reader_left(session: Session) -> NoReturn:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())  # whatever is still buffered goes nowhere
     with contextlib.suppress(Exception):  # ending anyway; a server that will not stop dies with us
-        session.resolved.close()
+        session.close_agent()
     session.home.freeze()
     try:
         sys.stderr.flush()
@@ -372,7 +372,7 @@ def finish_cancelled(
         turns.wait()
     except KeyboardInterrupt:
         try:
-            session.resolved.close()  # stop MCP servers; the database needs nothing
+            session.close_agent()  # stop MCP servers; the database needs nothing
         finally:
             click.echo("Interrupted.", err=True)
             sys.stdout.flush()

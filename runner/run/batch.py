@@ -49,6 +49,8 @@ class BatchLine:
     message: str | None = None
     vars: dict[str, Any] = field(default_factory=dict)
     problem: str | None = None
+    no_message: str | None = None
+    """Why the line cannot run an agent (it has no message); a workflow runs without one."""
 
     @property
     def key(self) -> tuple[str, Any]:
@@ -97,12 +99,20 @@ def _parse_line(number: int, text: str, where: str) -> BatchLine:
                 + (f"; did you mean {hint!r}?" if hint else f"; expected {', '.join(LINE_KEYS)}")
             )
     message = value.get("message")
-    if not isinstance(message, str) or not message.strip():
-        return bad('message: expected a non-empty string ({"message": "..."})')
+    no_message = f'{where}: message: expected a non-empty string ({{"message": "..."}})'
+    if message is not None and (not isinstance(message, str) or not message.strip()):
+        return BatchLine(number, line_id, content_hash, problem=no_message)
     line_vars = value.get("vars", {})
     if not isinstance(line_vars, dict):
         return bad('vars: expected an object ({"vars": {"topic": "..."}})')
-    return BatchLine(number, line_id, content_hash, message=message, vars=line_vars)
+    return BatchLine(
+        number,
+        line_id,
+        content_hash,
+        message=message,
+        vars=line_vars,
+        no_message=no_message if message is None else None,
+    )
 
 
 def read_batch(path: Path) -> list[BatchLine]:
@@ -325,11 +335,14 @@ def _run_line(
 
     if line.problem is not None:
         return result_record(line, error=line.problem)
-    assert line.message is not None
     try:
         session = session_for({**base_vars, **line.vars})
     except RunnerError as exc:
         return result_record(line, error=str(exc))
+    from runner.run.session import WorkflowSession
+
+    if line.message is None and not isinstance(session, WorkflowSession):
+        return result_record(line, error=line.no_message)
     result = session.run(line.message)
     usage = _usage(result)
     while result.interrupt is not None:
@@ -382,7 +395,7 @@ def run_batch(
     # a set of vars whose agent cannot be built fails every line that asks for it, built once;
     # the shared Home is closed by its owner, each session's own MCP servers here
     agents: AgentCache[Session] = AgentCache(
-        lambda session: session.resolved.close(), remember=(RunnerError,)
+        lambda session: session.close_agent(), remember=(RunnerError,)
     )
 
     def session_for(variables: dict[str, Any]) -> Session:

@@ -643,10 +643,14 @@ class Session:
         tid = getattr(last, "thread_id", None) or thread_id or ""
         return RunResult(thread_id=tid, events=events)
 
+    def close_agent(self) -> None:
+        """Stop what the agent started (MCP servers), leaving the database open."""
+        self.resolved.close()
+
     def close(self) -> None:
         """Stop what the agent started (MCP servers) and close the database."""
         try:
-            self.resolved.close()
+            self.close_agent()
         finally:
             self.home.close()
 
@@ -840,11 +844,8 @@ class WorkflowSession(Session):
             agent=self.name, thread_id=thread_id, content="" if output is None else str(output)
         )
 
-    def close(self) -> None:
-        try:
-            self.built.close()
-        finally:
-            self.home.close()
+    def close_agent(self) -> None:
+        self.built.close()
 
 
 WORKFLOW_RECURSION_LIMIT = 10_000

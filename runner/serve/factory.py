@@ -130,13 +130,19 @@ class GraphFactory:
         it could read any file the server can. Only `agentctl serve --var` sets one. Vars reach
         every agent of the tree, so a `file` input of any of them (a `ref:` subagent file, an
         included file) counts."""
-        from runner.load.loader import load_spec
+        from runner.load.workflow import load_any
+        from runner.spec import AgentSpec
         from runner.spec.checks import file_inputs
 
-        spec = load_spec(
+        spec = load_any(
             Path(path), vars=self.base_vars, require_inputs=False, allow_unused_vars=True
         )
-        files = file_inputs(spec)
+        if isinstance(spec, AgentSpec):
+            files = file_inputs(spec)
+        else:  # a workflow: its inputs, and those of every agent it runs
+            files = {n for n, declared in spec.inputs.items() if declared.kind == "file"}
+            for agent in spec.agent_specs().values():
+                files |= file_inputs(agent)
         for name in sorted(vars):
             if name in files:
                 raise BuildError(
@@ -151,7 +157,10 @@ class GraphFactory:
         from runner.agent.build import build_graph
         from runner.agent.resolve import Resolver
         from runner.load.loader import load_spec
+        from runner.load.workflow import is_workflow_file
 
+        if is_workflow_file(path):
+            return self._build_workflow(path, vars, model, require)
         spec = load_spec(Path(path), vars=vars, require_inputs=require)
         resolved = Resolver(model=model).resolve(spec)
         try:
@@ -163,6 +172,26 @@ class GraphFactory:
             resolved.close()
             raise
         return _Built(graph, resolved)
+
+    def _build_workflow(
+        self, path: str, vars: dict[str, Any], model: str | None, require: bool
+    ) -> _Built:
+        """A workflow file's graph: its agents built as subgraphs, the engine's checkpointer and
+        store given to the whole at each run."""
+        from langgraph.store.memory import InMemoryStore
+
+        from runner.check.workflow import load_checked_workflow
+        from runner.workflow.build import build_workflow
+
+        spec = load_checked_workflow(Path(path), vars=vars, require_inputs=require)
+        built = build_workflow(spec, model=model, store=InMemoryStore())
+        graph = built.graph
+        try:
+            graph.context_schema = assistant_config_model(spec)
+        except BaseException:
+            built.close()
+            raise
+        return _Built(graph, built)
 
     async def agraph(
         self,

@@ -75,6 +75,10 @@ __all__ = [
 
 OUTPUT_NODE = "output."
 """The node every path ends in: it sets `output` (a `.` keeps it apart from step ids)."""
+INPUT_NODE = "input."
+"""The node every run starts with: the spec's `vars` under the input's, each state field's
+`default` where the input gives no value (so `{}` is a valid input, as a server's client may
+send)."""
 ITEM_SUFFIX = ".item"
 """`<map id>.item`: the node that runs one item of a map."""
 JOIN_SUFFIX = ".join"
@@ -331,7 +335,12 @@ class _Compiler:
         def target(name: str) -> str:
             return level.end if name == END_TARGET else name
 
-        builder.add_edge(START, ids[0])
+        if level.is_item:
+            builder.add_edge(START, ids[0])
+        else:
+            builder.add_node(INPUT_NODE, self._input_node())
+            builder.add_edge(START, INPUT_NODE)
+            builder.add_edge(INPUT_NODE, ids[0])
         for index, step in enumerate(steps):
             after = follows(index)
             if isinstance(step, AgentStep | ToolStep):
@@ -728,6 +737,20 @@ class _Compiler:
         return _node(step.id + JOIN_SUFFIX, run, None)
 
     # ------------------------------------------------------------------- output
+
+    def _input_node(self) -> Any:
+        spec = self.spec
+
+        def run(values: Mapping[str, Any]) -> dict[str, Any]:
+            state = values.get("state") or {}
+            defaults = {
+                name: field.default
+                for name, field in spec.state.items()
+                if field.default is not None and name not in state
+            }
+            return {"vars": {**spec.vars, **(values.get("vars") or {})}, "state": defaults}
+
+        return _node(INPUT_NODE, run, None)
 
     def _output_node(self) -> Any:
         output = self.spec.workflow.output

@@ -314,3 +314,33 @@ def test_a_map_runs_no_more_items_at_once_than_its_concurrency(tmp_path: Path) -
     )
     assert values["state"]["tens"] == [{"value": n * 10} for n in range(12)]
     assert 1 <= GAUGE.most <= 3
+
+
+def test_the_async_path_runs_every_kind_of_step_as_the_sync_one(tmp_path: Path, log: Path) -> None:
+    import asyncio
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from runner.workflow.build import build_workflow
+    from tests.workflow._specs import cassette, workflow_spec
+
+    labels = ["bug", "idea"]
+    wf = build_workflow(
+        workflow_spec(FANOUT),
+        model=cassette(
+            tmp_path,
+            {
+                "researcher": [{"content": "A"}, {"content": "B"}],
+                "classifier": [{"content": label} for label in labels],
+            },
+        ),
+        checkpointer=InMemorySaver(),
+    )
+    values = asyncio.run(
+        wf.graph.ainvoke({"vars": {"topic": "x"}, "state": {"tickets": ["t0", "t1"]}}, config())
+    )
+    assert values["state"]["results"] == [
+        {"label": "bug"},
+        {"label": "idea", "note": "published 10 characters"},
+    ]
+    assert (values["state"]["a"], values["state"]["b"]) == ("A", "B")  # by branch order

@@ -201,3 +201,37 @@ def test_inspect_shows_the_steps_as_text_and_as_a_mermaid_flowchart(tmp_path: Pa
     assert '  again -->|"not state.review.approved (max 2)"| draft' in lines
     assert '  approve -->|"approve"| publish' in lines
     assert "  publish --> finish" in lines
+
+
+def test_a_batch_runs_the_workflow_once_per_line_with_its_vars(tmp_path: Path, log: Path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+    from tests.workflow.wf_tools import calls
+
+    spec, model = files(tmp_path)
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(
+        '{"vars": {"version": "1"}, "id": "a"}\n{"vars": {"version": "2"}, "id": "b"}\n'
+    )
+    env = {"WF_LOG": str(log), "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = run_cli(
+        "run",
+        str(spec),
+        "--batch",
+        str(lines),
+        "--model",
+        model,
+        "--auto-approve",
+        "--var",
+        "version=0",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["id"], r["answer"], r["error"]) for r in results] == [
+        ("a", "Draft two.", None),
+        ("b", "Draft two.", None),
+    ]
+    assert len(calls(log)) == 2
