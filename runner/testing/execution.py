@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from runner.errors import RunnerError, SpecError
+from runner.errors import RunError, RunnerError, SpecError
 from runner.events import Error, Final, Interrupt, RunEvent, TextDelta, ToolCall, ToolResult
 from runner.testing.expectations import Call, Check, Observed, check_expectations
 from runner.testing.judge import Judge
@@ -100,10 +100,17 @@ def run_case(
     record = _cassette_for(loaded, case) if options.record and options.model else None
     session = None
     try:
+        from runner.load.workflow import is_workflow_file
         from runner.testing.isolation import fixture_files, isolate_roots
 
-        spec = load_spec(loaded.agent_path, vars=case.vars)
-        isolate_roots(spec, folder / "files", copy=loaded.spec.workspace == "copy")
+        workflow = is_workflow_file(loaded.agent_path)
+        if workflow:
+            spec: Any = _workflow_spec(loaded, case)
+        else:
+            if (why := case.needs_message()) is not None:
+                raise RunError(f"case {case.name!r}: {why}")
+            spec = load_spec(loaded.agent_path, vars=case.vars)
+            isolate_roots(spec, folder / "files", copy=loaded.spec.workspace == "copy")
         db = folder / "agentctl.db"
         if record is not None:
             record.unlink(missing_ok=True)
@@ -112,7 +119,8 @@ def run_case(
         result.thread_id, result.db = thread_id, str(db)
         first = case.input if case.input is not None else _first_message(case)
         session.home.register(thread_id, agent=session.name, spec=spec.source, first_message=first)
-        _seed(session, thread_id, {**fixture_files(loaded.spec.fixtures), **case.files})
+        if not workflow:
+            _seed(session, thread_id, {**fixture_files(loaded.spec.fixtures), **case.files})
         with _counting() as counter:
             events, inputs = _play(session, case, thread_id)
         seen = _observe(session, thread_id, events, inputs, counter)
@@ -130,6 +138,18 @@ def run_case(
         result.duration = time.monotonic() - started
     result.passes = int(result.status in ("passed", "skipped"))
     return result
+
+
+def _workflow_spec(loaded: LoadedTestFile, case: CaseSpec) -> Any:
+    """The workflow under test, loaded with the case's vars (a workflow has no files to seed)."""
+    from runner.check.workflow import load_checked_workflow
+
+    if case.files or loaded.spec.fixtures:
+        raise RunError(
+            f"case {case.name!r}: `files:` and `fixtures:` seed an agent's backend; a workflow "
+            "has none (give its agents' files through their own backends)"
+        )
+    return load_checked_workflow(loaded.agent_path, vars=case.vars)
 
 
 def _first_message(case: CaseSpec) -> str:
@@ -201,9 +221,16 @@ def _reader(session: Any, thread_id: str) -> Any:
 def _play(session: Any, case: CaseSpec, thread_id: str) -> tuple[list[RunEvent], list[str]]:
     from runner.run import Decision
 
-    turns = case.turns if case.turns is not None else [UserTurn(user=case.input or "")]
+    turns: list[Any] = list(case.turns) if case.turns is not None else []
+    if case.input is not None:
+        turns = [UserTurn(user=case.input)]
     events: list[RunEvent] = []
     inputs: list[str] = []
+    if not turns or not isinstance(turns[0], UserTurn):  # a workflow's run starts by itself
+        run = session.run(thread_id=thread_id)
+        events.extend(run.events)
+        if isinstance(run.events[-1] if run.events else None, Error):
+            return events, inputs
     for turn in turns:
         if isinstance(turn, UserTurn):
             inputs.append(turn.user)
@@ -224,7 +251,11 @@ def _observe(
     final = last if isinstance(last, Final) else None
     error = next((e for e in events if isinstance(e, Error)), None)
     values = session.values(thread_id)
+    from runner.events import StepEnd
+
     return Observed(
+        steps=[e.step for e in events if isinstance(e, StepEnd) and e.status == "done"],
+        state=values.get("state") if "trail" in values else None,
         main_agent=session.name,
         inputs=inputs,
         final=final.content if final is not None else None,

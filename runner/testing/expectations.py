@@ -26,6 +26,7 @@ from runner.testing.spec import (
     InterruptExpect,
     JudgeExpect,
     LimitsExpect,
+    StepsExpect,
     TodosExpect,
     ToolCallExpect,
 )
@@ -74,6 +75,10 @@ class Observed:
     tokens: int = 0
     calls_without_usage: int = 0
     read_file: Callable[[str], str | None] = lambda path: None
+    steps: list[str] = field(default_factory=list)
+    """A workflow's steps that finished, in order."""
+    state: dict[str, Any] | None = None
+    """A workflow's state when the run ended."""
 
 
 JudgeFn = Callable[[JudgeExpect, Observed], Check]
@@ -134,8 +139,49 @@ def check_expectations(expect: ExpectSpec, seen: Observed, judge: JudgeFn) -> li
         checks.extend(_todos(expect.todos, seen.todos, f"{at}.todos"))
     if expect.limits is not None:
         checks.extend(_limits(expect.limits, seen, f"{at}.limits"))
+    if expect.steps is not None:
+        checks.extend(_steps(expect.steps, seen, f"{at}.steps"))
     if expect.judge is not None:
         checks.append(judge(expect.judge, seen))
+    return checks
+
+
+def _steps(expect: StepsExpect, seen: Observed, at: str) -> list[Check]:
+    """A workflow's steps: which finished, in which order, and the state they left."""
+    checks: list[Check] = []
+    ran = ", ".join(seen.steps) or "no step"
+    if expect.ran:
+        if expect.order == "exact":
+            passed = seen.steps == expect.ran
+        else:
+            remaining = iter(seen.steps)
+            passed = all(any(step == wanted for step in remaining) for wanted in expect.ran)
+        checks.append(
+            _check(
+                passed,
+                f"{at}.ran",
+                "the steps did not run as expected"
+                + (" (exactly these)" if expect.order == "exact" else " (in this order)"),
+                ", ".join(expect.ran),
+                ran,
+            )
+        )
+    for step in expect.not_ran:
+        checks.append(
+            _check(step not in seen.steps, f"{at}.not_ran[{step}]", f"step {step} ran", "", ran)
+        )
+    state = seen.state or {}
+    for name, wanted in expect.state.items():
+        found = state.get(name)
+        checks.append(
+            _check(
+                found == wanted,
+                f"{at}.state.{name}",
+                f"state.{name} is not as expected",
+                json.dumps(wanted, ensure_ascii=False, default=str),
+                json.dumps(found, ensure_ascii=False, default=str),
+            )
+        )
     return checks
 
 

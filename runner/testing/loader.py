@@ -129,9 +129,17 @@ def test_file_problems(path: Path) -> list[Problem]:
     except SpecError as exc:
         return list(exc.problems)
     problems: set[Problem] = set()
+    from runner.load.workflow import is_workflow_file
+
+    workflow = is_workflow_file(loaded.agent_path)
     for index, case in enumerate(loaded.spec.cases):
         try:
-            load_spec(loaded.agent_path, vars=case.vars)
+            if workflow:
+                from runner.check.workflow import load_checked_workflow
+
+                load_checked_workflow(loaded.agent_path, vars=case.vars)
+            else:
+                load_spec(loaded.agent_path, vars=case.vars)
         except SpecError as exc:
             for problem in exc.problems:
                 if problem.file == "--var":  # a case's `vars`, not the command line's
@@ -157,8 +165,14 @@ def _check(spec: TestFileSpec, path: Path, smap: SourceMap) -> Iterator[Problem]
         if not host.is_dir():
             reason = "is a file, not a folder" if host.is_file() else "folder not found"
             yield smap.problem(("fixtures", at), f"{reason}: {display_path(host)}")
+    from runner.load.workflow import is_workflow_file
+
+    workflow = agent.is_file() and is_workflow_file(agent)
     seen: dict[str, int] = {}
     for index, case in enumerate(spec.cases):
+        why = None if workflow else case.needs_message()
+        if why is not None:  # an agent's run starts with a message; a workflow's by itself
+            yield smap.problem(("cases", index), why)
         if case.name in seen:
             first = smap.value_loc(("cases", seen[case.name], "name")).line
             yield smap.problem(

@@ -169,6 +169,21 @@ class JudgeExpect(SpecModel):
     file's `judge_model`."""
 
 
+class StepsExpect(SpecModel):
+    """Checks on a workflow's steps (the steps that finished, and its state at the end)."""
+
+    ran: list[str] = Field(default_factory=list)
+    """Steps that must finish, in this order (see `order`); a step that runs twice (a loop)
+    is listed twice."""
+    order: Literal["in_order", "exact"] = "in_order"
+    """`in_order`: other steps may come between; `exact`: the steps that finished are exactly
+    these."""
+    not_ran: list[str] = Field(default_factory=list)
+    """Steps that must not finish."""
+    state: dict[str, Any] = Field(default_factory=dict)
+    """State fields and the value each must have when the run ends."""
+
+
 class ExpectSpec(SpecModel):
     """What must hold after the case ran. Every check runs; all failures are reported."""
 
@@ -193,6 +208,8 @@ class ExpectSpec(SpecModel):
     """Most model calls, tokens and tool calls the case may use."""
     judge: JudgeExpect | None = None
     """An LLM-as-judge grade of the final answer."""
+    steps: StepsExpect | None = None
+    """For a workflow: the steps that ran, in which order, and the state they left."""
     error: bool = False
     """The run must fail (an `error` event); the final-answer checks then look at its message."""
 
@@ -289,9 +306,11 @@ class CaseSpec(SpecModel):
     files: dict[str, str] = Field(default_factory=dict)
     """Files put into the agent's backend before the run: path -> text."""
     input: str | None = None
-    """The one message to send (or `turns`)."""
+    """The one message to send (or `turns`; a workflow's run needs neither: its `vars` are its
+    input)."""
     turns: list[Turn] | None = None
-    """Messages and approval decisions, in order, all on the case's thread (or `input`)."""
+    """Messages and approval decisions, in order, all on the case's thread (or `input`). A
+    workflow's run starts before its first turn when that is a `decisions:` turn."""
     expect: ExpectSpec = Field(default_factory=ExpectSpec)
     """What must hold after the run."""
 
@@ -305,14 +324,19 @@ class CaseSpec(SpecModel):
 
     @model_validator(mode="after")
     def _one_input(self) -> CaseSpec:
-        if (self.input is None) == (self.turns is None):
+        if self.input is not None and self.turns is not None:
             raise ValueError("give `input` (one message) or `turns` (a list), not both or neither")
-        if self.turns is not None:
-            if not self.turns:
-                raise ValueError("`turns` must have at least one turn")
-            if not isinstance(self.turns[0], UserTurn):
-                raise ValueError("the first turn must be a `user:` message")
+        if self.turns is not None and not self.turns:
+            raise ValueError("`turns` must have at least one turn")
         return self
+
+    def needs_message(self) -> str | None:
+        """Why an agent (not a workflow) cannot run this case: it sends no first message."""
+        if self.input is None and self.turns is None:
+            return "give `input` (one message) or `turns` (a list), not both or neither"
+        if self.turns is not None and not isinstance(self.turns[0], UserTurn):
+            return "the first turn must be a `user:` message"
+        return None
 
 
 class TestFileSpec(SpecModel):

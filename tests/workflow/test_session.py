@@ -235,3 +235,46 @@ def test_a_batch_runs_the_workflow_once_per_line_with_its_vars(tmp_path: Path, l
         ("b", "Draft two.", None),
     ]
     assert len(calls(log)) == 2
+
+
+def test_agentctl_test_checks_which_steps_ran_in_which_order_and_the_state(
+    tmp_path: Path, log: Path
+) -> None:
+    from tests.conftest import run_cli
+
+    spec, model = files(tmp_path)
+    cases = {
+        "version": 1,
+        "agent": spec.name,
+        "cases": [
+            {
+                "name": "approved",
+                "vars": {"version": "2"},
+                "model": model,
+                "turns": [{"decisions": ["approve"]}],
+                "expect": {
+                    "steps": {
+                        "ran": ["draft", "review", "draft", "review", "approve", "publish"],
+                        "not_ran": [],
+                        "state": {"draft": "Draft two."},
+                    },
+                    "final": {"equals": "Draft two."},
+                },
+            },
+            {
+                "name": "wrong",
+                "vars": {"version": "2"},
+                "model": model,
+                "expect": {"steps": {"ran": ["publish"], "state": {"draft": "Other"}}},
+            },
+        ],
+    }
+    test_file = tmp_path / "notes.test.yaml"
+    test_file.write_text(yaml.safe_dump(cases))
+    env = {"WF_LOG": str(log), "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = run_cli("test", str(test_file), cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout + done.stderr
+    assert "approved" in out and "wrong" in out
+    assert "expect.steps.ran" in out and "expect.steps.state.draft" in out
+    assert "1 passed" in out and "1 failed" in out
