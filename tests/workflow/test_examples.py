@@ -76,6 +76,22 @@ def test_the_first_example_of_the_docs_passes_the_checks(tmp_path: Path) -> None
     ]
 
 
+def test_every_example_has_a_test_file_that_passes_offline(tmp_path: Path) -> None:
+    """`agentctl test workflows/`: each example's `*.test.yaml` (expect.steps) passes."""
+    from runner.testing.suite import run_suite
+
+    files = sorted(WORKFLOWS.glob("*.test.yaml"))
+    assert [p.name.removesuffix(".test.yaml") for p in files] == sorted(EXAMPLES)
+    suite = run_suite(files, workdir=tmp_path)
+    assert not suite.problems, suite.problems
+    assert len(suite.results) == len(EXAMPLES)
+    for result in suite.results:
+        assert result.status == "passed", (result.name, result.failures, result.problems)
+    for path in files:
+        first = path.read_text().splitlines()[0]
+        assert first == "# yaml-language-server: $schema=../schemas/test.schema.json", path
+
+
 def test_the_release_notes_writer_is_an_agent_file_of_its_own() -> None:
     spec = load_spec(WORKFLOWS / "agents" / "writer.yaml", env=dict(os.environ))
     assert spec.name == "writer"
