@@ -35,7 +35,7 @@ from runner.spec.workflow import (
     is_workflow_document,
 )
 
-__all__ = ["load_any", "load_workflow", "step_agents", "walk_steps"]
+__all__ = ["agents_in", "load_any", "load_workflow", "step_agents", "walk_steps"]
 
 
 def load_workflow(
@@ -112,6 +112,15 @@ def step_agents(spec: WorkflowSpec) -> Iterator[tuple[str, KeyPath, Any]]:
         else:
             continue
         yield (entry if isinstance(entry, str) else step.id), where, entry
+
+
+def agents_in(spec: AgentSpec | WorkflowSpec) -> list[tuple[str, AgentSpec]]:
+    """(key path prefix, spec) of the agents a file runs: an agent file's own spec (prefix ""),
+    or each agent of a workflow (prefix `agents.KEY.`), for checks that look at every agent a
+    served file runs (its backends' folders, say)."""
+    if isinstance(spec, AgentSpec):
+        return [("", spec)]
+    return [(f"agents.{key}.", agent) for key, agent in spec.agent_specs().items()]
 
 
 # --------------------------------------------------------------------------- loading

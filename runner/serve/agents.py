@@ -41,7 +41,7 @@ def collect_agents(
     """
     from runner.check.validate import find_specs, validate_file
     from runner.errors import display_path
-    from runner.load.loader import load_spec
+    from runner.load.workflow import agents_in, load_any
 
     problems: list[Problem] = []
     found: list[ServedAgent] = []
@@ -55,7 +55,7 @@ def collect_agents(
         if file_problems:
             problems += file_problems
             continue
-        spec = load_spec(path, vars=vars, require_inputs=False)
+        spec = load_any(path, vars=vars, require_inputs=False)
         shown = display_path(path)
         if spec.name in by_name:
             problems.append(
@@ -81,7 +81,8 @@ def collect_agents(
                     "{thread_id} into root_dir for a folder per thread (root_dir: "
                     "./workspace/{thread_id}), or pass --shared-workspace",
                 )
-                for where, root in shared_workspaces(spec)
+                for prefix, agent in agents_in(spec)
+                for where, root in shared_workspaces(agent, prefix)
             ]
         found.append(ServedAgent(spec.name, path.resolve(), spec.description))
     for path, broken_problems in broken:
@@ -118,15 +119,16 @@ def _name_of_broken(path: Path) -> str:
     return path.stem
 
 
-def shared_workspaces(spec: Any) -> list[tuple[str, str]]:
+def shared_workspaces(spec: Any, prefix: str = "") -> list[tuple[str, str]]:
     """(key path, folder) of each `filesystem`/`local_shell` backend of the agent and its inline
-    subagents whose `root_dir` has no `{thread_id}`."""
+    subagents whose `root_dir` has no `{thread_id}` (key paths after `prefix`, for an agent of a
+    workflow)."""
     from runner.backends import THREAD_PLACEHOLDER
     from runner.spec import CompositeBackendSpec, FilesystemBackendSpec, LocalShellBackendSpec
 
-    owners: list[tuple[str, Any]] = [("", spec)]
+    owners: list[tuple[str, Any]] = [(prefix, spec)]
     owners += [
-        (f"subagents[{i}].", sub)
+        (f"{prefix}subagents[{i}].", sub)
         for i, sub in enumerate(spec.subagents)
         if getattr(sub, "backend", None) is not None
     ]

@@ -248,15 +248,16 @@ class ThreadGuard:
     def _roots(self) -> list[str]:
         """The per-thread roots of every served agent, read from the files as they are now."""
         from runner.errors import RunnerError
-        from runner.load.loader import load_spec
+        from runner.load.workflow import agents_in, load_any
 
         roots: list[str] = []
         for path in self.agents.values():
             try:
-                spec = load_spec(path, vars=self.vars, require_inputs=False, allow_unused_vars=True)
+                spec = load_any(path, vars=self.vars, require_inputs=False, allow_unused_vars=True)
             except (RunnerError, OSError):
                 continue  # a file with problems now: its folders stay
-            roots += per_thread_roots(spec)
+            for _, agent in agents_in(spec):
+                roots += per_thread_roots(agent)
         return roots
 
     async def _persist(self) -> None:
