@@ -387,7 +387,8 @@ def run_batch(
     """Run every line not in `skip` (line numbers), `jobs` at a time, calling `emit` with each
     result as it comes (from one thread at a time). `make_session(vars)` builds the agent for a
     set of vars; the agent of `base_vars` is built first, so a spec that does not build fails
-    the batch before any line runs (as a `RunnerError`)."""
+    the batch before any line runs (as a `RunnerError`), unless lines give vars of their own
+    (then each line that cannot build fails with the reason)."""
     skip = skip or set()
     summary = BatchSummary(total=len(lines), skipped=sum(1 for x in lines if x.number in skip))
     from runner.agent.cache import AgentCache, vars_key
@@ -414,8 +415,14 @@ def run_batch(
             return result_record(line, error=f"{type(exc).__name__}: {exc}")
 
     try:
-        session_for(dict(base_vars))
         todo = [line for line in lines if line.number not in skip]
+        try:
+            session_for(dict(base_vars))
+        except RunnerError:
+            # Lines that bring vars of their own (a required input, say) may build where the
+            # base vars alone do not: each line's agent is built, and fails, on its own.
+            if not any(line.vars for line in todo):
+                raise
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="batch") as pool:
             futures = [pool.submit(work, line) for line in todo]
             try:

@@ -204,3 +204,32 @@ def test_read_batch_problems(tmp_path: Path) -> None:
         None,
     ]
     assert lines[0].problem is not None and lines[0].problem.startswith(f"{path}:1: ")
+
+
+def test_a_required_input_given_by_each_line_needs_no_var(tmp_path: Path) -> None:
+    """The base vars alone lack the required input; every line gives it, so every line runs
+    (a line without it fails with the located reason, alone)."""
+    shutil.copytree(ROOT / "workflows", tmp_path / "workflows")
+    write_lines(
+        tmp_path / "topics.jsonl",
+        [
+            json.dumps({"vars": {"topic": "SQLite or DuckDB"}}),
+            json.dumps({"vars": {}}),
+        ],
+    )
+    result = run_cli(
+        "run",
+        "workflows/research.yaml",
+        "--model",
+        "replay:workflows/research.cassette.yaml",
+        "--batch",
+        "topics.jsonl",
+        "--out",
+        "results.jsonl",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    done = {r["line"]: r for r in records(tmp_path / "results.jsonl")}
+    assert done[1]["status"] == "ok", done[1]
+    assert done[2]["status"] == "error"
+    assert "required input 'topic' has no value" in str(done[2]["error"])
