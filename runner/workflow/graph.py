@@ -414,7 +414,8 @@ class _Compiler:
         def prepare(values: Mapping[str, Any]) -> tuple[dict[str, Any], _Replay]:
             text = render(step.input, level.scope(values), where=f"step {step.id!r} input")
             run = _run_number(values, key, level, offset=offset, first=first)
-            return {"messages": [HumanMessage(content=text)]}, _Replay(key, step.id, text, run)
+            replay = _Replay(key, _call_id(step.id, values, level), text, run)
+            return {"messages": [HumanMessage(content=text)]}, replay
 
         def finish(result: Mapping[str, Any], report: _Reported) -> dict[str, Any]:
             answer = _answer(result)
@@ -603,7 +604,8 @@ class _Compiler:
             listed = "\n".join(f"- {name}: {why}" for name, why in choose.options.items())
             text += f"\n\nChoose one of these options (answer with its name):\n{listed}"
             run = _run_number(values, key, level, offset=0, first=first)
-            return {"messages": [HumanMessage(content=text)]}, _Replay(key, step.id, text, run)
+            replay = _Replay(key, _call_id(step.id, values, level), text, run)
+            return {"messages": [HumanMessage(content=text)]}, replay
 
         def finish(result: Mapping[str, Any], report: _Reported) -> Any:
             answer = _answer(result)
@@ -790,6 +792,12 @@ def _run_number(
     if level.is_item:
         return runs.get(key) if first else None
     return runs.get(key, 0) + offset
+
+
+def _call_id(step_id: str, values: Mapping[str, Any], level: _Level) -> str:
+    """The id a replayed agent sees for this run of a step: the step's id, and in a map the
+    item's index too, so items that reach one step each play a run of replies of their own."""
+    return f"{step_id}[{values.get('index')}]" if level.is_item else step_id
 
 
 class _Replay:

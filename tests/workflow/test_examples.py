@@ -284,11 +284,6 @@ def test_triage_classifies_every_ticket_and_routes_it_by_kind(workflows: Path) -
     assert ended(events)["each-ticket"] == "3 items"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wfcore: the items of a map that run the same agent in a later step (fix) replay the "
-    "same reply: the replay run is assigned by the step id, which every item shares",
-)
 def test_triage_gives_each_bug_its_own_fixer_reply(workflows: Path) -> None:
     _, results = _triage(workflows)
     assert sorted([results[0]["reply"], results[2]["reply"]]) == sorted(replies("triage", "fixer"))
