@@ -119,6 +119,9 @@ class CheckpointRow:
     """The metadata's `source`: input, loop, update, fork."""
     root_id: str | None
     """For a subagent's checkpoint: the main-graph checkpoint it ran under."""
+    delta: bool = False
+    """Whether a channel's value at this checkpoint is rebuilt from its ancestors' writes (a
+    `DeltaChannel` not snapshotted here: its metadata counts updates since the snapshot)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,24 @@ def kept_checkpoints(
             continue
         if oldest_root is None or ran_under < oldest_root:
             kept.discard((row.namespace, row.checkpoint_id))
-    return kept
+    return kept | delta_chains(rows, kept)
+
+
+def delta_chains(rows: Iterable[CheckpointRow], kept: set[Key]) -> set[Key]:
+    """The ancestors (with their writes) that the values of the `kept` checkpoints are rebuilt
+    from: from each kept delta checkpoint back along its parents to the nearest one holding its
+    values (a snapshot, or a full value written before deltas)."""
+    by_key = {(r.namespace, r.checkpoint_id): r for r in rows}
+    chains: set[Key] = set()
+    for key in kept:
+        row = by_key.get(key)
+        while row is not None and row.delta and row.parent_id:
+            parent = (row.namespace, row.parent_id)
+            if parent in chains or parent in kept:
+                break
+            chains.add(parent)
+            row = by_key.get(parent)
+    return chains
 
 
 class CheckpointRetention(Protocol):
@@ -233,7 +253,8 @@ class TableRetention:
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "json_extract(CAST(metadata AS TEXT), '$.source'), "
-        "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"') "
+        "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"'), "
+        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NOT NULL "
         "FROM checkpoints WHERE thread_id = ?"
     )
     """A thread's checkpoints as `CheckpointRow`s: ids, parent, metadata source and root."""
