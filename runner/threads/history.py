@@ -76,7 +76,9 @@ def checkpoints(home: Home, thread_id: str) -> list[CheckpointInfo]:
     runs with `--keep-checkpoints all` keep every one."""
     _require(home, thread_id)
     found = []
-    for saved in home.checkpointer.list(_config(thread_id)):
+    # read the list first: rebuilding values reads the saver again, which SQLite's saver does
+    # not allow while its `list` cursor is open (one lock)
+    for saved in list(home.checkpointer.list(_config(thread_id))):
         values = checkpoint_values(home.checkpointer, saved)
         messages = list(values.get("messages") or [])
         waiting = [
