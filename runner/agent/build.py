@@ -197,6 +197,8 @@ def build_graph(
     """Compile one resolved agent (and its subagents)."""
     from langchain.agents import create_agent
 
+    from runner.agent import state
+
     if store is None and agent.backend is not None and agent.backend.uses_store:
         raise BuildError(
             f"agent {agent.name!r} keeps files in a `store` backend, so it needs a LangGraph "
@@ -238,6 +240,7 @@ def build_graph(
                 checkpointer=checkpointer,
                 store=store,
                 name=agent.name,
+                state_schema=state.agent_state(state.SNAPSHOT_EVERY),
             )
         return graph.with_config(
             recursion_limit=agent.recursion_limit, max_concurrency=MAX_CONCURRENCY

@@ -344,8 +344,10 @@ class Session:
         if state.tasks:
             # A step left unfinished: a new message drops the writes its finished tasks saved,
             # which `values` shows applied; patch the history the checkpoint itself holds.
+            from runner.threads.values import checkpoint_values
+
             saved = self.home.checkpointer.get_tuple(state.config)
-            values = saved.checkpoint.get("channel_values", {}) if saved is not None else {}
+            values = checkpoint_values(self.home.checkpointer, saved) if saved else {}
             messages = values.get("messages") or []
         patched = patch_dangling(messages, dangling=self._dangling)
         if patched is None:

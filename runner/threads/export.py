@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import RunError
 from runner.events import is_summary
 from runner.threads.transcripts import text_of
+from runner.threads.values import checkpoint_values
 
 if TYPE_CHECKING:
     from runner.threads.home import Home, ThreadInfo, Transcript
@@ -274,7 +275,7 @@ def export_records(home: Home, thread_id: str) -> list[dict[str, Any]]:
     `file`s (see each record function for the fields)."""
     info = _require(home, thread_id)
     saved = home.checkpointer.get_tuple(_config(thread_id))
-    values = dict(saved.checkpoint.get("channel_values") or {}) if saved is not None else {}
+    values = checkpoint_values(home.checkpointer, saved) if saved is not None else {}
     messages = message_records(list(values.get("messages") or []))
     header = thread_record(home, thread_id, info)
     header["format"] = EXPORT_FORMAT

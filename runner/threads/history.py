@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import RunError
 from runner.threads.export import _config, _require, _role, latest_transcript
 from runner.threads.transcripts import text_of
+from runner.threads.values import checkpoint_values, materialized
 
 if TYPE_CHECKING:
     from runner.threads.home import Home, ThreadInfo
@@ -75,8 +76,10 @@ def checkpoints(home: Home, thread_id: str) -> list[CheckpointInfo]:
     runs with `--keep-checkpoints all` keep every one."""
     _require(home, thread_id)
     found = []
-    for saved in home.checkpointer.list(_config(thread_id)):
-        values = saved.checkpoint.get("channel_values") or {}
+    # read the list first: rebuilding values reads the saver again, which SQLite's saver does
+    # not allow while its `list` cursor is open (one lock)
+    for saved in list(home.checkpointer.list(_config(thread_id))):
+        values = checkpoint_values(home.checkpointer, saved)
         messages = list(values.get("messages") or [])
         waiting = [
             str(request.get("name"))
@@ -169,9 +172,10 @@ def _copy(
     theirs. `new_versions` names every channel: savers that store channel values apart from the
     checkpoint (Postgres) write only the versions named there."""
     checkpointer = home.checkpointer
-    checkpoint = saved.checkpoint
+    # the new thread has none of the source's earlier checkpoints to rebuild deltas from
+    checkpoint, metadata = materialized(checkpointer, saved)
     namespace = saved.config["configurable"].get("checkpoint_ns", "")
-    metadata = {**(saved.metadata or {}), **extra}
+    metadata = {**metadata, **extra}
     written = checkpointer.put(
         _config(new_thread, ns=namespace),
         checkpoint,
@@ -244,7 +248,7 @@ def fork_thread(
             latest_sub[namespace] = sub  # list() is newest first
     for sub in latest_sub.values():
         _copy(home, sub, new_thread, marker)
-    values = saved.checkpoint.get("channel_values") or {}
+    values = checkpoint_values(home.checkpointer, saved)
     first = next(
         (
             text_of(m.content)

@@ -205,7 +205,9 @@ class Home:
         saved = self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
         if saved is None:
             return None
-        messages = list(saved.checkpoint.get("channel_values", {}).get("messages") or [])
+        from runner.threads.values import checkpoint_values
+
+        messages = list(checkpoint_values(self.checkpointer, saved).get("messages") or [])
         interrupts = [
             interrupt
             for _task, channel, value in saved.pending_writes or ()

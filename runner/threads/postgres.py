@@ -707,7 +707,8 @@ class PostgresRetention(TableRetention):
     WRITES = "checkpoint_writes"
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-        "metadata->>'source', metadata->'parents'->>'' "
+        "metadata->>'source', metadata->'parents'->>'', "
+        "metadata->'counters_since_delta_snapshot' IS NOT NULL "
         "FROM checkpoints WHERE thread_id = ?"
     )
     OWN = ("checkpoint_blobs", "checkpoints")

@@ -1,9 +1,8 @@
 """Checkpoint retention: a thread's storage grows with its length, not with its square.
 
 LangGraph writes a checkpoint after every graph step, and each checkpoint holds every channel's
-whole value: the latest one alone holds the thread's entire conversation, and a turn writes a
-few of them. Kept for ever, a 1,000-turn thread of tiny messages takes gigabytes. So after each
-turn the thread is pruned to what something can still use:
+whole value but the `messages` (below, kept as deltas): a turn writes a few of them, and kept
+for ever they add up. So after each turn the thread is pruned to what something can still use:
 
 - the latest `keep` checkpoints of each namespace (the main graph's `""` and each subagent's):
   the latest is what the next turn, a resume after a crash and `agentctl threads show` read; the
@@ -16,12 +15,25 @@ turn the thread is pruned to what something can still use:
   by id; and every checkpoint with two or more children (a branch point, from running again
   from an older checkpoint) with those children, so the branch stays visible to later prunes;
 - a subagent's checkpoints only while the main-graph checkpoint it ran under is kept (or is
-  newer than the oldest kept one): they serve resuming that step and nothing after it.
+  newer than the oldest kept one): they serve resuming that step and nothing after it;
+- every checkpoint a kept one's values are rebuilt from: agentctl keeps `messages` in a
+  LangGraph `DeltaChannel` (`runner.agent.state`), so a checkpoint holds only the messages its
+  step wrote, and the whole list only every `SNAPSHOT_EVERY` updates. Reading a checkpoint walks
+  its parents back to the nearest one holding the list (a snapshot, or the full list an agentctl
+  before deltas stored) and replays the writes of those in between, so each kept checkpoint
+  keeps that chain, with its writes. A checkpoint whose metadata counts updates since a
+  snapshot (`counters_since_delta_snapshot`) needs its parent; one without holds its values.
+  The chain is what LangGraph's `BaseCheckpointSaver.prune` warns about: pruned, the messages
+  would read back as an empty or cut conversation, without an error.
 
 The `writes` rows of every removed checkpoint go with it. A kept checkpoint's parent pointer may
-then name a removed one; LangGraph follows parent pointers only to replay a fork (whose parent is
-kept, above) and to rebuild `DeltaChannel` values, which agentctl's graphs do not use
-(`tests/threads/test_retention.py` checks that), so nothing reads the missing parent.
+then name a removed one only where nothing is rebuilt through it: LangGraph follows parent
+pointers to replay a fork (whose parent is kept, above) and to rebuild `DeltaChannel` values
+(whose chain is kept, above).
+
+So `keep` counts the checkpoints a user can go back to; a thread also keeps up to
+`SNAPSHOT_EVERY` updates of small checkpoints (the new messages of each) and one snapshot of the
+conversation: at 1,000 short turns, a few MB (`bench/RESULTS.md`, section 9).
 
 `agentctl threads fork --at` starts a new thread from any checkpoint kept here (it copies that
 checkpoint into the new thread: nothing here needs to keep it for the fork); `threads export` and
@@ -31,9 +43,8 @@ above also keep what LangGraph forks made through the Python API need.
 `keep` is `DEFAULT_KEEP` (10) unless the database has its own setting (`agentctl threads
 keep-checkpoints N|all`, stored in `agentctl_settings`) or a run sets one (`agentctl run
 --keep-checkpoints N|all`); `None` ("all") keeps every checkpoint, for full time travel, at the
-price of storage growing with the square of the thread's length. Ten covers the last two turns
-of one tool call each (five checkpoints a turn) or one turn of three tool rounds, and costs about
-ten times the latest checkpoint: at 1,000 short turns, about 20 MB instead of 3 GB.
+price of every checkpoint. Ten covers the last two turns of one tool call each (five checkpoints
+a turn) or one turn of three tool rounds.
 
 Space: a new database uses SQLite's incremental auto-vacuum. Pages freed by pruning are reused by
 the next turn's checkpoints, so pruning alone keeps the file at about the live size plus one
@@ -121,6 +132,9 @@ class CheckpointRow:
     """The metadata's `source`: input, loop, update, fork."""
     root_id: str | None
     """For a subagent's checkpoint: the main-graph checkpoint it ran under."""
+    delta: bool = False
+    """Whether a channel's value at this checkpoint is rebuilt from its ancestors' writes (a
+    `DeltaChannel` not snapshotted here: its metadata counts updates since the snapshot)."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +177,24 @@ def kept_checkpoints(
             continue
         if oldest_root is None or ran_under < oldest_root:
             kept.discard((row.namespace, row.checkpoint_id))
-    return kept
+    return kept | delta_chains(rows, kept)
+
+
+def delta_chains(rows: Iterable[CheckpointRow], kept: set[Key]) -> set[Key]:
+    """The ancestors (with their writes) that the values of the `kept` checkpoints are rebuilt
+    from: from each kept delta checkpoint back along its parents to the nearest one holding its
+    values (a snapshot, or a full value written before deltas)."""
+    by_key = {(r.namespace, r.checkpoint_id): r for r in rows}
+    chains: set[Key] = set()
+    for key in kept:
+        row = by_key.get(key)
+        while row is not None and row.delta and row.parent_id:
+            parent = (row.namespace, row.parent_id)
+            if parent in chains or parent in kept:
+                break
+            chains.add(parent)
+            row = by_key.get(parent)
+    return chains
 
 
 class CheckpointRetention(Protocol):
@@ -235,7 +266,8 @@ class TableRetention:
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "json_extract(CAST(metadata AS TEXT), '$.source'), "
-        "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"') "
+        "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"'), "
+        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NOT NULL "
         "FROM checkpoints WHERE thread_id = ?"
     )
     """A thread's checkpoints as `CheckpointRow`s: ids, parent, metadata source and root."""

@@ -14,14 +14,15 @@ agentctl_tool_journal     finished tool calls, never run twice
 agentctl_schema_version   one row per migration applied: the schema's version is the highest
 ```
 
-`MIGRATIONS` is the ordered history of that layout. Version 1 is the layout every release before
-the version table wrote; its statements are all `CREATE TABLE IF NOT EXISTS`, so on a database
-written before the version table existed (its tables are there, the version table is not) they
-create only what an older release made lazily (`agentctl_settings`), and the database is
-recorded at version 1. `migrate` then runs the later migrations in order, each in one
-transaction with the row that records it, so a migration is applied once, or not at all. A
-database at a version newer than this code knows is refused with a clear error: an older
-agentctl must not write tables it does not understand.
+`MIGRATIONS` is the ordered history of that layout and of what the checkpoints hold. Version 1
+is the layout every release before the version table wrote; its statements are all `CREATE
+TABLE IF NOT EXISTS`, so on a database written before the version table existed (its tables
+are there, the version table is not) they create only what an older release made lazily
+(`agentctl_settings`), and the database is recorded at version 1. `migrate` then runs the later
+migrations in order, each in one transaction with the row that records it, so a migration is
+applied once, or not at all. A database at a version newer than this code knows is refused
+with a clear error: an older agentctl must not write tables it does not understand, nor prune
+checkpoints whose layout it does not know (version 2: messages kept as deltas).
 
 Opening a thread database (`runner.threads.open_home`) migrates it: SQLite inside one
 `BEGIN IMMEDIATE` transaction, Postgres under the setup advisory lock, so processes opening the
@@ -142,6 +143,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             )
             for dialect in ("sqlite", "postgres")
         },
+    ),
+    Migration(
+        2,
+        "checkpoints keep messages as deltas since a snapshot (runner.agent.state)",
+        # No table changes: checkpoints written before keep the full message list, which
+        # LangGraph reads as the value to replay later writes onto. The version is what
+        # matters: an agentctl before deltas would prune the ancestors a checkpoint's
+        # messages are rebuilt from, and read its latest checkpoint as an empty conversation;
+        # at version 2 it refuses the database instead.
+        {"sqlite": (), "postgres": ()},
     ),
 )
 

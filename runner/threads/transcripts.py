@@ -36,6 +36,10 @@ __all__ = [
 
 # LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
 _SINGLE_ARG, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2 = range(6)
+_DELTA_SNAPSHOT = 7
+"""A `DeltaChannel`'s full value (`runner.agent.state`), stored every few updates."""
+_REMOVE_ALL = "__remove_all__"
+"""The id of a `RemoveMessage` that removes every message before it (LangGraph's)."""
 
 
 class Unreadable(Exception):
@@ -56,6 +60,8 @@ class SavedMessage:
 def _ext(code: int, data: bytes) -> Any:
     import ormsgpack
 
+    if code == _DELTA_SNAPSHOT:
+        return ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
     if code not in (_SINGLE_ARG, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2):
         raise Unreadable(f"msgpack extension {code}")
     parts = ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
@@ -110,6 +116,79 @@ def _message(value: Any) -> SavedMessage:
     )
 
 
+def _replayed_messages(conn: sqlite3.Connection, thread_id: str, parent: str | None) -> list[Any]:
+    """The messages of a checkpoint that keeps them as deltas (`runner.agent.state`), as
+    LangGraph rebuilds them: the nearest ancestor's stored list (a snapshot, or the full list
+    of an agentctl before deltas), then the `messages` writes of the ancestors after it, oldest
+    first, in the order a step applies them, through the reducer's rules (`_apply`)."""
+    chain: list[str] = []
+    seed: Any = []
+    seen: set[str] = set()
+    while parent and parent not in seen:
+        seen.add(parent)
+        found = conn.execute(
+            "SELECT parent_checkpoint_id, json_extract(CAST(metadata AS TEXT), "
+            "'$.counters_since_delta_snapshot.messages') FROM checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
+            (thread_id, parent),
+        ).fetchone()
+        if found is None:
+            break  # LangGraph's walk ends there too, as at the first checkpoint
+        chain.append(parent)
+        if found[1] is None:  # nothing counted since a snapshot: the list may be stored here
+            kind, blob = conn.execute(
+                "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? "
+                "AND checkpoint_ns = '' AND checkpoint_id = ?",
+                (thread_id, parent),
+            ).fetchone()
+            values = decode(kind, blob).get("channel_values") or {}
+            if "messages" in values:
+                seed = values["messages"]
+                break
+        parent = found[0]
+    if not chain:
+        return list(seed or ())
+    marks = ",".join("?" * len(chain))
+    try:
+        rows = conn.execute(
+            "SELECT checkpoint_id, type, value FROM writes WHERE thread_id = ? "
+            f"AND checkpoint_ns = '' AND channel = 'messages' AND checkpoint_id IN ({marks}) "
+            "ORDER BY task_path, task_id, idx",
+            (thread_id, *chain),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:  # a writes table from before `task_path`
+        raise Unreadable(str(exc)) from None
+    by_checkpoint: dict[str, list[Any]] = {}
+    for checkpoint_id, kind, blob in rows:
+        by_checkpoint.setdefault(checkpoint_id, []).append(decode(kind, blob))
+    ordered = [w for cid in reversed(chain) for w in by_checkpoint.get(cid, ())]
+    return _apply(list(seed or ()), ordered)
+
+
+def _apply(messages: list[Any], writes: list[Any]) -> list[Any]:
+    """LangGraph's message rules on decoded messages: a message with a known id replaces it, a
+    `remove` deletes it (`__remove_all__` everything before), any other is added."""
+    result: list[Any] = list(messages)
+    index = {m.get("id"): i for i, m in enumerate(result) if isinstance(m, dict) and m.get("id")}
+    for write in writes:
+        for message in write if isinstance(write, list) else [write]:
+            if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+                raise Unreadable("a write that is not a message")
+            mid = message.get("id")
+            if message["type"] == "remove":
+                if mid == _REMOVE_ALL:
+                    result, index = [], {}
+                elif mid in index:
+                    result[index.pop(mid)] = None
+            elif mid and mid in index:
+                result[index[mid]] = message
+            else:
+                if mid:
+                    index[mid] = len(result)
+                result.append(message)
+    return [m for m in result if m is not None]
+
+
 def saved_transcript(
     conn: sqlite3.Connection, lock: threading.Lock, thread_id: str
 ) -> tuple[list[SavedMessage], list[Action]] | None:
@@ -124,8 +203,8 @@ def saved_transcript(
         if tables != 2:
             return None
         row = conn.execute(
-            "SELECT checkpoint_id, type, checkpoint FROM checkpoints WHERE thread_id = ? "
-            "AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1",
+            "SELECT checkpoint_id, type, checkpoint, parent_checkpoint_id FROM checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1",
             (thread_id,),
         ).fetchone()
         if row is None:
@@ -135,11 +214,14 @@ def saved_transcript(
             "AND checkpoint_id = ? AND channel = '__interrupt__' ORDER BY task_id, idx",
             (thread_id, row[0]),
         ).fetchall()
-    checkpoint = decode(row[1], row[2])
-    values = checkpoint.get("channel_values") if isinstance(checkpoint, dict) else None
-    if not isinstance(values, dict):
-        raise Unreadable("no channel values")
-    return transcript_of(values.get("messages"), writes)
+        checkpoint = decode(row[1], row[2])
+        values = checkpoint.get("channel_values") if isinstance(checkpoint, dict) else None
+        if not isinstance(values, dict):
+            raise Unreadable("no channel values")
+        stored = values.get("messages")
+        if "messages" not in values and "messages" in (checkpoint.get("channel_versions") or {}):
+            stored = _replayed_messages(conn, thread_id, row[3])
+    return transcript_of(stored, writes)
 
 
 def transcript_of(

@@ -341,3 +341,40 @@ def test_fork_of_a_thread_without_checkpoints(tmp_path: Path) -> None:
             history.fork_thread(home, "t-2")
     finally:
         home.close()
+
+
+def test_a_fork_from_a_checkpoint_kept_as_deltas_stands_on_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint holds only its step's messages (a snapshot every 3 updates here): the
+    fork gets the conversation rebuilt as a snapshot, and needs nothing of the source after."""
+    from tests.middleware.helpers import spec_file
+
+    monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 3)
+    model = ScriptedChatModel(script=lambda messages: {"content": f"seen {len(messages)}"})
+    with Session(spec_file(tmp_path), model=model, db=tmp_path / "db") as session:
+        source = session.run("one").thread_id
+        for text in ("two", "three", "four"):
+            session.run(text, thread_id=source)
+        home = session.home
+        saved = {
+            c.checkpoint["id"]: c
+            for c in home.checkpointer.list({"configurable": {"thread_id": source}})
+        }
+        deltas = [
+            c
+            for c in history.checkpoints(home, source)
+            if "messages" not in saved[c.checkpoint_id].checkpoint["channel_values"]
+            and c.messages
+            # a fork takes the checkpoint's pending writes too: none here, to compare values
+            and not any(w[1] == "messages" for w in saved[c.checkpoint_id].pending_writes or ())
+        ]
+        at = deltas[len(deltas) // 2]
+        config = {"configurable": {"thread_id": source, "checkpoint_id": at.checkpoint_id}}
+        then = [m.text for m in session.graph.get_state(config).values["messages"]]
+        fork = history.fork_thread(home, source, at=at.checkpoint_id)
+        home.delete(source)
+        values = session.values(fork.thread_id)["messages"]
+        assert [m.text for m in values] == then and len(then) > 2
+        assert session.run("five", thread_id=fork.thread_id).error is None
+        assert [m.text for m in session.values(fork.thread_id)["messages"]][: len(then)] == then

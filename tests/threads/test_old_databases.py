@@ -53,6 +53,19 @@ def _resume_and_read(db: str, showcase: Path, waiting: str, finished: str) -> No
         assert result.error is None and result.interrupt is None
         assert result.content is not None and "RELEASE_NOTES.md" in result.content
         assert session.pending(waiting) == []
+    home = open_home(db)
+    try:
+        # the turn after the migration stored its messages as deltas on the full list the old
+        # checkpoint holds, and the whole conversation reads back through them
+        latest = home.checkpointer.get_tuple({"configurable": {"thread_id": waiting}})
+        assert "messages" not in latest.checkpoint["channel_values"]
+        assert latest.metadata["counters_since_delta_snapshot"]["messages"][0] > 0
+        after = home.transcript(waiting)
+        assert after is not None and len(after.messages) > len(transcript.messages)
+        assert after.messages[: len(transcript.messages)] == transcript.messages
+        assert after.messages[-1].content == result.content
+    finally:
+        home.close()
     notes = showcase.parent / "workspace" / "showcase" / "RELEASE_NOTES.md"
     assert notes.read_text(encoding="utf-8").startswith("# agentctl 0.1.0")
 

@@ -51,6 +51,47 @@ def rows(db: Path, table: str, thread: str) -> list[tuple[str, str]]:
         conn.close()
 
 
+def with_chains(db: Path, thread: str, kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """`kept` and, for each of its checkpoints whose messages are deltas (its metadata counts
+    updates since a snapshot), its ancestors back to the one holding them (a snapshot)."""
+    conn = sqlite3.connect(db)
+    try:
+        found = conn.execute(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+            "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') "
+            "FROM checkpoints WHERE thread_id = ?",
+            (thread,),
+        ).fetchall()
+    finally:
+        conn.close()
+    parent = {(ns, cid): (ns, pid) for ns, cid, pid, _ in found if pid}
+    delta = {(ns, cid) for ns, cid, _, counters in found if counters}
+    out = set(kept)
+    for key in kept:
+        while key in delta and key in parent:
+            key = parent[key]
+            out.add(key)
+    return out
+
+
+def assert_every_kept_checkpoint_reads(s: Session, thread: str, first: str = "question 0") -> None:
+    """Each main-graph checkpoint left reads its whole conversation: nothing its messages are
+    rebuilt from was pruned (a broken chain reads as an empty or cut history, silently)."""
+    for ns, cid in rows(s.home.path, "checkpoints", thread):  # type: ignore[arg-type]
+        if ns:
+            continue
+        config: Any = {"configurable": {"thread_id": thread, "checkpoint_id": cid}}
+        state = s.graph.get_state(config)
+        humans = [m.text for m in state.values.get("messages", ()) if m.type == "human"]
+        if state.metadata.get("step") == -1:  # the first input, not applied yet
+            continue
+        assert humans[:1] == [first], (cid, state.metadata, humans)
+
+
+def latest(db: Path, thread: str, count: int) -> set[tuple[str, str]]:
+    return set(rows(db, "checkpoints", thread)[-count:])
+
+
 def turns(s: Session, count: int, thread: str | None = None, start: int = 0) -> str:
     for i in range(start, start + count):
         result = s.run(f"question {i}", thread_id=thread)
@@ -64,21 +105,23 @@ def test_a_long_thread_keeps_its_latest_checkpoints_and_its_whole_conversation(
     tmp_path: Path,
 ) -> None:
     with session(tmp_path, keep_checkpoints=3) as s:
-        thread = turns(s, 12)
+        thread = turns(s, 16)
         kept = rows(tmp_path / "db", "checkpoints", thread)
+        # the latest 3, and what their messages are rebuilt from back to a snapshot
+        expected = with_chains(tmp_path / "db", thread, latest(tmp_path / "db", thread, 3))
         transcript = s.home.transcript(thread)
         # the next turn starts from the latest checkpoint, in this process and in another
-        turns(s, 1, thread, start=12)
-    assert len(kept) == 3
+        turns(s, 1, thread, start=16)
+    assert set(kept) == expected and len(kept) < 16 * 5
     writes = rows(tmp_path / "db", "writes", thread)
     assert set(writes) <= set(rows(tmp_path / "db", "checkpoints", thread))
     assert transcript is not None
     assert [m.text for m in transcript.messages if m.type == "human"] == [
-        f"question {i}" for i in range(12)
+        f"question {i}" for i in range(16)
     ]
-    assert len(transcript.messages) == 12 * 4
+    assert len(transcript.messages) == 16 * 4
     with session(tmp_path) as fresh:
-        turns(fresh, 1, thread, start=13)
+        turns(fresh, 1, thread, start=17)
 
 
 def test_checkpoints_where_the_thread_waited_for_approval_stay(tmp_path: Path) -> None:
@@ -100,7 +143,11 @@ def test_checkpoints_where_the_thread_waited_for_approval_stay(tmp_path: Path) -
         conn.close()
         left = {cid for _, cid in rows(tmp_path / "db", "checkpoints", thread)}
         assert len(interrupts) == 1 and interrupts[0][0] in left and interrupts[0][0] in waiting
-        assert len(left) == 3  # the latest two and the approval
+        # the latest two and the approval, with what their messages are rebuilt from
+        asked = {("", interrupts[0][0])}
+        expected = with_chains(tmp_path / "db", thread, latest(tmp_path / "db", thread, 2) | asked)
+        assert {("", cid) for cid in left} == expected
+        assert_every_kept_checkpoint_reads(s, thread, "write a")
 
 
 def test_a_pending_approval_is_answered_from_a_fresh_process_after_pruning(
@@ -134,7 +181,10 @@ def test_the_checkpoint_a_fork_was_made_from_stays(tmp_path: Path) -> None:
     # on the old branch (it is a branch point now)
     assert origin["configurable"]["checkpoint_id"] in left
     assert forked["configurable"]["checkpoint_id"] in left
-    assert len(left) == 5
+    # with what their messages are rebuilt from
+    assert len(left) >= 5
+    with session(tmp_path, keep_checkpoints=2) as s:
+        assert_every_kept_checkpoint_reads(s, thread)
 
 
 def test_keep_all_keeps_every_checkpoint(tmp_path: Path) -> None:
@@ -148,12 +198,20 @@ def test_the_database_setting_applies_and_a_run_overrides_it(tmp_path: Path) -> 
     home = open_home(tmp_path / "db")
     home.retention.store_keep(2)
     home.close()
+    db = tmp_path / "db"
+    # long enough for a snapshot of the messages: older checkpoints are no chain's any more
     with session(tmp_path) as s:
-        thread = turns(s, 3)
-        assert len(rows(tmp_path / "db", "checkpoints", thread)) == 2
+        thread = turns(s, 14)
+        assert set(rows(db, "checkpoints", thread)) == with_chains(
+            db, thread, latest(db, thread, 2)
+        )
+        assert len(rows(db, "checkpoints", thread)) < 14 * 5
     with session(tmp_path, keep_checkpoints=7) as s:
-        turns(s, 2, thread, start=3)
-        assert len(rows(tmp_path / "db", "checkpoints", thread)) == 7
+        turns(s, 2, thread, start=14)
+        assert set(rows(db, "checkpoints", thread)) == with_chains(
+            db, thread, latest(db, thread, 7)
+        )
+        assert_every_kept_checkpoint_reads(s, thread)
 
 
 def test_subagent_checkpoints_go_with_the_main_checkpoint_they_ran_under() -> None:
@@ -181,21 +239,41 @@ def test_a_branch_point_stays() -> None:
     assert len(kept_checkpoints(rows_, set(), None)) == 5
 
 
-def test_agentctl_graphs_use_no_delta_channel(tmp_path: Path) -> None:
-    # Retention leaves the oldest kept checkpoint's parent pointer dangling; only DeltaChannel
-    # values are rebuilt through parents. If LangChain moves state to DeltaChannel, retention
-    # must keep the chain back to a snapshot: this test says so.
+def test_agentctl_graphs_keep_messages_as_deltas(tmp_path: Path) -> None:
+    # Retention keeps the chain back to a snapshot because of this (the tests above check it).
     from langgraph.channels.delta import DeltaChannel
 
+    from runner.agent.state import SNAPSHOT_EVERY
+
     with session(tmp_path) as s:
-        channels = dict(s.graph.channels)
-    assert channels and not any(isinstance(c, DeltaChannel) for c in channels.values())
+        channel = dict(s.graph.channels)["messages"]
+    assert isinstance(channel, DeltaChannel) and channel.snapshot_frequency == SNAPSHOT_EVERY
+
+
+def test_a_snapshot_ends_the_chain_and_older_checkpoints_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 6)
+    db = tmp_path / "db"
+    with session(tmp_path, approvals=False, keep_checkpoints=2) as s:
+        thread = turns(s, 6)
+        left = rows(db, "checkpoints", thread)
+        assert set(left) == with_chains(db, thread, latest(db, thread, 2))
+        assert len(left) <= 2 + 6 + 1  # at most SNAPSHOT_EVERY updates back, and the snapshot
+        assert_every_kept_checkpoint_reads(s, thread)
+        writes = rows(db, "writes", thread)
+        assert set(writes) <= set(left)
+    with session(tmp_path, approvals=False, keep_checkpoints=2) as fresh:
+        turns(fresh, 1, thread, start=6)
+        history = fresh.values(thread)["messages"]
+    assert [m.text for m in history if m.type == "human"] == [f"question {i}" for i in range(7)]
 
 
 def test_deleting_a_thread_gives_the_space_back(tmp_path: Path) -> None:
     with session(tmp_path, keep_checkpoints="all") as s:
-        big = s.run("x" * 300_000).thread_id
-        turns(s, 10, big, start=1)
+        big = s.run("x" * 1_000_000).thread_id
+        for _ in range(5):  # messages are stored once each (as deltas)
+            assert s.run("x" * 1_000_000, thread_id=big).error is None
         small = turns(s, 1)
         before, _ = s.home.retention.sizes()
         assert s.home.retention.incremental()
@@ -205,11 +283,15 @@ def test_deleting_a_thread_gives_the_space_back(tmp_path: Path) -> None:
     assert rows(tmp_path / "db", "checkpoints", small)
 
 
-def test_a_turn_keeps_the_free_pages_the_next_turn_reuses(tmp_path: Path) -> None:
-    """Large checkpoints (a long thread's): each turn's prune frees more than 4 MB and a quarter
-    of the file, pages the next turn writes again; no turn gives them back to the file system."""
+def test_a_turn_keeps_the_free_pages_the_next_turn_reuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large checkpoints (a snapshot of a long conversation at every update): each turn's prune
+    frees more than 4 MB and a quarter of the file, pages the next turn writes again; no turn
+    gives them back to the file system."""
     from runner.threads.retention import RECLAIM_MIN_BYTES
 
+    monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 1)
     with session(tmp_path, approvals=False) as s:
         thread = s.run("x" * 1_500_000).thread_id
         turns(s, 2, thread, start=1)
@@ -235,19 +317,20 @@ def test_bad_keep_values_are_refused(text: str) -> None:
 def test_the_cli_shows_sets_and_checks_the_setting(tmp_path: Path) -> None:
     db = str(tmp_path / "db")
     with session(tmp_path, keep_checkpoints="all") as s:
-        thread = turns(s, 3)
+        thread = turns(s, 14)  # past a snapshot of the messages
     saved = len(rows(tmp_path / "db", "checkpoints", thread))
+    kept = with_chains(tmp_path / "db", thread, latest(tmp_path / "db", thread, 1))
     shown = run_cli("threads", "keep-checkpoints", "--db", db, cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout == "10 (the default)\n"
     changed = run_cli("threads", "keep-checkpoints", "1", "--db", db, cwd=tmp_path)
     assert changed.returncode == 0, changed.stderr
-    assert f"keep 1 checkpoints; removed {saved - 1} old checkpoints" in changed.stdout
-    assert len(rows(tmp_path / "db", "checkpoints", thread)) == 1
+    assert f"keep 1 checkpoints; removed {saved - len(kept)} old checkpoints" in changed.stdout
+    assert set(rows(tmp_path / "db", "checkpoints", thread)) == kept and len(kept) < saved
     assert run_cli("threads", "keep-checkpoints", "--db", db, cwd=tmp_path).stdout == "1\n"
     bad = run_cli("threads", "keep-checkpoints", "none", "--db", db, cwd=tmp_path)
     assert bad.returncode == 2 and "expected a number of checkpoints" in bad.stderr
     shown_thread = run_cli("threads", "show", thread, "--db", db, cwd=tmp_path)
-    assert shown_thread.returncode == 0 and "question 2" in shown_thread.stdout
+    assert shown_thread.returncode == 0 and "question 13" in shown_thread.stdout
     flag = run_cli("run", "x.yaml", "hi", "--keep-checkpoints", "0", cwd=tmp_path)
     assert flag.returncode == 2 and "--keep-checkpoints" in flag.stderr
 
@@ -307,8 +390,10 @@ def test_a_subagents_pending_approval_survives_pruning(tmp_path: Path) -> None:
         paused = s.run("go")
         assert isinstance(paused.events[-1], Interrupt)
         assert paused.events[-1].actions[0].agent == "general-purpose"
-    namespaces = [ns for ns, _ in rows(tmp_path / "db", "checkpoints", paused.thread_id)]
-    assert len(namespaces) == 2 and namespaces.count("") == 1  # the main step and the subagent's
+    found = rows(tmp_path / "db", "checkpoints", paused.thread_id)
+    newest = {ns: (ns, cid) for ns, cid in found}  # rows come oldest first
+    assert len(newest) == 2 and "" in newest  # the main step and the subagent's
+    assert set(found) == with_chains(tmp_path / "db", paused.thread_id, set(newest.values()))
     with Session(spec, model=model, db=tmp_path / "db", keep_checkpoints=1) as s:
         done = s.run(thread_id=paused.thread_id, decisions=[Decision("approve")])
         turns_after = s.run("go again", thread_id=paused.thread_id)

@@ -154,19 +154,27 @@ def _agent(tmp_path: Path) -> Path:
 
 
 def _dropping(cls: type) -> type:
-    """`cls`, losing every task write while `dropping` is set: the state a SIGKILL leaves when
-    it lands after a tool returned and before LangGraph saved its result."""
+    """`cls`, losing the tools' results while `dropping` is set: the state a SIGKILL leaves when
+    it lands after a tool returned and before LangGraph saved its result. (The steps before were
+    saved: their writes are what a checkpoint's messages are rebuilt from.)"""
+
+    def tool_results(writes: Any) -> bool:
+        return any(
+            getattr(m, "type", None) == "tool"
+            for _channel, value in writes
+            for m in (value if isinstance(value, list) else [value])
+        )
 
     class Dropping(cls):  # type: ignore[misc, valid-type]
         dropping = False
 
-        def put_writes(self, *args: Any, **kwargs: Any) -> None:
-            if not self.dropping:
-                super().put_writes(*args, **kwargs)
+        def put_writes(self, config: Any, writes: Any, *args: Any, **kwargs: Any) -> None:
+            if not (self.dropping and tool_results(writes)):
+                super().put_writes(config, writes, *args, **kwargs)
 
-        async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
-            if not self.dropping:
-                await super().aput_writes(*args, **kwargs)
+        async def aput_writes(self, config: Any, writes: Any, *args: Any, **kwargs: Any) -> None:
+            if not (self.dropping and tool_results(writes)):
+                await super().aput_writes(config, writes, *args, **kwargs)
 
     Dropping.__name__ = cls.__name__
     return Dropping

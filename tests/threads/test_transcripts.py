@@ -53,6 +53,48 @@ def test_the_light_reading_matches_langgraphs(
     assert pending == full.pending and [a.name for a in pending] == ["write_file"]
 
 
+def test_the_light_reading_replays_deltas_as_langgraph_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages kept as deltas (`runner.agent.state`): a snapshot every 3 updates, a
+    replacement by id and a `RemoveMessage` of everything (what summarization writes) between."""
+    from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+    monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 3)
+    model = ScriptedChatModel(script=lambda messages: {"content": f"seen {len(messages)}"})
+    with Session(spec_file(tmp_path), model=model, db=tmp_path / "db") as session:
+        thread = session.run("one").thread_id
+        config = {"configurable": {"thread_id": thread}}
+        for text in ("two", "three"):
+            session.run(text, thread_id=thread)
+        first = session.values(thread)["messages"][0]
+        session.graph.update_state(config, {"messages": [HumanMessage("ONE", id=first.id)]})
+        session.run("four", thread_id=thread)
+        kept = session.values(thread)["messages"][-2:]
+        session.graph.update_state(
+            config, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+        )
+        shown, deltas = [], []
+        for text in ("five", "six", "seven", "eight"):
+            session.run(text, thread_id=thread)
+            home = session.home
+            light = home.saved_transcript(thread)
+            full = home.transcript(thread)
+            assert light is not None and full is not None
+            shown.append(
+                ([(m.type, m.text) for m in light[0]], [(m.type, m.text) for m in full.messages])
+            )
+            latest = home.checkpointer.get_tuple(config).checkpoint["channel_values"]
+            deltas.append("messages" not in latest)
+    assert any(deltas)  # some were replayed from writes, not read from a snapshot
+    for light_messages, full_messages in shown:
+        assert light_messages == full_messages
+        assert light_messages[-2][0] == "human" and light_messages[-1][0] == "ai"
+    assert [text for _, text in shown[0][0]][:1] == ["four"]  # what the removal kept
+    assert isinstance(full.messages[-1], AIMessage)
+
+
 def test_another_format_falls_back_to_langgraph(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
