@@ -82,7 +82,13 @@ from runner.threads.guards import (
 from runner.threads.home import Home, ThreadInfo
 from runner.threads.retention import Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate
-from runner.threads.transcripts import SavedMessage, Unreadable, decode, transcript_of
+from runner.threads.transcripts import (
+    SavedMessage,
+    Unreadable,
+    decode,
+    replayed_messages,
+    transcript_of,
+)
 
 __all__ = [
     "ADOPT",
@@ -452,7 +458,9 @@ class PostgresHome(Home):
             return None
         rows = self.db.fetch(
             "SELECT c.checkpoint_id, "
-            "c.checkpoint -> 'channel_versions' ->> 'messages' IS NOT NULL, b.type, b.blob "
+            "c.checkpoint -> 'channel_versions' ->> 'messages' IS NOT NULL, b.type, b.blob, "
+            "c.metadata -> 'counters_since_delta_snapshot' ->> 'messages' IS NOT NULL, "
+            "c.parent_checkpoint_id "
             "FROM checkpoints c LEFT JOIN checkpoint_blobs b "
             "ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             "AND b.channel = 'messages' "
@@ -463,13 +471,19 @@ class PostgresHome(Home):
         )
         if not rows:
             return None
-        checkpoint_id, versioned, kind, blob = rows[0]
+        checkpoint_id, versioned, kind, blob, delta, parent = rows[0]
         if not versioned or kind == "empty":
             messages: Any = []
-        elif blob is None:
-            raise Unreadable("the messages' value is not in checkpoint_blobs")
-        else:
+        elif blob is not None:
             messages = decode(kind, bytes(blob))
+        elif delta:  # kept as deltas (`runner.agent.state`): rebuilt from the ancestors
+            messages = replayed_messages(
+                parent,
+                lambda cid: self._ancestor(thread_id, cid),
+                lambda chain: self._message_writes(thread_id, chain),
+            )
+        else:
+            raise Unreadable("the messages' value is not in checkpoint_blobs")
         writes = self.db.fetch(
             "SELECT type, blob FROM checkpoint_writes WHERE thread_id = ? "
             "AND checkpoint_ns = '' AND checkpoint_id = ? AND channel = '__interrupt__' "
@@ -477,6 +491,37 @@ class PostgresHome(Home):
             (thread_id, checkpoint_id),
         )
         return transcript_of(messages, [(k, None if b is None else bytes(b)) for k, b in writes])
+
+    def _ancestor(self, thread_id: str, checkpoint_id: str) -> tuple[str | None, Any] | None:
+        """A checkpoint's parent and its stored messages (None for a delta) for
+        `replayed_messages`; None when there is no such checkpoint."""
+        rows = self.db.fetch(
+            "SELECT c.parent_checkpoint_id, "
+            "c.metadata -> 'counters_since_delta_snapshot' ->> 'messages' IS NOT NULL, "
+            "b.type, b.blob FROM checkpoints c LEFT JOIN checkpoint_blobs b "
+            "ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+            "AND b.channel = 'messages' "
+            "AND b.version = c.checkpoint -> 'channel_versions' ->> 'messages' "
+            "WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND c.checkpoint_id = ?",
+            (thread_id, checkpoint_id),
+        )
+        if not rows:
+            return None
+        parent, delta, kind, blob = rows[0]
+        if delta or blob is None:
+            return parent, None
+        return parent, [] if kind == "empty" else decode(kind, bytes(blob))
+
+    def _message_writes(
+        self, thread_id: str, chain: list[str]
+    ) -> list[tuple[str, str | None, bytes | None]]:
+        rows = self.db.fetch(
+            "SELECT checkpoint_id, type, blob FROM checkpoint_writes WHERE thread_id = ? "
+            "AND checkpoint_ns = '' AND channel = 'messages' AND checkpoint_id = ANY(?) "
+            "ORDER BY task_path, task_id, idx",
+            (thread_id, chain),
+        )
+        return [(c, k, None if b is None else bytes(b)) for c, k, b in rows]
 
     # ------------------------------------------------------- threads shared with the server
 

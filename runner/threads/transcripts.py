@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -117,49 +117,74 @@ def _message(value: Any) -> SavedMessage:
 
 
 def _replayed_messages(conn: sqlite3.Connection, thread_id: str, parent: str | None) -> list[Any]:
+    """The messages of a checkpoint that keeps them as deltas, from LangGraph's SQLite tables
+    (`replayed_messages`)."""
+
+    def ancestor(checkpoint_id: str) -> tuple[str | None, Any] | None:
+        found = conn.execute(
+            "SELECT parent_checkpoint_id, json_extract(CAST(metadata AS TEXT), "
+            "'$.counters_since_delta_snapshot.messages') FROM checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
+            (thread_id, checkpoint_id),
+        ).fetchone()
+        if found is None:
+            return None
+        if found[1] is not None:  # counted since a snapshot: a delta
+            return found[0], None
+        kind, blob = conn.execute(
+            "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? "
+            "AND checkpoint_ns = '' AND checkpoint_id = ?",
+            (thread_id, checkpoint_id),
+        ).fetchone()
+        values = decode(kind, blob).get("channel_values") or {}
+        return found[0], values.get("messages")
+
+    def writes(chain: list[str]) -> list[tuple[str, str | None, bytes | None]]:
+        marks = ",".join("?" * len(chain))
+        try:
+            return conn.execute(
+                "SELECT checkpoint_id, type, value FROM writes WHERE thread_id = ? "
+                f"AND checkpoint_ns = '' AND channel = 'messages' AND checkpoint_id IN ({marks}) "
+                "ORDER BY task_path, task_id, idx",
+                (thread_id, *chain),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:  # a writes table from before `task_path`
+            raise Unreadable(str(exc)) from None
+
+    return replayed_messages(parent, ancestor, writes)
+
+
+def replayed_messages(
+    parent: str | None,
+    ancestor: Callable[[str], tuple[str | None, Any] | None],
+    writes: Callable[[list[str]], Iterable[tuple[str, str | None, bytes | None]]],
+) -> list[Any]:
     """The messages of a checkpoint that keeps them as deltas (`runner.agent.state`), as
     LangGraph rebuilds them: the nearest ancestor's stored list (a snapshot, or the full list
     of an agentctl before deltas), then the `messages` writes of the ancestors after it, oldest
-    first, in the order a step applies them, through the reducer's rules (`_apply`)."""
+    first, in the order a step applies them, through the reducer's rules (`_apply`).
+
+    `ancestor(id)` gives a checkpoint's parent and its stored list (None for a delta, or when
+    it stores none), or None when there is no such checkpoint; `writes(ids)` the `messages`
+    writes of those checkpoints as (checkpoint id, type, blob) rows, in the order a step
+    applies them."""
     chain: list[str] = []
     seed: Any = []
     seen: set[str] = set()
     while parent and parent not in seen:
         seen.add(parent)
-        found = conn.execute(
-            "SELECT parent_checkpoint_id, json_extract(CAST(metadata AS TEXT), "
-            "'$.counters_since_delta_snapshot.messages') FROM checkpoints "
-            "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
-            (thread_id, parent),
-        ).fetchone()
+        found = ancestor(parent)
         if found is None:
             break  # LangGraph's walk ends there too, as at the first checkpoint
         chain.append(parent)
-        if found[1] is None:  # nothing counted since a snapshot: the list may be stored here
-            kind, blob = conn.execute(
-                "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? "
-                "AND checkpoint_ns = '' AND checkpoint_id = ?",
-                (thread_id, parent),
-            ).fetchone()
-            values = decode(kind, blob).get("channel_values") or {}
-            if "messages" in values:
-                seed = values["messages"]
-                break
+        if found[1] is not None:
+            seed = found[1]
+            break
         parent = found[0]
     if not chain:
         return list(seed or ())
-    marks = ",".join("?" * len(chain))
-    try:
-        rows = conn.execute(
-            "SELECT checkpoint_id, type, value FROM writes WHERE thread_id = ? "
-            f"AND checkpoint_ns = '' AND channel = 'messages' AND checkpoint_id IN ({marks}) "
-            "ORDER BY task_path, task_id, idx",
-            (thread_id, *chain),
-        ).fetchall()
-    except sqlite3.OperationalError as exc:  # a writes table from before `task_path`
-        raise Unreadable(str(exc)) from None
     by_checkpoint: dict[str, list[Any]] = {}
-    for checkpoint_id, kind, blob in rows:
+    for checkpoint_id, kind, blob in writes(chain):
         by_checkpoint.setdefault(checkpoint_id, []).append(decode(kind, blob))
     ordered = [w for cid in reversed(chain) for w in by_checkpoint.get(cid, ())]
     return _apply(list(seed or ()), ordered)
