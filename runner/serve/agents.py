@@ -41,7 +41,7 @@ def collect_agents(
     """
     from runner.check.validate import find_specs, validate_file
     from runner.errors import display_path
-    from runner.load.loader import load_spec
+    from runner.load.workflow import load_any
 
     problems: list[Problem] = []
     found: list[ServedAgent] = []
@@ -55,7 +55,7 @@ def collect_agents(
         if file_problems:
             problems += file_problems
             continue
-        spec = load_spec(path, vars=vars, require_inputs=False)
+        spec = load_any(path, vars=vars, require_inputs=False)
         shown = display_path(path)
         if spec.name in by_name:
             problems.append(
@@ -81,7 +81,7 @@ def collect_agents(
                     "{thread_id} into root_dir for a folder per thread (root_dir: "
                     "./workspace/{thread_id}), or pass --shared-workspace",
                 )
-                for where, root in shared_workspaces(spec)
+                for where, root in _workspaces(spec)
             ]
         found.append(ServedAgent(spec.name, path.resolve(), spec.description))
     for path, broken_problems in broken:
@@ -116,6 +116,19 @@ def _name_of_broken(path: Path) -> str:
     if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         return name
     return path.stem
+
+
+def _workspaces(spec: Any) -> list[tuple[str, str]]:
+    """`shared_workspaces` of an agent file, or of every agent a workflow runs (by its key)."""
+    from runner.spec.workflow import WorkflowSpec
+
+    if not isinstance(spec, WorkflowSpec):
+        return shared_workspaces(spec)
+    return [
+        (f"agents.{key}.{where}", root)
+        for key, agent in spec.agent_specs().items()
+        for where, root in shared_workspaces(agent)
+    ]
 
 
 def shared_workspaces(spec: Any) -> list[tuple[str, str]]:
