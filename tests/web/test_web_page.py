@@ -87,12 +87,8 @@ version: 1
 name: pipeline
 description: Drafts, then checks
 model: replay:pipeline.cassette.yaml
-state:
-  draft: {type: string}
-  check: {type: string}
-agents:
-  drafter: {prompt: You draft.}
-  checker: {prompt: You check.}
+state: {draft: {type: string}, check: {type: string}}
+agents: {drafter: {prompt: You draft.}, checker: {prompt: You check.}}
 workflow:
   steps:
     - {id: draft, agent: drafter, input: Draft it., output: draft}
