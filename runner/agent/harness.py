@@ -248,11 +248,14 @@ def summarization_middleware(
     )
 
 
-def run_budget(core: AgentCore, locate: Callable[[KeyPath, str], Problem]) -> RunBudget | None:
-    """The main agent's budgets (`limits.tokens/time/cost`), when it sets any."""
+def run_budget(
+    core: AgentCore, locate: Callable[[KeyPath, str], Problem], *, counts_calls: bool = False
+) -> RunBudget | None:
+    """The main agent's budgets (`limits.tokens/time/cost`), when it sets any; with
+    `counts_calls` (a workflow's), `limits.model_calls/tool_calls` as totals of the run too."""
     from runner.middleware.budgets import RunBudget
 
-    budget = RunBudget(core.limits, locate)
+    budget = RunBudget(core.limits, locate, counts_calls=counts_calls)
     return budget if budget.active else None
 
 
@@ -271,6 +274,8 @@ def budget_middleware(
                 "it as `model.price` in the spec (a --model other than a replay has none)",
             )
         )
-    from runner.middleware.budgets import BudgetMiddleware
+    from runner.middleware.budgets import BudgetMiddleware, CallBudgetMiddleware
 
+    if budget.counts_calls and budget.limits.tool_calls is not None:
+        return CallBudgetMiddleware(budget, model.prices, main=main)
     return BudgetMiddleware(budget, model.prices, main=main)

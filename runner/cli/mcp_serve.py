@@ -65,6 +65,10 @@ def serve(
     notifications when the client asks for them. A call that stops for approval returns a
     tool error with the `agentctl run ... --thread ID` command that answers it, unless
     --auto-approve.
+
+    A workflow file is a tool too: its arguments are the workflow's inputs and vars (no
+    `message`); a call runs its steps on a new thread and returns its output, each step's
+    start and end sent as progress; an approval step stops the call as an agent's does.
     """
     import anyio
 

@@ -16,6 +16,13 @@ A turn is told apart by `configurable.agentctl_turn` (set by `runner.run.Session
 `configurable.run_id` (set by LangGraph servers); without either, each user message starts a run
 and pauses are counted.
 
+A workflow's budget (`runner.workflow.build`) also counts calls: `limits.model_calls` and
+`limits.tool_calls` of the workflow are totals over the whole run, every step's agents (and
+their subagents) adding to them (`RunBudget(counts_calls=True)`, `CallBudgetMiddleware`). A
+model call past `model_calls` stops the run as a token budget does; a tool call past
+`tool_calls` (in all, or of that tool when it is a mapping) is answered with an error message
+instead of running, as an agent's own `tool_calls` limit answers it, and the agent goes on.
+
 A wrap hook, not node hooks: two extra graph steps per model call would cost more than the one
 wrap (see `runner.middleware`).
 """
@@ -30,14 +37,14 @@ from typing import Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from runner.errors import Problem, RunError
 from runner.spec.agent import LimitsSpec
 from runner.spec.budgets import PriceSpec, human_cost, human_duration
 
-__all__ = ["BudgetExceeded", "BudgetMiddleware", "RunBudget", "price_for"]
+__all__ = ["BudgetExceeded", "BudgetMiddleware", "CallBudgetMiddleware", "RunBudget", "price_for"]
 
 STATE_KEY = "agentctl_budget"
 MAX_TALLIES = 10_000
@@ -85,6 +92,9 @@ class _Tally:
     last_seen: float = field(default_factory=lambda: _now())
     loaded: bool = False
     """The totals saved in the thread's state were added (a run continued in a new process)."""
+    model_calls: int = 0
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    """Tool calls made, by tool name (counted with `counts_calls` only)."""
 
     def seconds(self, now: float) -> float:
         return self.elapsed + (now - self.started)
@@ -100,15 +110,20 @@ class _Tally:
 class RunBudget:
     """The budgets of the main agent's spec and the totals of each thread's current run."""
 
-    def __init__(self, limits: LimitsSpec, locate: Locate) -> None:
+    def __init__(self, limits: LimitsSpec, locate: Locate, *, counts_calls: bool = False) -> None:
+        """`counts_calls`: `limits.model_calls` and `limits.tool_calls` are totals of the run
+        too (a workflow's), not left to each agent's own limit middleware."""
         self.limits = limits
         self.locate = locate
+        self.counts_calls = counts_calls
         self._tallies: dict[str, _Tally] = {}
         self._lock = threading.Lock()
 
     @property
     def active(self) -> bool:
-        return any(v is not None for v in (self.limits.tokens, self.limits.time, self.limits.cost))
+        limits = self.limits
+        calls = (limits.model_calls, limits.tool_calls) if self.counts_calls else ()
+        return any(v is not None for v in (limits.tokens, limits.time, limits.cost, *calls))
 
     def begin(self, thread_id: str, turn: str | None, *, new_run: bool) -> _Tally:
         """The tally a model call adds to: a fresh one when a run starts."""
@@ -144,6 +159,7 @@ class RunBudget:
         usage = getattr(message, "usage_metadata", None) if message is not None else None
         with self._lock:
             tally.last_seen = _now()
+            tally.model_calls += 1
             if not usage:
                 return
             tokens_in = int(usage.get("input_tokens", 0))
@@ -159,6 +175,15 @@ class RunBudget:
     def check(self, tally: _Tally) -> None:
         """Raise `BudgetExceeded` when a budget is reached."""
         limits = self.limits
+        if (
+            self.counts_calls
+            and limits.model_calls is not None
+            and tally.model_calls >= limits.model_calls
+        ):
+            self._stop(
+                "model_calls",
+                f"limit of {limits.model_calls} model calls reached ({tally.model_calls} made)",
+            )
         if limits.tokens is not None and tally.tokens >= limits.tokens:
             self._stop(
                 "tokens",
@@ -175,6 +200,29 @@ class RunBudget:
                 "time",
                 f"budget of {human_duration(limits.time)} reached ({human_duration(seconds)} used)",
             )
+
+    def take_tool_call(self, tally: _Tally, tool: str) -> str | None:
+        """Count a tool call, or refuse it: why, when the run's `tool_calls` limit (in all, or
+        of this tool) is reached."""
+        limit = self.limits.tool_calls
+        with self._lock:
+            if isinstance(limit, int):
+                made, most = sum(tally.tool_calls.values()), limit
+            elif isinstance(limit, dict) and tool in limit:
+                made, most = tally.tool_calls.get(tool, 0), limit[tool]
+            else:
+                made, most = 0, None
+            if most is not None and made >= most:
+                which = "tool calls" if isinstance(limit, int) else f"calls of {tool}"
+                where = (
+                    ("limits", "tool_calls")
+                    if isinstance(limit, int)
+                    else ("limits", "tool_calls", tool)
+                )
+                problem = self.locate(where, f"limit of {most} {which} reached")
+                return f"{problem}; this call was not made (the run's other calls went on)"
+            tally.tool_calls[tool] = tally.tool_calls.get(tool, 0) + 1
+            return None
 
     def _stop(self, key: str, message: str) -> None:
         problem = self.locate(("limits", key), message)
@@ -239,3 +287,27 @@ class BudgetMiddleware(AgentMiddleware[BudgetState, Any, Any]):
     ) -> Any:
         tally = self._before(request)
         return self._after(tally, await handler(request))
+
+
+class CallBudgetMiddleware(BudgetMiddleware):
+    """`BudgetMiddleware` that also counts tool calls against the run's `limits.tool_calls`
+    (a workflow's budget, `RunBudget(counts_calls=True)`): a call past it is answered with an
+    error message instead of running."""
+
+    def _refused(self, request: Any) -> ToolMessage | None:
+        from langgraph.config import get_config
+
+        configurable = get_config().get("configurable") or {}
+        thread_id = str(configurable.get("thread_id") or "")
+        tally = self.budget.begin(thread_id, _turn_of(configurable), new_run=False)
+        call = request.tool_call
+        why = self.budget.take_tool_call(tally, call["name"])
+        if why is None:
+            return None
+        return ToolMessage(content=why, tool_call_id=call["id"], name=call["name"], status="error")
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return self._refused(request) or handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        return self._refused(request) or await handler(request)

@@ -29,6 +29,7 @@ __all__ = [
     "assistant_config_schema",
     "check_run_vars",
     "refuse_file_inputs",
+    "served_file_inputs",
 ]
 
 
@@ -104,16 +105,22 @@ def _served_spec(path: str | os.PathLike[str], base_vars: Mapping[str, Any]) -> 
     return load_any(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
 
 
-def _refuse_file_inputs(spec: Any, vars: Mapping[str, Any]) -> None:
+def served_file_inputs(spec: Any) -> set[str]:
+    """The `file` input names of an agent's tree (`file_inputs`), or of a workflow: its own
+    inputs and those of every agent it runs."""
     from runner.spec import AgentSpec
     from runner.spec.checks import file_inputs
 
     if isinstance(spec, AgentSpec):
-        files = file_inputs(spec)
-    else:  # a workflow: its inputs, and those of every agent it runs
-        files = {n for n, declared in spec.inputs.items() if declared.kind == "file"}
-        for agent in spec.agent_specs().values():
-            files |= file_inputs(agent)
+        return file_inputs(spec)
+    files = {n for n, declared in spec.inputs.items() if declared.kind == "file"}
+    for agent in spec.agent_specs().values():
+        files |= file_inputs(agent)
+    return files
+
+
+def _refuse_file_inputs(spec: Any, vars: Mapping[str, Any]) -> None:
+    files = served_file_inputs(spec)
     for name in sorted(vars):
         if name in files:
             raise BuildError(

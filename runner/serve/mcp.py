@@ -10,6 +10,10 @@ An agent that stops for approval ends the call with a tool error that names the 
 calls and the `agentctl run ... --thread ID` command that answers them: the thread is kept, so a
 person can decide later. `auto_approve` approves every such call instead.
 
+A workflow file is one tool as well, taking its inputs and vars (no `message`): a call runs
+the workflow on a new thread and returns its output; each step's start and end is a progress
+notification, and an approval step stops the call as an agent's approval does.
+
 Calls run in worker threads, each on a `Session` of its own from a small pool per (agent, vars):
 a session is not shared by two calls at once, and a second call does not wait for the first.
 """
@@ -30,7 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 from runner.agent.cache import AgentCache, vars_key
 from runner.errors import ResolutionError, RunnerError
-from runner.events import Error, Final, Interrupt, ModelCall, ToolCall, ToolResult
+from runner.events import (
+    Error,
+    Final,
+    Interrupt,
+    ModelCall,
+    StepEnd,
+    StepStart,
+    ToolCall,
+    ToolResult,
+)
 from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
@@ -72,24 +85,31 @@ class ServedTool:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     """The agent's typed inputs (`inputs:`) a call may set, by name (`file` inputs excepted:
     a client may not choose a file the server reads)."""
+    workflow: bool = False
+    """A workflow file: a call takes no `message` (its vars and inputs start the run)."""
 
     def input_schema(self) -> dict[str, Any]:
-        properties: dict[str, Any] = {
-            "message": {"type": "string", "description": "The message to send to the agent."}
-        }
+        properties: dict[str, Any] = {}
+        if not self.workflow:
+            properties["message"] = {
+                "type": "string",
+                "description": "The message to send to the agent.",
+            }
         for key, value in self.vars.items():
             kind = _JSON_TYPES.get(type(value))
             if kind is None or key == "message":
                 continue
+            owner = "workflow" if self.workflow else "agent"
             properties[key] = {
                 "type": kind,
-                "description": f"The agent's template variable `{key}` (default: {value!r}).",
+                "description": f"The {owner}'s template variable `{key}` (default: {value!r}).",
                 "default": value,
             }
         for key, declared in self.inputs.items():
-            if key != "message":
+            if key != "message" or self.workflow:
                 properties[key] = declared.json_schema()
-        required = ["message", *(k for k, d in self.inputs.items() if d.required)]
+        required = [] if self.workflow else ["message"]
+        required += [k for k, d in self.inputs.items() if d.required and k not in required]
         return {"type": "object", "properties": properties, "required": required}
 
     def variables(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,7 +117,7 @@ class ServedTool:
         return {
             k: v
             for k, v in arguments.items()
-            if k != "message" and (k in self.vars or k in self.inputs)
+            if (k != "message" or self.workflow) and (k in self.vars or k in self.inputs)
         }
 
 
@@ -115,7 +135,7 @@ class AgentTools:
     _sessions: AgentCache[Session] = field(
         default_factory=lambda: AgentCache(
             # its MCP servers; the shared home stays open
-            lambda session: session.resolved.close(),
+            lambda session: session.close_agent(),
             max_keys=IDLE_KEYS,
             idle_per_key=IDLE_PER_KEY,
         )
@@ -134,9 +154,10 @@ class AgentTools:
         """Validate every agent file under `paths` (a `SpecError` lists every problem of every
         file) and build each agent once, so a file that cannot be built fails here, before the
         server starts."""
-        from runner.load.loader import load_spec
+        from runner.load.workflow import load_any
         from runner.serve.agents import collect_agents
-        from runner.spec.checks import file_inputs
+        from runner.serve.factory import served_file_inputs
+        from runner.spec.workflow import WorkflowSpec
 
         base_vars = dict(vars or {})
         # Calls run on threads of their own, as `agentctl run` does: a filesystem root without
@@ -144,22 +165,26 @@ class AgentTools:
         agents = collect_agents(paths, vars=base_vars, shared_workspace=True)
         tools = {}
         for agent in agents:
-            spec = load_spec(agent.path, vars=base_vars, require_inputs=False)
-            described = agent.description or f"Runs the agent {agent.name!r}."
-            # A `file` input of any agent of the tree (a `ref:` subagent's too) is a path the
-            # server reads: no call may set that name, even where the main agent has it as a
-            # plain var (vars reach every file of the tree).
-            files = file_inputs(spec)
+            spec = load_any(agent.path, vars=base_vars, require_inputs=False)
+            workflow = isinstance(spec, WorkflowSpec)
+            kind = "workflow" if workflow else "agent"
+            described = agent.description or f"Runs the {kind} {agent.name!r}."
+            returns = "its output" if workflow else "its final answer"
+            # A `file` input of any agent of the tree (a `ref:` subagent's too, every agent of
+            # a workflow) is a path the server reads: no call may set that name, even where the
+            # main agent has it as a plain var (vars reach every file of the tree).
+            files = served_file_inputs(spec)
             tools[agent.name] = ServedTool(
                 agent.name,
                 agent.path,
-                f"{described.strip()} (Runs the agent on a new thread; returns its final answer.)",
+                f"{described.strip()} (Runs the {kind} on a new thread; returns {returns}.)",
                 {k: base_vars.get(k, v) for k, v in spec.vars.items() if k not in files},
                 {
                     name: declared
                     for name, declared in spec.inputs.items()
                     if name not in files and name not in base_vars
                 },
+                workflow=workflow,
             )
         served = cls(tools, model=model, base_vars=base_vars, db=db, auto_approve=auto_approve)
         try:
@@ -201,14 +226,15 @@ class AgentTools:
 
     def _check_builds(self, tool: ServedTool) -> None:
         """Build an agent whose calls need inputs, with stand-ins for them, and close it."""
-        from runner.load.loader import load_spec
+        from runner.load.workflow import load_any
         from runner.run import Session
         from runner.threads import open_home
 
         if self.home is None:
             self.home = open_home(self.db)
-        spec = load_spec(tool.path, vars=self.base_vars, require_inputs=False)
-        Session(spec, model=self.model, home=self.home).resolved.close()
+        spec = load_any(tool.path, vars=self.base_vars, require_inputs=False)
+        # a WorkflowSpec makes a WorkflowSession (`Session.__new__`)
+        Session(spec, model=self.model, home=self.home).close_agent()  # type: ignore[arg-type]
 
     def close(self) -> None:
         try:
@@ -227,8 +253,8 @@ class AgentTools:
         if tool is None:
             known = ", ".join(sorted(self.tools))
             return _error(f"no agent is served as {name!r}; the tools are: {known}")
-        message = arguments.get("message")
-        if not isinstance(message, str) or not message.strip():
+        message = None if tool.workflow else arguments.get("message")
+        if not tool.workflow and (not isinstance(message, str) or not message.strip()):
             return _error("`message` must be a non-empty string")
         variables = tool.variables(arguments)
         try:
@@ -241,7 +267,7 @@ class AgentTools:
             self._give_back(tool, variables, session)
         return self._result(tool, outcome)
 
-    def _run(self, session: Session, message: str, progress: Progress | None) -> Any:
+    def _run(self, session: Session, message: str | None, progress: Progress | None) -> Any:
         from runner.run import Decision
 
         last: Any = None
@@ -337,6 +363,10 @@ def _error(text: str, meta: dict[str, Any] | None = None) -> types.CallToolResul
 
 
 def _progress_message(event: Any) -> str | None:
+    if isinstance(event, StepStart):
+        return f"step {event.step}: started"
+    if isinstance(event, StepEnd):
+        return f"step {event.step}: {event.status} ({event.seconds:.1f}s)"
     if isinstance(event, ModelCall):
         return f"{event.agent}: model replied"
     if isinstance(event, ToolCall):

@@ -63,7 +63,7 @@ class _Agents:
         """The file's spec (None when it has problems) and its problems (blocking)."""
         from runner.check.validate import validate_file
         from runner.errors import Problem, RunnerError, SpecError, display_path, first_line
-        from runner.load.loader import load_spec
+        from runner.load.workflow import load_any
 
         try:
             mtime = os.stat(agent.path).st_mtime_ns
@@ -78,7 +78,7 @@ class _Agents:
         if not problems:
             # A required input without a value is no problem of the file: a run gives it.
             try:
-                spec = load_spec(agent.path, vars=self.vars, require_inputs=False)
+                spec = load_any(agent.path, vars=self.vars, require_inputs=False)
             except SpecError as exc:  # changed between the two reads
                 problems = list(exc.problems)
             except RunnerError as exc:
@@ -292,7 +292,10 @@ def _list_routes(spec: Any, thread: str | None) -> dict[str, Any]:
     from runner.backends.paths import is_within, join_path
     from runner.backends.reach import leaves
     from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec, StoreBackendSpec
+    from runner.spec.workflow import WorkflowSpec
 
+    if isinstance(spec, WorkflowSpec):  # a workflow's agents keep files of their own
+        return {"routes": [], "files": []}
     routes_of = leaves(spec.backend)
     # A route hides what the default backend has under its prefix, as it does from the agent.
     shadowed = [prefix for prefix, _ in routes_of if prefix != "/"]
@@ -335,7 +338,10 @@ def _read_file(spec: Any, thread: str | None, path: str) -> str:
     from runner.backends.paths import is_within, relative_to
     from runner.backends.reach import leaves
     from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec
+    from runner.spec.workflow import WorkflowSpec
 
+    if isinstance(spec, WorkflowSpec):
+        raise LookupError(f"{path}: a workflow's files are not shown on the page")
     try:
         normal = validate_path(path)
     except BackendError as exc:

@@ -5,9 +5,10 @@ resolved and built as `runner.agent` builds any agent, without a checkpointer of
 as a subgraph of its step and checkpoints in the workflow's thread. The tools of `tool:` steps
 are resolved like an agent's `tools:`.
 
-Budgets: the workflow's `limits.tokens`, `limits.time` and `limits.cost` are one budget for
-the whole run, every step's agents (and their subagents) counting against it; `model_calls`
-and `tool_calls` are each agent run's limits for agents that set none of their own.
+Budgets: the workflow's `limits.tokens`, `limits.time`, `limits.cost`, `limits.model_calls`
+and `limits.tool_calls` are one budget for the whole run, every step's agents (and their
+subagents) counting against it (`runner.middleware.budgets`); an agent's own `limits` still
+bound each of its runs. `tool:` steps are not tool calls of an agent: they do not count.
 
 Replay (`replay:` models) plays each agent's replies by its key; each run of an agent step
 starts a new run of replies in the cassette, as a subagent's `task` call does, so a step that
@@ -119,7 +120,7 @@ def build_workflow(
     built.resources = resolver.resources
     built.cassettes = resolver.cassettes
     try:
-        specs = {key: _with_limits(agent, spec) for key, agent in spec.agent_specs().items()}
+        specs = spec.agent_specs()
         graphs: dict[str, Any] = {}
         choosers: dict[str, Any] = {}
         for step in steps_of(spec):
@@ -166,7 +167,11 @@ def _resolver(spec: WorkflowSpec, **options: Any) -> Any:
     from runner.agent.harness import budget_middleware, run_budget
     from runner.agent.resolve import Resolver
 
-    budget = run_budget(spec, lambda path, message: spec.problem(path, message))  # type: ignore[arg-type]
+    budget = run_budget(
+        spec,  # type: ignore[arg-type]
+        lambda path, message: spec.problem(path, message),
+        counts_calls=True,
+    )
 
     class WorkflowResolver(Resolver):
         def _budget(self, core: Any, is_main: bool, model: Any, locate: Any) -> Any:
@@ -176,19 +181,6 @@ def _resolver(spec: WorkflowSpec, **options: Any) -> Any:
             return budget_middleware(budget, core, model, main=False)
 
     return WorkflowResolver(**options)
-
-
-def _with_limits(agent: AgentSpec, spec: WorkflowSpec) -> AgentSpec:
-    """The agent with the workflow's per-run call limits where it sets none."""
-    limits = agent.limits
-    update = {
-        key: getattr(spec.limits, key)
-        for key in ("model_calls", "tool_calls")
-        if getattr(limits, key) is None and getattr(spec.limits, key) is not None
-    }
-    if not update:
-        return agent
-    return agent.model_copy(update={"limits": limits.model_copy(update=update)})
 
 
 def _agent_spec(specs: Mapping[str, AgentSpec], key: str, step_id: str) -> AgentSpec:

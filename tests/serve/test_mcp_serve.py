@@ -328,3 +328,83 @@ def test_typed_inputs_become_arguments_and_questions_are_left_to_a_person(
         assert "--answer TEXT" in text
     finally:
         served.close()
+
+
+# --------------------------------------------------------------------------- workflows
+
+WORKFLOW = """\
+version: 1
+name: notes
+description: Drafts release notes, then asks before publishing.
+inputs:
+  version: {type: string, required: true}
+  notes: {type: file}
+state:
+  draft: {type: string}
+model: replay:wf.cassette.yaml
+agents:
+  writer:
+    prompt: You write release notes.
+workflow:
+  steps:
+    - id: draft
+      agent: writer
+      input: "Notes for {{ vars.version }}."
+      output: draft
+    - id: approve
+      approval: {question: "Publish?", field: draft}
+  output: draft
+"""
+
+
+def _workflow(folder: Path) -> Path:
+    (folder / "wf.yaml").write_text(WORKFLOW)
+    (folder / "wf.cassette.yaml").write_text(
+        "version: 1\nagents:\n  writer:\n    - content: Draft one.\n"
+    )
+    return folder
+
+
+async def test_a_workflow_is_a_tool_that_runs_its_steps(tmp_path: Path) -> None:
+    folder = _workflow(tmp_path)
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    async with stdio_session(folder, "wf.yaml", "--auto-approve", tmp_path=tmp_path) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        missing = await session.call_tool("notes", {})
+        result = await session.call_tool("notes", {"version": "1.2"}, progress_callback=on_progress)
+    assert tools["notes"].description == (
+        "Drafts release notes, then asks before publishing. (Runs the workflow on a new "
+        "thread; returns its output.)"
+    )
+    # no `message`; the workflow's inputs (a `file` input excepted) are the arguments
+    assert tools["notes"].inputSchema == {
+        "type": "object",
+        "properties": {"version": {"type": "string"}},
+        "required": ["version"],
+    }
+    assert missing.isError and "'version' is a required property" in text_of(missing)
+    assert not result.isError, text_of(result)
+    assert text_of(result) == "Draft one."
+    assert "step draft: started" in seen
+    assert "writer: model replied" in seen
+    assert "notes: approved approve (--auto-approve)" in seen
+    assert seen.index("step draft: started") < seen.index("writer: model replied")
+
+
+async def test_a_workflow_waiting_for_approval_names_the_command(tmp_path: Path) -> None:
+    folder = _workflow(tmp_path)
+    async with stdio_session(folder, "wf.yaml", tmp_path=tmp_path) as session:
+        result = await session.call_tool("notes", {"version": "1.2"})
+    assert result.isError
+    text = text_of(result)
+    thread_id = (result.meta or {})["agentctl/thread_id"]
+    assert text.startswith("notes stopped: 1 tool call needs approval."), text
+    command = text.split("a person decides with `")[1].split("`")[0].split()
+    assert command[:2] == ["agentctl", "run"] and thread_id in command
+    answered = run_cli(*command[1:], "--quiet", cwd=tmp_path)
+    assert answered.returncode == 0, answered.stderr
+    assert "Draft one." in answered.stdout

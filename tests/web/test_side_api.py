@@ -113,6 +113,21 @@ def test_an_agent_with_a_required_input_is_not_broken(folder: Path) -> None:
     factory.close()
 
 
+def test_a_workflow_is_listed_with_no_files_of_its_own(folder: Path) -> None:
+    workflow = "version: 1\nname: flow\ndescription: Two steps\n"
+    workflow += "model: replay:keeper.cassette.yaml\nstate:\n  a: {type: string}\n"
+    workflow += "agents:\n  one: {prompt: One.}\n"
+    workflow += "workflow:\n  steps:\n    - {id: first, agent: one, input: go, output: a}\n"
+    (folder / "flow.yaml").write_text(workflow, encoding="utf-8")
+    client = TestClient(create_app([WebAgent("flow", folder / "flow.yaml")], graph_for=print))
+    [row] = client.get("/web/api/agents").json()["agents"]
+    assert (row["file"], row["description"], row["problems"]) == ("flow.yaml", "Two steps", [])
+    assert row["model"] == "replay:keeper.cassette.yaml"
+    listing = client.get("/web/api/agents/flow/files?thread_id=t1")
+    assert listing.status_code == 200 and listing.json() == {"routes": [], "files": []}
+    assert client.get("/web/api/agents/flow/file?thread_id=t1&path=/a.md").status_code == 404
+
+
 def test_files_of_the_filesystem_routes_for_a_thread(folder: Path) -> None:
     listing = _client(folder).get("/web/api/agents/keeper/files?thread_id=t1").json()
     assert [f["path"] for f in listing["files"]] == ["/notes/a.md", "/shared/s.md"]

@@ -82,6 +82,27 @@ agents:
   beta:
     - {content: beta says two, delay: 0.2}
 """
+PIPELINE = """\
+version: 1
+name: pipeline
+description: Drafts, then checks
+model: replay:pipeline.cassette.yaml
+state: {draft: {type: string}, check: {type: string}}
+agents: {drafter: {prompt: You draft.}, checker: {prompt: You check.}}
+workflow:
+  steps:
+    - {id: draft, agent: drafter, input: Draft it., output: draft}
+    - {id: check, agent: checker, input: "Check {{ state.draft }}", output: check}
+  output: check
+"""
+PIPELINE_REPLIES = """\
+version: 1
+agents:
+  drafter:
+    - content: drafter wrote this
+  checker:
+    - content: checker approves
+"""
 BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
@@ -107,6 +128,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "agents" / "fanout.cassette.yaml").write_text(FANOUT_REPLIES, encoding="utf-8")
     (root / "agents" / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
     (root / "agents" / "scribe.cassette.yaml").write_text(SCRIBE_REPLIES, encoding="utf-8")
+    (root / "agents" / "pipeline.yaml").write_text(PIPELINE, encoding="utf-8")
+    (root / "agents" / "pipeline.cassette.yaml").write_text(PIPELINE_REPLIES, encoding="utf-8")
     return root
 
 
@@ -337,6 +360,28 @@ def test_parallel_subagents_each_under_their_own_task_call(page: Any) -> None:
         playwright.expect(nested).to_contain_text(said)
         playwright.expect(nested).not_to_contain_text(other)
     page.shots("two-subagents")
+
+
+def test_a_workflows_steps_each_a_line_with_its_agents_work_under_it(page: Any) -> None:
+    page.click('#agents .agent[data-agent="pipeline"]')
+    page.click("#new-thread")
+    page.fill("#message", "go")
+    page.press("#message", "Enter")
+    check = page.locator('.step[data-step="check"]')
+    playwright.expect(check).to_have_attribute("data-status", "done")
+    steps = page.locator(".step")
+    playwright.expect(steps).to_have_count(2)
+    assert [steps.nth(i).get_attribute("data-step") for i in range(2)] == ["draft", "check"]
+    for step, said, other in (
+        ("draft", "drafter wrote this", "checker"),
+        ("check", "checker approves", "drafter"),
+    ):
+        row = page.locator(f'.step[data-step="{step}"]')
+        playwright.expect(row).to_have_attribute("data-status", "done")
+        playwright.expect(row.locator(".head")).to_contain_text(f"{step} agent done")
+        playwright.expect(row.locator(".nested")).to_contain_text(said)
+        playwright.expect(row.locator(".nested")).not_to_contain_text(other)
+    page.shots("workflow-steps")
 
 
 def test_an_agent_file_with_errors_is_listed_located_and_reloads_when_saved(

@@ -8,7 +8,15 @@ from typing import Any
 
 import yaml
 
-from runner.events import Final, Interrupt, StepEnd, StepStart, TextDelta, ToolCall
+from runner.events import (
+    Final,
+    Interrupt,
+    StepEnd,
+    StepStart,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 from runner.run import Decision, Session
 
 WORKFLOW = """
@@ -138,6 +146,44 @@ def test_the_workflows_token_budget_counts_every_steps_agents(tmp_path: Path) ->
     assert "budget of 100 tokens reached (110 used)" in result.error.message
     assert [e.step for e in result.events if isinstance(e, StepEnd)] == ["first", "second"]
     assert [e.status for e in result.events if isinstance(e, StepEnd)] == ["done", "failed"]
+
+
+CALLS = BUDGET.replace("limits: {tokens: 100}", "limits: {LIMITS}")
+TODO = {"content": "", "tool_calls": [{"name": "write_todos", "args": {"todos": []}}]}
+
+
+def _run_calls(tmp_path: Path, limits: str, replies: dict[str, Any]) -> Any:
+    tmp_path.mkdir(exist_ok=True)
+    spec = tmp_path / "calls.yaml"
+    spec.write_text(CALLS.replace("{LIMITS}", limits))
+    tape = tmp_path / "calls.cassette.yaml"
+    tape.write_text(yaml.safe_dump({"version": 1, "agents": replies}))
+    with Session(spec, model=f"replay:{tape}", db=tmp_path / "t.db") as session:
+        return session.run()
+
+
+def test_the_workflows_model_call_limit_counts_every_steps_agents(tmp_path: Path) -> None:
+    # each agent makes 2 calls: within a limit of 3 for each agent's run, not for the workflow
+    replies = {"one": [TODO, {"content": "A"}], "two": [TODO, {"content": "B"}]}
+    result = _run_calls(tmp_path, "{model_calls: 3}", replies)
+    assert result.error is not None
+    assert "limit of 3 model calls reached (3 made)" in result.error.message
+    assert "calls.yaml:5:" in result.error.message  # located at the workflow's limit
+    ends = [(e.step, e.status) for e in result.events if isinstance(e, StepEnd)]
+    assert ends == [("first", "done"), ("second", "failed")]
+    assert _run_calls(tmp_path / "more", "{model_calls: 4}", replies).final is not None
+
+
+def test_the_workflows_tool_call_limit_counts_every_steps_agents(tmp_path: Path) -> None:
+    replies = {"one": [TODO, {"content": "A"}], "two": [TODO, {"content": "B"}]}
+    result = _run_calls(tmp_path, "{tool_calls: 1}", replies)
+    assert result.final is not None and result.final.content == "B"  # ran to its end
+    results = [e for e in result.events if isinstance(e, ToolResult)]
+    assert [(e.step, e.status) for e in results] == [("first", "success"), ("second", "error")]
+    assert "limit of 1 tool calls reached; this call was not made" in results[1].content
+    by_tool = _run_calls(tmp_path / "by_tool", "{tool_calls: {write_todos: 2}}", replies)
+    statuses = [e.status for e in by_tool.events if isinstance(e, ToolResult)]
+    assert statuses == ["success", "success"]
 
 
 def test_a_fork_at_a_step_goes_on_after_it_with_an_edited_state_field(

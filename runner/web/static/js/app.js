@@ -20,6 +20,7 @@ const S = {
   calls: new Map(), // tool call id -> {card, result, nested, name, args}
   texts: new Map(), // AI message id -> its text element
   subagents: new Map(), // namespace root ("tools:<id>") -> element holding that subagent's work
+  steps: new Map(), // workflow step id -> {row, status, nested}
   changed: new Set(), // agent paths written by the thread
   usage: { calls: 0, input: 0, output: 0 },
   schemas: new Map(), // agent -> {tool: JSON schema}
@@ -124,6 +125,7 @@ function resetView() {
   S.calls.clear();
   S.texts.clear();
   S.subagents.clear();
+  S.steps.clear();
   S.changed.clear();
   S.usage = { calls: 0, input: 0, output: 0 };
   S.values = {};
@@ -302,6 +304,12 @@ function scrollDown() {
 function containerFor(ns) {
   if (!ns) return $("log");
   let el = S.subagents.get(ns);
+  // a workflow step's agent runs in the namespace "<step id>:<task id>": under its step's line
+  const step = !el && S.steps.get(ns.split(":")[0]);
+  if (step) {
+    el = step.nested;
+    S.subagents.set(ns, el);
+  }
   if (!el) {
     el = h("div", { class: "nested orphan" }, h("div", { class: "who" }, "subagent"));
     $("log").append(el);
@@ -338,12 +346,38 @@ function onEvent(event, data) {
         call.nested.firstChild.textContent = `subagent ${data.agent}`;
         S.subagents.set(root, call.nested);
       }
+    } else if (data && (data.agentctl === "step_start" || data.agentctl === "step_end")) {
+      stepRow(data);
     } else if (data && data.agentctl === "warning") {
       warningRow(container, data.code || "warning", data.message || "");
     }
   } else if (mode === "error") {
     errorRow(container, `${(data && (data.error || "")) || ""} ${(data && data.message) || JSON.stringify(data)}`.trim());
   }
+}
+
+/** A workflow step's line: its id and kind, its status and time, its agent's work nested under it. */
+function stepRow(data) {
+  const id = String(data.step || "");
+  let step = S.steps.get(id);
+  if (!step) {
+    const status = h("span", { class: "status" });
+    const nested = h("div", { class: "nested" }, h("div", { class: "who" }, `step ${id}`));
+    nested.dataset.subagent = id; // the step's agent's messages are shown as the step's
+    const row = h("div", { class: "step", "data-step": id }, h("div", { class: "head" }, `${id} `, h("span", { class: "kind" }, String(data.kind || "")), " ", status), nested);
+    $("log").append(row);
+    step = { row, status, nested };
+    S.steps.set(id, step);
+  }
+  if (data.agentctl === "step_start") {
+    step.row.dataset.status = "running";
+    step.status.textContent = "running";
+  } else {
+    step.row.dataset.status = String(data.status || "");
+    const seconds = typeof data.seconds === "number" ? ` ${data.seconds.toFixed(1)}s` : "";
+    step.status.textContent = `${data.status || ""}${seconds}`;
+  }
+  scrollDown();
 }
 
 function onUpdate(node, update, container, agent, ns) {
