@@ -79,3 +79,12 @@ def gate(text: str) -> str:
         while not Path(path).exists():
             time.sleep(0.01)
     return f"passed {text}"
+
+
+def slow(text: str) -> str:
+    """Record a call, then take a moment (the random-kill test's side effect in flight)."""
+    import time
+
+    _log("slow", text=text)
+    time.sleep(0.15)
+    return f"noted {text}"
