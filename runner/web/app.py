@@ -1,7 +1,8 @@
 """The page's Starlette app: `/` (the page), `/web/static/...` (its assets) and a read-only side
 API under `/web/api/` for what the LangGraph API cannot tell the page.
 
-    GET /web/api/agents                     each served file: name, model, located problems
+    GET /web/api/agents                     each served file: name, kind, model, typed inputs,
+                                            located problems
     GET /web/api/agents/{name}/tools        the argument schema of each tool of the agent
     GET /web/api/agents/{name}/files        the files of its filesystem routes, for ?thread_id=
     GET /web/api/agents/{name}/file         one of them: ?thread_id=&path=/agent/path
@@ -97,6 +98,32 @@ def _model_name(spec: Any) -> str | None:
     return model
 
 
+def _kind(spec: Any) -> str | None:
+    from runner.spec.workflow import WorkflowSpec
+
+    if spec is None:
+        return None
+    return "workflow" if isinstance(spec, WorkflowSpec) else "agent"
+
+
+def _inputs(spec: Any) -> list[dict[str, Any]]:
+    """The spec's typed inputs as the page's form fields: name, type (an input's `type`, `enum`
+    and `file` included), required, and from serve's config schema its description, default,
+    `enum` and bounds. A `file` input is listed too (the page leaves it to the server)."""
+    from runner.serve.factory import assistant_config_schema
+
+    if spec is None:
+        return []
+    variables = assistant_config_schema(spec)["properties"]["vars"]
+    required = set(variables.get("required", ()))
+    fields = []
+    for name, declared in spec.inputs.items():
+        schema = {k: v for k, v in variables["properties"][name].items() if k != "format"}
+        schema.update(name=name, type=declared.kind, required=name in required)
+        fields.append(schema)
+    return fields
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -155,6 +182,8 @@ def create_app(
                     "file": display_path(agent.path),
                     "model": _model_name(loaded.spec),
                     "description": getattr(loaded.spec, "description", None),
+                    "kind": _kind(loaded.spec),
+                    "inputs": _inputs(loaded.spec),
                     "problems": [str(p) for p in loaded.problems],
                 }
             )

@@ -81,6 +81,8 @@ def test_agents_with_their_model_and_located_problems(folder: Path) -> None:
         "file": "keeper.yaml",
         "model": "replay:keeper.cassette.yaml",
         "description": "Keeps notes",
+        "kind": "agent",
+        "inputs": [],
         "problems": None,
     }
     assert row["problems"] == []
@@ -111,6 +113,62 @@ def test_an_agent_with_a_required_input_is_not_broken(folder: Path) -> None:
     tools = client.get("/web/api/agents/painter/tools")
     assert tools.status_code == 200 and "write_todos" in tools.json()["tools"]
     factory.close()
+
+
+INPUTS = """\
+inputs:
+  topic: {type: string, required: true, description: What to write about}
+  depth: {type: integer, minimum: 1, maximum: 5, default: 2}
+  tone: {enum: [formal, casual], default: casual}
+  strict: {type: boolean}
+  brief: {type: file}
+vars: {house: style}
+"""
+
+
+def test_typed_inputs_are_listed_as_form_fields(folder: Path) -> None:
+    # the fields of serve's config schema, with each input's type; plain `vars:` are no field
+    painter = "name: painter\nmodel: replay:keeper.cassette.yaml\nprompt: Paint {{ vars.topic }}.\n"
+    (folder / "painter.yaml").write_text(painter + INPUTS, encoding="utf-8")
+    client = TestClient(create_app([WebAgent("painter", folder / "painter.yaml")], graph_for=print))
+    [row] = client.get("/web/api/agents").json()["agents"]
+    assert (row["kind"], row["problems"]) == ("agent", [])
+    assert row["inputs"] == [
+        {"name": "topic", "type": "string", "required": True, "description": "What to write about"},
+        {
+            "name": "depth",
+            "type": "integer",
+            "required": False,
+            "default": 2,
+            "minimum": 1,
+            "maximum": 5,
+        },
+        {
+            "name": "tone",
+            "type": "enum",
+            "required": False,
+            "enum": ["formal", "casual"],
+            "default": "casual",
+        },
+        {"name": "strict", "type": "boolean", "required": False},
+        {"name": "brief", "type": "file", "required": False},
+    ]
+    # a file with problems has no fields to show, and a workflow's inputs are listed as an agent's
+    (folder / "painter.yaml").write_text(
+        painter.replace("prompt:", "promt:") + INPUTS, encoding="utf-8"
+    )
+    os.utime(folder / "painter.yaml", ns=(1, 1))
+    [row] = client.get("/web/api/agents").json()["agents"]
+    assert (row["kind"], row["inputs"]) == (None, [])
+    workflow = "version: 1\nname: flow\nmodel: replay:keeper.cassette.yaml\n"
+    workflow += "inputs:\n  topic: {type: string, required: true}\nstate:\n  a: {type: string}\n"
+    workflow += "agents:\n  one: {prompt: One.}\n"
+    workflow += "workflow:\n  steps:\n    - {id: first, agent: one, input: go, output: a}\n"
+    (folder / "flow.yaml").write_text(workflow, encoding="utf-8")
+    client = TestClient(create_app([WebAgent("flow", folder / "flow.yaml")], graph_for=print))
+    [row] = client.get("/web/api/agents").json()["agents"]
+    assert row["kind"] == "workflow"
+    assert row["inputs"] == [{"name": "topic", "type": "string", "required": True}]
 
 
 def test_a_workflow_is_listed_with_no_files_of_its_own(folder: Path) -> None:
