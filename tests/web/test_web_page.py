@@ -103,6 +103,24 @@ agents:
   checker:
     - content: checker approves
 """
+ASKER = """\
+name: asker
+description: Asks how long, then writes
+model: replay:asker.cassette.yaml
+prompt: You write about {{ vars.topic }} at depth {{ vars.depth }}.
+ask_user: true
+inputs:
+  topic: {type: string, required: true, description: What to write about}
+  depth: {type: integer, minimum: 1, maximum: 3, default: 1}
+  tone: {enum: [formal, casual], default: casual}
+  strict: {type: boolean}
+"""
+ASKER_REPLIES = """\
+- content: One question first.
+  tool_calls:
+    - {name: ask_user, args: {question: How long?, choices: [short, long]}}
+- content: Long notes it is.
+"""
 BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
@@ -130,6 +148,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "agents" / "scribe.cassette.yaml").write_text(SCRIBE_REPLIES, encoding="utf-8")
     (root / "agents" / "pipeline.yaml").write_text(PIPELINE, encoding="utf-8")
     (root / "agents" / "pipeline.cassette.yaml").write_text(PIPELINE_REPLIES, encoding="utf-8")
+    (root / "agents" / "asker.yaml").write_text(ASKER, encoding="utf-8")
+    (root / "agents" / "asker.cassette.yaml").write_text(ASKER_REPLIES, encoding="utf-8")
     return root
 
 
@@ -365,8 +385,8 @@ def test_parallel_subagents_each_under_their_own_task_call(page: Any) -> None:
 def test_a_workflows_steps_each_a_line_with_its_agents_work_under_it(page: Any) -> None:
     page.click('#agents .agent[data-agent="pipeline"]')
     page.click("#new-thread")
-    page.fill("#message", "go")
-    page.press("#message", "Enter")
+    playwright.expect(page.locator("#composer")).to_be_hidden()  # a workflow takes no message
+    page.get_by_role("button", name="Run", exact=True).click()
     check = page.locator('.step[data-step="check"]')
     playwright.expect(check).to_have_attribute("data-status", "done")
     steps = page.locator(".step")
@@ -382,6 +402,45 @@ def test_a_workflows_steps_each_a_line_with_its_agents_work_under_it(page: Any) 
         playwright.expect(row.locator(".nested")).to_contain_text(said)
         playwright.expect(row.locator(".nested")).not_to_contain_text(other)
     page.shots("workflow-steps")
+
+
+def test_an_agents_inputs_as_a_form_and_its_question_answered_with_a_choice(
+    page: Any, server: str
+) -> None:
+    page.click('#agents .agent[data-agent="asker"]')
+    page.click("#new-thread")
+    send = page.get_by_role("button", name="Send")
+    playwright.expect(send).to_be_disabled()
+    _expect_text(page, "#send-why", "First fill in topic.")
+    playwright.expect(page.get_by_label("depth")).to_have_value("1")  # its default
+    page.get_by_label("depth").fill("7")
+    _expect_text(page, "#send-why", "depth must be an integer from 1 to 3")
+    page.get_by_label("depth").fill("2")
+    page.get_by_label("tone").select_option(label="formal")
+    page.get_by_label("strict").check()
+    page.get_by_label("topic").fill("release notes")
+    playwright.expect(send).to_be_enabled()
+    playwright.expect(page.locator("#send-why")).to_have_text("")
+    page.shots("inputs-filled")
+    page.fill("#message", "go")
+    page.press("#message", "Enter")
+
+    question = page.locator(".question")
+    playwright.expect(question).to_contain_text("How long?")
+    assert question.locator("button").all_inner_texts() == ["short", "long"]
+    page.shots("question")
+    question.get_by_role("button", name="long").click()
+    _expect_text(page, "#log", "Long notes it is.")
+    _expect_text(page, '.call[data-tool="ask_user"] .result', "long")
+    playwright.expect(page.locator("#status")).to_have_text("idle")
+
+    # both runs (the first and the one that answered) got the inputs as `configurable.vars`
+    thread = re.sub("^#thread=", "", page.evaluate("location.hash"))
+    with urllib.request.urlopen(f"{server}/threads/{thread}/runs") as reply:
+        runs = json.load(reply)
+    sent = [run["kwargs"]["config"]["configurable"]["vars"] for run in runs]
+    expected = {"topic": "release notes", "depth": 2, "tone": "formal", "strict": True}
+    assert sent == [expected, expected]
 
 
 def test_an_agent_file_with_errors_is_listed_located_and_reloads_when_saved(

@@ -26,6 +26,8 @@ const S = {
   schemas: new Map(), // agent -> {tool: JSON schema}
   decisions: new Map(), // interrupt id -> array of decisions (one per action request)
   interrupts: [],
+  inputs: {}, // agent -> {input name: what its field holds} (kept while the page is open)
+  inputsShown: null, // what the input form was drawn for
   viewing: null, // path shown in the file viewer
 };
 
@@ -43,6 +45,7 @@ async function loadAgents() {
   S.dev = dev;
   if (JSON.stringify(agents) !== before) renderAgents(fixed.map((a) => a.name));
   if (!S.agent && agents.length) S.agent = (agents.find((a) => !a.problems.length) || agents[0]).name;
+  renderInputs();
 }
 
 function renderAgents(reloaded = []) {
@@ -78,6 +81,7 @@ function renderAgents(reloaded = []) {
 function selectAgent(name) {
   S.agent = name;
   renderAgents();
+  renderInputs();
   if (S.thread && threadAgent() !== name) newThread();
 }
 
@@ -155,6 +159,7 @@ async function openThread(id) {
   const graph = (thread.metadata || {}).graph_id;
   if (graph) S.agent = graph;
   renderAgents();
+  renderInputs();
   renderHead(thread);
   const state = await api.state(id);
   S.values = state.values || {};
@@ -394,12 +399,14 @@ async function run(body) {
   $("send").disabled = true;
   status("running…");
   try {
-    await streamRun(S.thread, { assistant_id: S.agent, ...body }, onEvent);
+    const { vars } = inputValues();
+    const config = Object.keys(vars).length ? { config: { configurable: { vars } } } : {};
+    await streamRun(S.thread, { assistant_id: S.agent, ...config, ...body }, onEvent);
   } catch (exc) {
     errorRow($("log"), String(exc.message || exc));
   } finally {
     S.running = false;
-    $("send").disabled = false;
+    checkInputs();
   }
   const state = await api.state(S.thread);
   S.values = state.values || {};
@@ -414,14 +421,32 @@ async function run(body) {
 
 async function send(text) {
   if (S.running || !text.trim()) return;
-  const agent = S.agents.find((a) => a.name === S.agent);
+  if (!(await ready())) return;
+  userRow(text);
+  await run({ input: { messages: [{ role: "user", content: text }] } });
+}
+
+/** A workflow's run: its inputs, no message. */
+async function runWorkflow() {
+  if (S.running || !(await ready())) return;
+  await run({ input: {} });
+}
+
+/** Whether a run may start (the file, waiting approvals, the inputs); its thread, created. */
+async function ready() {
+  const agent = currentAgent();
   if (agent && agent.problems.length) {
     errorRow($("log"), `${agent.file} has problems; fix the file first (they are listed on the left).`);
-    return;
+    return false;
   }
   if (S.interrupts.length) {
     errorRow($("log"), "Answer the waiting approvals first.");
-    return;
+    return false;
+  }
+  const { problems } = inputValues();
+  if (problems.length) {
+    errorRow($("log"), `The inputs are not complete: ${problems.join("; ")}.`);
+    return false;
   }
   if (!S.thread) {
     const thread = await api.createThread(S.agent);
@@ -429,8 +454,127 @@ async function send(text) {
     history.replaceState(null, "", `#thread=${encodeURIComponent(S.thread)}`);
     renderHead(thread);
   }
-  userRow(text);
-  await run({ input: { messages: [{ role: "user", content: text }] } });
+  return true;
+}
+
+// ------------------------------------------------------------------ the agent's inputs
+
+function currentAgent() {
+  return S.agents.find((a) => a.name === S.agent);
+}
+
+/** The fields a person fills in (a `file` input is the server's: a path on its disk). */
+function fieldsOf(agent) {
+  return ((agent && agent.inputs) || []).filter((f) => f.type !== "file");
+}
+
+/** The form of the selected agent's typed inputs (a workflow's has its Run button), redrawn only
+ * when the agent or its inputs change, so the periodic listing never disturbs typing. */
+function renderInputs() {
+  const agent = currentAgent();
+  const drawn = JSON.stringify(agent ? [agent.name, agent.kind, agent.inputs] : null);
+  if (drawn === S.inputsShown) return;
+  S.inputsShown = drawn;
+  const form = clear($("inputs"));
+  const fields = fieldsOf(agent);
+  const workflow = Boolean(agent && agent.kind === "workflow");
+  form.hidden = !fields.length && !workflow;
+  $("composer").hidden = workflow;
+  if (!form.hidden) {
+    const held = (S.inputs[agent.name] ||= {});
+    form.append(h("div", { class: "muted small" }, workflow ? `${agent.name} is a workflow: fill in its inputs and run it` : `inputs of ${agent.name}, sent with each run`));
+    const grid = h("div", { class: "fields" }, fields.map((field) => inputField(field, held)));
+    form.append(grid);
+    if (workflow) form.append(h("button", { type: "submit", id: "run-workflow", "aria-describedby": "send-why" }, "Run"));
+  }
+  checkInputs();
+}
+
+function inputField(field, held) {
+  const id = `input-${field.name}`;
+  const help = [field.description, bounds(field)].filter(Boolean).join(" · ");
+  const start = field.name in held ? held[field.name] : field.default;
+  const attrs = { id, name: field.name, dataset: { input: field.name }, required: field.required, "aria-describedby": help ? `${id}-help` : null };
+  let control;
+  if (field.type === "boolean") {
+    control = h("input", { ...attrs, type: "checkbox", checked: Boolean(start) });
+  } else if (field.type === "enum") {
+    const blank = field.required || field.default === undefined ? h("option", { value: "" }, "(choose)") : null;
+    control = h("select", attrs, blank, field.enum.map((choice, n) => h("option", { value: String(n), selected: start === choice || start === String(n) }, String(choice))));
+  } else if (field.type === "integer" || field.type === "number") {
+    control = h("input", { ...attrs, type: "number", min: field.minimum, max: field.maximum, step: field.type === "integer" ? 1 : "any", value: start ?? "" });
+  } else {
+    control = h("input", { ...attrs, type: "text", value: start ?? "" });
+  }
+  const keep = () => {
+    held[field.name] = field.type === "boolean" ? control.checked : control.value;
+    checkInputs();
+  };
+  control.addEventListener("input", keep);
+  control.addEventListener("change", keep);
+  return h(
+    "div",
+    { class: `field ${field.type}` },
+    h("label", { for: id }, field.name, field.required ? h("span", { class: "required", title: "required" }, " *") : null),
+    control,
+    help ? h("div", { class: "muted small", id: `${id}-help` }, help) : null,
+  );
+}
+
+function bounds(field) {
+  const low = field.minimum ?? null;
+  const high = field.maximum ?? null;
+  if (low !== null && high !== null) return `from ${low} to ${high}`;
+  if (low !== null) return `at least ${low}`;
+  if (high !== null) return `at most ${high}`;
+  return "";
+}
+
+/** {vars: the inputs' values as the run's `configurable.vars`, problems: what keeps a run back}. */
+function inputValues() {
+  const vars = {};
+  const missing = [];
+  const problems = [];
+  for (const field of fieldsOf(currentAgent())) {
+    const el = $("inputs").querySelector(`[data-input="${CSS.escape(field.name)}"]`);
+    if (!el) continue;
+    if (field.type === "boolean") {
+      vars[field.name] = el.checked;
+      continue;
+    }
+    const raw = el.value.trim();
+    if (raw === "") {
+      if (field.required) missing.push(field.name);
+      continue;
+    }
+    if (field.type === "enum") {
+      vars[field.name] = field.enum[Number(raw)];
+    } else if (field.type === "integer" || field.type === "number") {
+      const n = Number(raw);
+      const whole = field.type !== "integer" || Number.isInteger(n);
+      if (!Number.isFinite(n) || !whole || (field.minimum != null && n < field.minimum) || (field.maximum != null && n > field.maximum)) {
+        problems.push(`${field.name} must be ${field.type === "integer" ? "an integer" : "a number"}${bounds(field) ? ` ${bounds(field)}` : ""}`);
+      } else {
+        vars[field.name] = n;
+      }
+    } else {
+      vars[field.name] = el.value;
+    }
+  }
+  if (missing.length) problems.unshift(`fill in ${missing.join(", ")}`);
+  return { vars, problems };
+}
+
+/** The send (or Run) button, enabled only when the inputs allow a run, and why not. */
+function checkInputs() {
+  const { problems } = inputValues();
+  const why = problems.length ? `First ${problems.join("; ")}.` : "";
+  for (const button of [$("send"), $("run-workflow")]) {
+    if (!button) continue;
+    button.disabled = S.running || problems.length > 0;
+    button.title = why;
+  }
+  $("send-why").textContent = why;
 }
 
 // ------------------------------------------------------------------ approvals
@@ -451,15 +595,21 @@ async function showApprovals(state) {
     status(S.thread ? "idle" : "");
     return;
   }
-  status("waiting for your approval");
+  const questions = S.interrupts.filter(isQuestion);
+  status(questions.length === S.interrupts.length ? "waiting for your answer" : "waiting for your approval");
   const waiting = new Set(S.interrupts.flatMap((i) => requestsOf(i).map((r) => r.name)));
   for (const entry of S.calls.values()) {
     if (entry.result.classList.contains("pending") && waiting.has(entry.name)) entry.result.textContent = "waiting for approval";
   }
   const schemas = await toolSchemas(S.agent);
-  const total = S.interrupts.reduce((n, i) => n + requestsOf(i).length, 0);
-  box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · a approves the next one")));
+  const total = S.interrupts.filter((i) => !isQuestion(i)).reduce((n, i) => n + requestsOf(i).length, 0);
+  if (total) box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · a approves the next one")));
   for (const interrupt of S.interrupts) {
+    if (isQuestion(interrupt)) {
+      S.decisions.set(interrupt.id, [null]);
+      box.append(questionCard(interrupt));
+      continue;
+    }
     const requests = requestsOf(interrupt);
     S.decisions.set(interrupt.id, new Array(requests.length).fill(null));
     const configs = new Map(((interrupt.value || {}).review_configs || []).map((c) => [c.action_name, c]));
@@ -468,8 +618,42 @@ async function showApprovals(state) {
       box.append(approvalCard(interrupt, index, request, allowed, schemas[request.name]));
     });
   }
-  const first = box.querySelector("button.approve");
+  const first = box.querySelector("button.approve, .question button, .question input");
   if (first) first.focus();
+}
+
+function isQuestion(interrupt) {
+  return (interrupt.value || {}).type === "ask_user";
+}
+
+/** A question of the agent's (`ask_user`): its choices as buttons, or a box for the answer; it
+ * resumes with `{"answer": TEXT}`. */
+function questionCard(interrupt) {
+  const value = interrupt.value || {};
+  const choices = value.choices || [];
+  const card = h("div", { class: "approval question", role: "group", "aria-label": "question of the agent" });
+  const actions = h("div", { class: "actions" });
+  const answer = (text) => {
+    S.decisions.get(interrupt.id)[0] = { answer: text };
+    card.classList.add("answered");
+    clear(actions).append(h("span", { class: "decided" }, `answered: ${text}`));
+    maybeResume();
+  };
+  append(card, [h("div", { class: "row" }, h("span", { class: "tool" }, "question"), h("span", { class: "text" }, String(value.question || ""))), actions]);
+  if (choices.length) {
+    for (const choice of choices) actions.append(h("button", { type: "button", class: "choice", onclick: () => answer(String(choice)) }, String(choice)));
+  } else {
+    const box = h("input", { type: "text", class: "answer", placeholder: "Your answer", "aria-label": "your answer" });
+    const give = () => box.value.trim() && answer(box.value.trim());
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        e.preventDefault();
+        give();
+      }
+    });
+    actions.append(box, h("button", { type: "button", class: "save", onclick: give }, "Answer"));
+  }
+  return card;
 }
 
 function requestsOf(interrupt) {
@@ -566,6 +750,7 @@ function maybeResume() {
   }
   const payloads = S.interrupts.map((i) => {
     const decisions = S.decisions.get(i.id);
+    if (isQuestion(i)) return decisions[0];
     return (i.value || {}).action_requests ? { decisions } : decisions[0].type === "approve" ? true : decisions[0];
   });
   const resume = S.interrupts.length === 1 ? payloads[0] : Object.fromEntries(S.interrupts.map((i, n) => [i.id, payloads[n]]));
@@ -679,6 +864,11 @@ function wire() {
         next.click();
       }
     }
+  });
+  $("inputs").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if ((currentAgent() || {}).kind === "workflow") runWorkflow();
+    else $("message").focus(); // Enter in a field of an agent's inputs: on to the message
   });
   $("new-thread").addEventListener("click", newThread);
   $("refresh-files").addEventListener("click", refreshFiles);
