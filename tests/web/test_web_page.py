@@ -428,6 +428,7 @@ def test_an_agents_inputs_as_a_form_and_its_question_answered_with_a_choice(
     question = page.locator(".question")
     playwright.expect(question).to_contain_text("How long?")
     assert question.locator("button").all_inner_texts() == ["short", "long"]
+    _expect_text(page, '.call[data-tool="ask_user"] .result', "waiting for your answer")
     page.shots("question")
     question.get_by_role("button", name="long").click()
     _expect_text(page, "#log", "Long notes it is.")

@@ -597,9 +597,11 @@ async function showApprovals(state) {
   }
   const questions = S.interrupts.filter(isQuestion);
   status(questions.length === S.interrupts.length ? "waiting for your answer" : "waiting for your approval");
-  const waiting = new Set(S.interrupts.flatMap((i) => requestsOf(i).map((r) => r.name)));
+  const waiting = new Set(S.interrupts.filter((i) => !isQuestion(i)).flatMap((i) => requestsOf(i).map((r) => r.name)));
   for (const entry of S.calls.values()) {
-    if (entry.result.classList.contains("pending") && waiting.has(entry.name)) entry.result.textContent = "waiting for approval";
+    if (!entry.result.classList.contains("pending")) continue;
+    if (waiting.has(entry.name)) entry.result.textContent = "waiting for approval";
+    else if (entry.name === "ask_user" && questions.length) entry.result.textContent = "waiting for your answer";
   }
   const schemas = await toolSchemas(S.agent);
   const total = S.interrupts.filter((i) => !isQuestion(i)).reduce((n, i) => n + requestsOf(i).length, 0);
