@@ -163,11 +163,7 @@ class Session:
             keep_checkpoints=keep_checkpoints,
             wait=wait,
         )
-        if options is not None and keywords.given():
-            raise TypeError(
-                f"Session: give options= or the keywords ({', '.join(keywords.given())}), not both"
-            )
-        self.options = opts = options if options is not None else keywords
+        self.options = opts = _chosen_options(options, keywords)
         self.spec = _as_spec(spec_or_path, opts.vars, allow_unused_vars=opts.allow_unused_vars)
         self.home = home or open_home(opts.db)
         resolver = Resolver(model=opts.model, local_context=opts.local_context)
@@ -186,8 +182,6 @@ class Session:
         self.no_sandbox = no_sandbox_warning(self.resolved)
         self.settings = ThreadSettings.of(opts.model, opts.vars)
         self.prices = prices_by_agent(self.resolved)
-        if isinstance(opts.keep_checkpoints, int) and opts.keep_checkpoints < 1:
-            raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
         self.keep_checkpoints = opts.keep_checkpoints
         # (thread, its latest checkpoint id, its values) after a turn of ours that finished:
         # the next turn on that thread in this session starts from them unless the thread has
@@ -698,6 +692,19 @@ class Session:
         self.close()
 
 
+def _chosen_options(options: RunOptions | None, keywords: RunOptions) -> RunOptions:
+    """A session's options: `options`, or the keywords given instead (both is a `TypeError`);
+    a `keep_checkpoints` below 1 is a `RunError`."""
+    if options is not None and keywords.given():
+        raise TypeError(
+            f"Session: give options= or the keywords ({', '.join(keywords.given())}), not both"
+        )
+    chosen = options if options is not None else keywords
+    if isinstance(chosen.keep_checkpoints, int) and chosen.keep_checkpoints < 1:
+        raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
+    return chosen
+
+
 def _is_workflow(spec_or_path: Any) -> bool:
     from runner.spec.workflow import WorkflowSpec
 
@@ -734,7 +741,7 @@ class WorkflowSession(Session):
         from runner.workflow.build import build_workflow, steps_of
         from runner.workflow.graph import agent_key
 
-        opts = options or RunOptions(
+        keywords = RunOptions(
             model=model,
             vars=vars or {},
             db=db,
@@ -744,7 +751,7 @@ class WorkflowSession(Session):
             keep_checkpoints=keep_checkpoints,
             wait=wait,
         )
-        self.options = opts
+        self.options = opts = _chosen_options(options, keywords)
         if opts.record is not None:
             raise RunError("--record records one agent's replies; it does not take a workflow")
         if isinstance(spec_or_path, WorkflowSpec):
@@ -778,8 +785,6 @@ class WorkflowSession(Session):
         self.prices = {}
         for agent in self.built.agents.values():
             self.prices.update(prices_by_agent(agent))
-        if isinstance(opts.keep_checkpoints, int) and opts.keep_checkpoints < 1:
-            raise RunError("keep_checkpoints: keep at least 1 (or 'all')")
         # every checkpoint of a run is kept unless asked otherwise: `threads fork --at STEP`
         # starts from the one after any step
         self.keep_checkpoints = opts.keep_checkpoints or "all"

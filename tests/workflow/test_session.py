@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from runner.events import (
@@ -324,3 +325,21 @@ def test_agentctl_test_checks_which_steps_ran_in_which_order_and_the_state(
     assert "approved" in out and "wrong" in out
     assert "expect.steps.ran" in out and "expect.steps.state.draft" in out
     assert "1 passed" in out and "1 failed" in out
+
+
+def test_a_workflow_session_takes_options_or_keywords_as_an_agents_does(tmp_path: Path) -> None:
+    """`options=` and the keywords are one or the other, and a `keep_checkpoints` below 1 is
+    refused, for a workflow as for an agent (before anything is built or opened)."""
+    from runner.errors import RunError
+    from runner.run import RunOptions
+
+    spec = tmp_path / "wf.yaml"
+    spec.write_text(
+        "name: wf\ntools: [{import: tests.workflow.wf_tools:publish}]\n"
+        "workflow: {steps: [{id: send, tool: publish, args: {body: hi}}]}\n"
+    )
+    with pytest.raises(TypeError, match="not both"):
+        Session(spec, options=RunOptions(db=tmp_path / "db"), wait=1.0)
+    with pytest.raises(RunError, match="keep at least 1"):
+        Session(spec, db=tmp_path / "db", keep_checkpoints=0)
+    assert not (tmp_path / "db").exists()
