@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,21 @@ def _fail(locate: Locate, message: str) -> ResolutionError:
     return ResolutionError.at(locate(message))
 
 
+_LOADING = threading.RLock()
+"""Held while a file module is imported: the module is in `sys.modules` before its code has run
+(so it can import itself), and a server builds graphs in several threads at once, one of which
+would otherwise take the half-run module and miss its names."""
+
+
 def _load_file_module(path: Path, locate: Locate) -> Any:
     if not path.is_file():
         raise _fail(locate, f"no such Python file: {path}")
     name = "agentctl_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12] + "_" + path.stem
+    with _LOADING:
+        return _load_module(name, path, locate)
+
+
+def _load_module(name: str, path: Path, locate: Locate) -> Any:
     if name in sys.modules:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, path)
