@@ -1,6 +1,6 @@
-"""`agentctl run` on a workflow killed with SIGKILL while a map's item is in flight, then
-resumed with `--thread ID`: no finished step or item runs again, and the run ends with every
-result."""
+"""`agentctl run` on a workflow killed with SIGKILL while a map's item is in flight (the others
+finished), then resumed with `--thread ID`: no finished step or item runs again, and the run
+ends with every result."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ workflow:
     - id: each
       map:
         over: state.items
-        concurrency: 1
+        concurrency: 4
         steps:
           - {id: pass, tool: gate, args: {text: "{{ item }}"}, output: note}
       output: passed
@@ -71,10 +71,12 @@ def test_a_killed_workflow_resumes_without_running_finished_steps_again(tmp_path
         assert child.stdout is not None
         start = json.loads(child.stdout.readline())
         deadline = time.monotonic() + PATIENCE
-        while {"tool": "gate", "text": "c"} not in calls(log):
+        # every item at once: c waits at the gate while a, b and d finish (in any order)
+        while not all({"tool": "gate", "text": x} in calls(log) for x in "abcd"):
             assert child.poll() is None, "the run ended before it reached the gate"
             assert time.monotonic() < deadline, "the run never reached the gate"
             time.sleep(0.02)
+        time.sleep(2.0)  # a, b and d returned at once: their results are saved by now
         child.send_signal(signal.SIGKILL)
         child.wait()
     finally:
