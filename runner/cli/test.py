@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +11,7 @@ from runner.cli.options import otel_options
 
 if TYPE_CHECKING:
     from runner.spec.budgets import PriceSpec
+    from runner.testing.suite import SuiteResult
 
 
 def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> PriceSpec | None:
@@ -67,6 +68,48 @@ def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> Pri
     callback=_price,
     help="Live: USD per million input,output tokens of the judge model (its cost is apart).",
 )
+@click.option(
+    "--save-baseline",
+    metavar="FILE",
+    help="Live: write the results (per case and expectation) to FILE, as JSON.",
+)
+@click.option(
+    "--baseline",
+    metavar="FILE",
+    help="Live: compare with a saved baseline; a regression fails the run (exit 1).",
+)
+@click.option(
+    "--max-cost-increase",
+    type=click.FloatRange(min=0),
+    default=0.2,
+    show_default=True,
+    help="With --baseline: the share the mean cost per run may grow.",
+)
+@click.option(
+    "--max-token-increase",
+    type=click.FloatRange(min=0),
+    default=0.2,
+    show_default=True,
+    help="With --baseline: the share the mean tokens per run may grow.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="With --baseline: the significance level of the pass-rate test (one-sided Fisher).",
+)
+@click.option(
+    "--compare",
+    metavar="REF",
+    help="Live: also run the other version of the agent file (a git ref, or a path) and show "
+    "per case what changed: pass rates, tool calls, answer, cost, tokens, time.",
+)
+@click.option(
+    "--report",
+    metavar="FILE.html",
+    help="Live: also write a self-contained HTML report (tables and charts).",
+)
 @click.option("--junit", "junit", metavar="FILE", help="Also write a JUnit XML report.")
 @click.option(
     "--output",
@@ -89,6 +132,13 @@ def test(
     live: bool = False,
     price: PriceSpec | None = None,
     judge_price: PriceSpec | None = None,
+    save_baseline: str | None = None,
+    baseline: str | None = None,
+    max_cost_increase: float = 0.2,
+    max_token_increase: float = 0.2,
+    alpha: float = 0.05,
+    compare: str | None = None,
+    report: str | None = None,
 ) -> int:
     """Run the cases of agent test files: PATHS are files or folders (searched recursively for
     `*.test.yaml`), default `.`. Each case runs on its own thread, with its own copy of the
@@ -104,17 +154,15 @@ def test(
     never on its cassette, and passes when its pass rate reaches its `pass_rate:` (default 1.0);
     see docs/evals.md.
     """
-    from runner.testing import report
-    from runner.testing.suite import run_suite
-
-    if record and not (model or live):
+    if record and not (model or live or compare):
         raise click.UsageError(
             "--record needs --model or --live: it records a live model's replies"
         )
-    started = time.monotonic()
-    jsonl = output == "jsonl"
-    if live:
-        return _evaluate(
+    if live or compare is not None:
+        from runner.cli.evals import EvalRequest, evaluate
+        from runner.testing.baseline import Limits
+
+        request = EvalRequest(
             paths or (".",),
             model=model,
             record=record,
@@ -125,14 +173,32 @@ def test(
             price=price,
             judge_price=judge_price,
             junit=junit,
-            jsonl=jsonl,
+            jsonl=output == "jsonl",
+            save_baseline=save_baseline,
+            baseline=baseline,
+            limits=Limits(alpha, max_cost_increase, max_token_increase),
+            compare=compare,
+            report=report,
         )
-    for flag, given in (("--price", price), ("--judge-price", judge_price)):
+        return evaluate(request)
+    live_only = (
+        ("--price", price),
+        ("--judge-price", judge_price),
+        ("--save-baseline", save_baseline),
+        ("--baseline", baseline),
+        ("--report", report),
+    )
+    for flag, given in live_only:
         if given is not None:
             raise click.UsageError(f"{flag} needs --live")
+    from runner.testing import report as text
+    from runner.testing.suite import run_suite
 
-    def show(result: report.CaseResult) -> None:
-        click.echo(report.json_line(result) if jsonl else report.case_line(result))
+    started = time.monotonic()
+    jsonl = output == "jsonl"
+
+    def show(result: text.CaseResult) -> None:
+        click.echo(text.json_line(result) if jsonl else text.case_line(result))
 
     suite = run_suite(
         paths or (".",),
@@ -147,92 +213,31 @@ def test(
     seconds = time.monotonic() - started
     if jsonl:
         for problem in suite.problems:
-            click.echo(report.json_problem(problem))
-        click.echo(report.summary_json(suite, seconds))
+            click.echo(text.json_problem(problem))
+        click.echo(text.summary_json(suite, seconds))
     else:
         for problem in suite.problems:
             click.echo(str(problem), err=True)
         broken = [r for r in suite.results if r.status in ("failed", "error")]
         for result in broken:
             click.echo("")
-            click.echo("\n".join(report.details(result)))
+            click.echo("\n".join(text.details(result)))
         if pattern and not suite.results and not suite.problems:
             click.echo(f"no case matches -k {pattern!r}", err=True)
         click.echo("")
-        click.echo(report.summary(suite, seconds))
-    if junit:
-        from runner.testing.junit import write_junit
-
-        try:
-            write_junit(suite, junit)
-        except OSError as exc:
-            click.echo(f"{junit}: cannot write the JUnit report ({exc.strerror})", err=True)
-            return 2
+        click.echo(text.summary(suite, seconds))
+    if junit and not write_junit_report(suite, junit):
+        return 2
     return suite.exit_code
 
 
-def _evaluate(paths: tuple[str, ...], *, junit: str | None, jsonl: bool, **given: Any) -> int:
-    """`--live`: repeated live runs of every case, with their figures."""
-    from pathlib import Path
+def write_junit_report(suite: SuiteResult, path: str) -> bool:
+    """Write the JUnit XML; False (and the reason on stderr) when it cannot be written."""
+    from runner.testing.junit import write_junit
 
-    from runner.testing import live_report
-    from runner.testing.evals import CaseStats, run_evals
-    from runner.testing.execution import RunOptions
-
-    started = time.monotonic()
-    versions_shown = 1
-
-    def show(stats: CaseStats) -> None:
-        if jsonl:
-            click.echo(live_report.json_case(stats))
-        else:
-            click.echo("\n".join(live_report.case_lines(stats, label=versions_shown > 1)))
-
-    options = RunOptions(
-        workdir=Path("."),
-        model=given["model"],
-        record=given["record"],
-        judge_model=given["judge_model"],
-        live=True,
-        price=given["price"],
-        judge_price=given["judge_price"],
-    )
-    result = run_evals(
-        paths,
-        options=options,
-        pattern=given["pattern"],
-        jobs=given["jobs"],
-        repeat=given["repeat"],
-        judge_model=given["judge_model"],
-        on_stats=show,
-    )
-    elapsed = time.monotonic() - started
-    code = result.exit_code
-    from runner.testing import report
-
-    if jsonl:
-        for problem in result.problems:
-            click.echo(report.json_problem(problem))
-        click.echo(live_report.summary_json(result, elapsed, exit_code=code))
-    else:
-        for problem in result.problems:
-            click.echo(str(problem), err=True)
-        for stats in result.current:
-            if stats.status in ("failed", "error"):
-                click.echo("")
-                click.echo("\n".join(report.details(stats.as_result())))
-        if given["pattern"] and not result.current and not result.problems:
-            click.echo(f"no case matches -k {given['pattern']!r}", err=True)
-        if result.workdir is not None:
-            click.echo(f"failed runs' threads are kept under {result.workdir}")
-        click.echo("")
-        click.echo(live_report.summary(result, elapsed))
-    if junit:
-        from runner.testing.junit import write_junit
-
-        try:
-            write_junit(result.as_suite(), junit)
-        except OSError as exc:
-            click.echo(f"{junit}: cannot write the JUnit report ({exc.strerror})", err=True)
-            return 2
-    return code
+    try:
+        write_junit(suite, path)
+    except OSError as exc:
+        click.echo(f"{path}: cannot write the JUnit report ({exc.strerror})", err=True)
+        return False
+    return True

@@ -10,12 +10,22 @@ PASS  notes.test.yaml::writes the notes  3/4 runs passed (75%, needs 70%)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from runner.spec.budgets import human_cost
+from runner.testing.compare import CaseComparison, describe_changes, format_call
 from runner.testing.evals import CaseStats, EvalResult, stats_dict
 
-__all__ = ["case_lines", "json_case", "summary", "summary_json"]
+__all__ = [
+    "case_lines",
+    "comparison_lines",
+    "json_case",
+    "json_comparison",
+    "money",
+    "summary",
+    "summary_json",
+]
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}
 
@@ -120,3 +130,50 @@ def summary_json(
             "duration": round(elapsed, 3),
         }
     )
+
+
+def _change(old: float | None, new: float | None, show: Callable[[float | None], str]) -> str:
+    text = f"{show(old)} -> {show(new)}"
+    if old and new is not None:
+        text += f" ({new / old - 1:+.0%})"
+    return text
+
+
+_OP = {"same": " ", "added": "+", "removed": "-", "changed": "~"}
+
+
+def comparison_lines(comparison: CaseComparison) -> list[str]:
+    """Pass rates side by side, the trajectory diff, the answer diff, the deltas."""
+    old, new = comparison.before, comparison.after
+    lines = [f"COMPARE {comparison.id}: {old.version} -> {new.version}"]
+    lines.append(
+        f"  pass rate  {old.version} {old.passes}/{len(old.runs)} ({old.rate:.0%})"
+        f"   {new.version} {new.passes}/{len(new.runs)} ({new.rate:.0%})"
+    )
+    lines.append(
+        f"  tokens/run {_change(old.tokens, new.tokens, lambda v: f'{v or 0:,.0f}')}"
+        f"   cost/run {_change(old.cost, new.cost, money)}"
+        f"   time median {_change(old.time_median, new.time_median, lambda v: seconds(v or 0))}"
+    )
+    runs_old, runs_new = comparison.trajectory_runs
+    lines.append(
+        f"  tool calls (the most common: {old.version} {runs_old}/{len(old.runs)} runs, "
+        f"{new.version} {runs_new}/{len(new.runs)} runs):"
+    )
+    for step in comparison.steps:
+        line = f"    {_OP[step.op]} {format_call(step.tool, step.args)}"
+        if step.before is not None:
+            line += f"  ({describe_changes(step.before, step.args)})"
+        lines.append(line)
+    if not comparison.steps:
+        lines.append("    (none in either)")
+    if comparison.answer_diff:
+        lines.append("  answer:")
+        lines.extend(f"    {line}" for line in comparison.answer_diff)
+    else:
+        lines.append("  answer: the same")
+    return lines
+
+
+def json_comparison(comparison: CaseComparison) -> str:
+    return json.dumps(comparison.as_dict(), ensure_ascii=False, default=str)
