@@ -158,6 +158,11 @@ def test(
         raise click.UsageError(
             "--record needs --model or --live: it records a live model's replies"
         )
+    if record and (repeat > 1 or compare is not None):
+        raise click.UsageError(
+            "--record writes one cassette per case: run one version once (no --repeat, "
+            "no --compare)"
+        )
     if live or compare is not None:
         from runner.cli.evals import EvalRequest, evaluate
         from runner.testing.baseline import Limits

@@ -121,6 +121,18 @@ def _key(calls: list[ToolCall]) -> tuple[tuple[str, str], ...]:
     return tuple((name, json.dumps(args, sort_keys=True, default=str)) for name, args in calls)
 
 
+def trajectories(stats: CaseStats) -> list[dict[str, Any]]:
+    """Every tool-call sequence the runs made, most common first, with how many runs made it."""
+    ran = [r for r in stats.runs if r.status != "error"]
+    counts = Counter(_key(r.calls) for r in ran)
+    found = []
+    for key, count in counts.most_common():
+        run = next(r for r in ran if _key(r.calls) == key)
+        calls = [{"tool": name, "args": args} for name, args in run.calls]
+        found.append({"calls": calls, "runs": count})
+    return found
+
+
 def trajectory(stats: CaseStats) -> tuple[CaseResult | None, int]:
     """The run whose tool-call sequence is the most common among the runs that ran (ties: the
     first seen), and how many runs made that sequence."""
@@ -258,6 +270,10 @@ class CaseComparison:
                 self.after.version: self.trajectory_runs[1],
             },
             "trajectory": [s.as_dict() for s in self.steps],
+            "trajectories": {
+                self.before.version: trajectories(self.before),
+                self.after.version: trajectories(self.after),
+            },
             "answers": {self.before.version: self.answers[0], self.after.version: self.answers[1]},
             "answer_diff": self.answer_diff,
             "deltas": self.deltas(),

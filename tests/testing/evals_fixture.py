@@ -12,6 +12,7 @@ tokens (tests/wire.py), so a run of A uses 36 tokens, a full run of B 54, a fail
 from __future__ import annotations
 
 import io
+import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -47,7 +48,7 @@ agent: ./notes.yaml
 {case_extra}    expect:
       tool_calls: [{{name: write_file, args: {{file_path: /notes.md}}}}]
       final: {{contains: Done}}
-"""
+{expect_extra}"""
 
 CASSETTE = """\
 version: 1
@@ -67,6 +68,8 @@ class Scripted:
         self.server = OpenAIServer(self.reply)
 
     def reply(self, body: dict[str, Any]) -> Turn:
+        if "response_format" in body:  # the judge
+            return Turn(json.dumps({"reasoning": "It wrote the notes.", "score": 0.8}))
         system = str(body["messages"][0].get("content"))
         version = "A" if PROMPT_A in system else "B" if PROMPT_B in system else "?"
         step = sum(1 for m in body["messages"] if m["role"] == "assistant")
@@ -91,6 +94,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scripted]:
     model = Scripted()
     with model.server:
         monkeypatch.setenv("EVAL_BASE_URL", model.server.base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", model.server.base_url)  # the judge's
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         yield model
 
 
@@ -100,9 +105,11 @@ def write_agent(folder: Path, prompt: str, name: str = "notes.yaml") -> Path:
     return path
 
 
-def write_test(folder: Path, *, head: str = "", case_extra: str = "") -> Path:
+def write_test(
+    folder: Path, *, head: str = "", case_extra: str = "", expect_extra: str = ""
+) -> Path:
     path = folder / "notes.test.yaml"
-    path.write_text(TEST.format(head=head, case_extra=case_extra))
+    path.write_text(TEST.format(head=head, case_extra=case_extra, expect_extra=expect_extra))
     (folder / "notes.cassette.yaml").write_text(CASSETTE)
     return path
 

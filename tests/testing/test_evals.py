@@ -302,3 +302,29 @@ def test_diff_calls_aligns_on_tool_names() -> None:
         ("changed", "write"),
         ("removed", "run"),
     ]
+
+
+def test_the_judge_runs_live_and_its_cost_is_apart(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path, expect_extra="      judge: {rubric: Says it wrote notes}\n")
+    command = "test --live --repeat 2 --judge-model openai:judge --judge-price 1,2 --output jsonl"
+    code, out, err = cli(tmp_path, monkeypatch, command)
+    assert code == 0, out + err
+    case, summary = lines(out)
+    assert case["expectations"]["expect.judge"] == {"runs": 2, "failed": 0}
+    assert (case["tokens"], case["judge_tokens"]) == (36, 2 * 18)
+    assert case["cost"] == pytest.approx(0.00005)
+    assert case["judge_cost"] == pytest.approx(2 * 0.000025)
+    assert (summary["cost"], summary["judge_cost"]) == (pytest.approx(0.0001), 5e-05)
+    judged = [r for r in scripted.server.requests if "response_format" in r]
+    assert [r["model"] for r in judged] == ["judge", "judge"]
+
+
+def test_record_takes_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path)
+    code, _, err = cli(tmp_path, monkeypatch, "test --live --record --repeat 2")
+    assert code == 2
+    assert "--record writes one cassette per case" in err
