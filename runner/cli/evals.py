@@ -18,8 +18,9 @@ from runner.spec.budgets import PriceSpec
 from runner.testing.baseline import Limits, Regression
 from runner.testing.compare import CaseComparison
 from runner.testing.evals import CURRENT, CaseStats, EvalResult
+from runner.testing.suite import SuiteResult
 
-__all__ = ["EvalRequest", "evaluate"]
+__all__ = ["EvalRequest", "evaluate", "write_junit_report"]
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,6 @@ def _run(request: EvalRequest) -> tuple[EvalResult, str | None]:
 
 
 def _write_files(request: EvalRequest, outcome: Outcome) -> bool:
-    from runner.cli.test import write_junit_report
     from runner.testing.baseline import save_baseline
 
     written = True
@@ -209,3 +209,15 @@ def _print_text(request: EvalRequest, outcome: Outcome) -> None:
         click.echo(f"report: {request.report}")
     click.echo("")
     click.echo(live_report.summary(result, outcome.elapsed, regressions=len(outcome.regressions)))
+
+
+def write_junit_report(suite: SuiteResult, path: str) -> bool:
+    """Write the JUnit XML; False (and the reason on stderr) when it cannot be written."""
+    from runner.testing.junit import write_junit
+
+    try:
+        write_junit(suite, path)
+    except OSError as exc:
+        click.echo(f"{path}: cannot write the JUnit report ({exc.strerror})", err=True)
+        return False
+    return True

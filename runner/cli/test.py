@@ -11,7 +11,6 @@ from runner.cli.options import otel_options
 
 if TYPE_CHECKING:
     from runner.spec.budgets import PriceSpec
-    from runner.testing.suite import SuiteResult
 
 
 def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> PriceSpec | None:
@@ -102,8 +101,8 @@ def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> Pri
 @click.option(
     "--compare",
     metavar="REF",
-    help="Live: also run the other version of the agent file (a git ref, or a path) and show "
-    "per case what changed: pass rates, tool calls, answer, cost, tokens, time.",
+    help="Also run the other version of the agent file (a git ref, or a path) and show per "
+    "case what changed: pass rates, tool calls, answer, cost, tokens, time (implies --live).",
 )
 @click.option(
     "--report",
@@ -231,18 +230,8 @@ def test(
             click.echo(f"no case matches -k {pattern!r}", err=True)
         click.echo("")
         click.echo(text.summary(suite, seconds))
+    from runner.cli.evals import write_junit_report
+
     if junit and not write_junit_report(suite, junit):
         return 2
     return suite.exit_code
-
-
-def write_junit_report(suite: SuiteResult, path: str) -> bool:
-    """Write the JUnit XML; False (and the reason on stderr) when it cannot be written."""
-    from runner.testing.junit import write_junit
-
-    try:
-        write_junit(suite, path)
-    except OSError as exc:
-        click.echo(f"{path}: cannot write the JUnit report ({exc.strerror})", err=True)
-        return False
-    return True
