@@ -9,7 +9,8 @@ tokens and time.
 A version's trajectory is its most common sequence of `(tool, arguments)` over its runs (ties:
 the one seen first); its answer is the answer of the first run with that trajectory. The two
 sequences are aligned on the tools' names with `difflib.SequenceMatcher`: a call in both with
-other arguments is `changed`, one only in the new version `added`, only in the old `removed`.
+other arguments is `changed`, one only in the new version `added`, only in the old `removed`
+(calls made alike are matched first, on tool and arguments together).
 """
 
 from __future__ import annotations
@@ -165,18 +166,29 @@ class Step:
 
 
 def diff_calls(before: list[ToolCall], after: list[ToolCall]) -> list[Step]:
-    """Align two call sequences on the tools' names, then compare the arguments."""
-    names_before = [name for name, _ in before]
-    names_after = [name for name, _ in after]
-    matcher = difflib.SequenceMatcher(None, names_before, names_after, autojunk=False)
+    """Align two call sequences: first on whole calls (tool and arguments), so a call both
+    versions make alike stays `same`; then, between those, on the tools' names, so a call of
+    one tool with other arguments is `changed` rather than one `removed` and one `added`."""
+    whole = difflib.SequenceMatcher(None, _key(before), _key(after), autojunk=False)
     steps: list[Step] = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in whole.get_opcodes():
+        if op == "equal":
+            steps.extend(Step("same", name, args) for name, args in after[j1:j2])
+        else:
+            steps.extend(_by_name(before[i1:i2], after[j1:j2]))
+    return steps
+
+
+def _by_name(before: list[ToolCall], after: list[ToolCall]) -> list[Step]:
+    names = difflib.SequenceMatcher(
+        None, [name for name, _ in before], [name for name, _ in after], autojunk=False
+    )
+    steps: list[Step] = []
+    for op, i1, i2, j1, j2 in names.get_opcodes():
         if op == "equal":
             for (name, old), (_, new) in zip(before[i1:i2], after[j1:j2], strict=True):
-                if _key([(name, old)]) == _key([(name, new)]):
-                    steps.append(Step("same", name, new))
-                else:
-                    steps.append(Step("changed", name, new, before=old))
+                alike = _key([(name, old)]) == _key([(name, new)])
+                steps.append(Step("same", name, new) if alike else Step("changed", name, new, old))
             continue
         steps.extend(Step("removed", name, args) for name, args in before[i1:i2])
         steps.extend(Step("added", name, args) for name, args in after[j1:j2])

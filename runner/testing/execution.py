@@ -125,7 +125,9 @@ def run_case(
     )
     started = time.monotonic()
     folder.mkdir(parents=True, exist_ok=True)
-    model = options.model if options.live else options.model or case.model
+    model = options.model or case.model
+    if options.live and model is not None and model.startswith("replay:"):
+        model = None  # live: the agent's own model, not the case's cassette
     live = options.live or options.model is not None
     record = _cassette_for(loaded, case) if options.record and live else None
     session = None

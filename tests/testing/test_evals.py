@@ -302,6 +302,9 @@ def test_diff_calls_aligns_on_tool_names() -> None:
         ("changed", "write"),
         ("removed", "run"),
     ]
+    # A call made alike stays `same`; the new call before it is added, not a change of it.
+    twice = diff_calls([("write", {"p": 1})], [("write", {"p": 2}), ("write", {"p": 1})])
+    assert [(s.op, s.args) for s in twice] == [("added", {"p": 2}), ("same", {"p": 1})]
 
 
 def test_the_judge_runs_live_and_its_cost_is_apart(
@@ -328,3 +331,27 @@ def test_record_takes_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     code, _, err = cli(tmp_path, monkeypatch, "test --live --record --repeat 2")
     assert code == 2
     assert "--record writes one cassette per case" in err
+
+
+def test_live_on_another_model_priced_on_the_command_line(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path)
+    command = "test --live --model openai:other --price 2,4 --output jsonl"
+    code, out, err = cli(tmp_path, monkeypatch, command)
+    assert code == 0, out + err
+    case, summary = lines(out)
+    assert case["cost"] == pytest.approx(2 * (11 * 2 + 7 * 4) / 1_000_000)
+    assert summary["model"] == "openai:other"
+    assert {r["model"] for r in scripted.server.requests} == {"other"}
+
+
+def test_a_pass_rate_above_one_is_located(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path, case_extra="    pass_rate: 1.5\n")
+    code, _, err = cli(tmp_path, monkeypatch, "validate notes.test.yaml")
+    assert code == 2
+    assert (
+        err == "notes.test.yaml:7:16: cases[0].pass_rate: must be at most 1, found the number 1.5\n"
+    )
