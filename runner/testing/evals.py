@@ -144,8 +144,9 @@ class CaseStats:
         shown.status = self.status
         shown.runs, shown.passes = len(self.runs), self.passes
         shown.duration = sum(r.duration for r in self.runs)
-        if shown.status == "failed" and not shown.failures:
-            shown.problems = [*shown.problems, self.verdict]
+        if shown.status == "failed":
+            first = "; the first failing run:" if failing else ""
+            shown.problems = [self.verdict + first, *shown.problems]
         return shown
 
     @property

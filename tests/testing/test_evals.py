@@ -67,7 +67,7 @@ def test_below_the_threshold_fails_and_names_the_expectation(
 ) -> None:
     write_agent(tmp_path, PROMPT_B)
     write_eval_test(tmp_path, head="pass_rate: 0.8\n")
-    code, out, err = cli(tmp_path, monkeypatch, "test --live --repeat 4")
+    code, out, err = cli(tmp_path, monkeypatch, "test --live --repeat 4 --junit j.xml")
     assert code == 1, out + err
     assert out.startswith(
         "FAIL  notes.test.yaml::writes notes  3/4 runs passed (75%, needs 80%)\n"
@@ -75,6 +75,9 @@ def test_below_the_threshold_fails_and_names_the_expectation(
     )
     assert "      failed: expect.tool_calls 1/4\n" in out
     assert "  x expect.tool_calls: " in out
+    junit = (tmp_path / "j.xml").read_text()
+    assert 'tests="1" failures="1"' in junit
+    assert "3/4 runs passed (75%), needs 80%" in junit
     assert "1 below their pass rate (4 runs on openai:scripted, agent cost $0.0003)" in out
 
 
@@ -141,7 +144,9 @@ def test_baseline_flags_a_significant_drop_and_nothing_else(
     write_agent(tmp_path, PROMPT_B)
     scripted.fail_every = 2
     code, out, err = cli(
-        tmp_path, monkeypatch, "test --live --repeat 8 --baseline base.json --output jsonl"
+        tmp_path,
+        monkeypatch,
+        "test --live --repeat 8 --baseline base.json --output jsonl --report r.html",
     )
     assert code == 1, out + err
     found = [line for line in lines(out) if line["type"] == "regression"]
@@ -151,6 +156,9 @@ def test_baseline_flags_a_significant_drop_and_nothing_else(
     ]
     assert found[0]["p_value"] == round(495 / 12870, 6)
     assert lines(out)[-1]["regressions"] == 2
+    page = (tmp_path / "r.html").read_text()
+    assert "Regressions against the baseline base.json" in page
+    assert "expect.tool_calls passed 8/8 -&gt; 4/8 (one-sided Fisher p = 0.038 &lt; 0.05)" in page
     assert lines(out)[0]["status"] == "passed"  # above its own threshold, still a regression
 
 
