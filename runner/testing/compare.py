@@ -300,8 +300,8 @@ def compare_versions(result: EvalResult, before: str, after: str) -> list[CaseCo
         run_after, count_after = trajectory(new)
         calls_before = run_before.calls if run_before is not None else []
         calls_after = run_after.calls if run_after is not None else []
-        answer_before = run_before.final if run_before is not None else None
-        answer_after = run_after.final if run_after is not None else None
+        answer_before = _answer(run_before)
+        answer_after = _answer(run_after)
         found.append(
             CaseComparison(
                 before=old,
@@ -313,6 +313,13 @@ def compare_versions(result: EvalResult, before: str, after: str) -> list[CaseCo
             )
         )
     return found
+
+
+def _answer(run: CaseResult | None) -> str | None:
+    """The run's answer, whitespace around it left out (as `final.equals` does)."""
+    if run is None or run.final is None:
+        return None
+    return run.final.strip()
 
 
 def _text_diff(old: str | None, new: str | None, before: str, after: str) -> list[str]:

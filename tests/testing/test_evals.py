@@ -247,7 +247,8 @@ def test_compare_with_a_file_diffs_trajectories_answers_and_figures(
     }
     assert found["trajectory"] == EXPECTED_STEPS
     assert found["trajectory_runs"] == {"old.yaml": 4, "current": 3}
-    assert [line.rstrip() for line in found["answer_diff"]] == [
+    assert found["answers"] == {"old.yaml": "Done A.", "current": "Done B, notes written."}
+    assert found["answer_diff"] == [
         "@@ -1 +1 @@",
         "-Done A.",
         "+Done B, notes written.",
