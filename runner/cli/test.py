@@ -157,7 +157,7 @@ def test(
         raise click.UsageError(
             "--record needs --model or --live: it records a live model's replies"
         )
-    if record and (repeat > 1 or compare is not None):
+    if record and (compare is not None or (live and repeat > 1)):
         raise click.UsageError(
             "--record writes one cassette per case: run one version once (no --repeat, "
             "no --compare)"
