@@ -37,7 +37,7 @@ def _price(ctx: click.Context, param: click.Parameter, value: str | None) -> Pri
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Run this many cases in parallel.",
+    help="Run this many cases (or runs of one case, with --repeat) in parallel.",
 )
 @click.option("--model", metavar="MODEL", help="Run every case live on this model.")
 @click.option(
