@@ -12,8 +12,8 @@ A regression is one of:
   20%), when the baseline's is above zero.
 
 The file holds, per case, its runs, passes and each expectation's runs and failures, its mean
-tokens and cost per run and its times, with the sha256 of each agent file, the model, the date
-and the number of runs (`repeat`).
+tokens and cost per run, its times and the sha256 of its agent file; and the model, the date
+(UTC) and the number of runs per case (`repeat`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, SpecError
-from runner.testing.evals import CaseStats, EvalResult, stats_dict
+from runner.testing.evals import CURRENT, CaseStats, EvalResult, stats_dict
 
 __all__ = [
     "BASELINE_VERSION",
@@ -105,11 +105,14 @@ def save_baseline(result: EvalResult, path: str | Path) -> None:
     """Write the current version's figures to `path`."""
     data = {
         "version": BASELINE_VERSION,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model": result.model,
         "repeat": result.repeat,
-        "agents": result.agents.get("current", {}),
-        "cases": [_case_entry(stats) for stats in result.current],
+        "agents": result.agents.get(CURRENT, {}),
+        "cases": [
+            {**_case_entry(stats), "agent_sha256": result.agents.get(CURRENT, {}).get(stats.file)}
+            for stats in result.current
+        ],
     }
     Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

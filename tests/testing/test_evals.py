@@ -138,6 +138,8 @@ def test_baseline_flags_a_significant_drop_and_nothing_else(
         36,
     )
     assert case["expectations"]["expect.tool_calls"] == {"runs": 8, "failed": 0}
+    assert case["agent_sha256"] == saved["agents"]["notes.test.yaml"]
+    assert saved["date"].endswith("+00:00")
 
     # Version B fails every 2nd run: 4/8 against 8/8 is p = C(12,4)/C(16,8) = 0.0385.
     # Its mean tokens and cost match A's (4 runs of 54 tokens, 4 of 18), so they are no regression.
