@@ -117,7 +117,6 @@ def _run(request: EvalRequest) -> tuple[EvalResult, str | None]:
             pattern=request.pattern,
             jobs=request.jobs,
             repeat=request.repeat,
-            judge_model=request.judge_model,
             on_stats=show,
         )
     finally:

@@ -219,7 +219,6 @@ def run_evals(
     jobs: int = 1,
     repeat: int = 1,
     workdir: Path | None = None,
-    judge_model: str | None = None,
     on_stats: Callable[[CaseStats], None] | None = None,
 ) -> EvalResult:
     """Run every selected case of the test files under `paths` `repeat` times on each version.
@@ -251,7 +250,7 @@ def run_evals(
         workdir.mkdir(parents=True, exist_ok=True)
     folder_root = Path(tempfile.mkdtemp(prefix="agentctl-eval-", dir=workdir))
     options = replace(options, workdir=folder_root, live=True)
-    judges = {id(f): Judge(model=judge_model, file_model=f.spec.judge_model) for f in loaded}
+    judges = {id(f): Judge(model=options.judge_model, file_model=f.spec.judge_model) for f in loaded}
     for version in versions:
         result.stats[version.label] = [
             CaseStats(
