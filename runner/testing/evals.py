@@ -250,7 +250,9 @@ def run_evals(
         workdir.mkdir(parents=True, exist_ok=True)
     folder_root = Path(tempfile.mkdtemp(prefix="agentctl-eval-", dir=workdir))
     options = replace(options, workdir=folder_root, live=True)
-    judges = {id(f): Judge(model=options.judge_model, file_model=f.spec.judge_model) for f in loaded}
+    judges = {
+        id(f): Judge(model=options.judge_model, file_model=f.spec.judge_model) for f in loaded
+    }
     for version in versions:
         result.stats[version.label] = [
             CaseStats(
