@@ -5,8 +5,9 @@ calling agent, subagent, place among the parallel calls of one reply): its id is
 those, so it needs no storage to be found again, later calls of the same subagent continue its
 conversation, and a parent resumed in another process finds the same thread.
 
-Each call's runs carry `metadata.agentctl_call` (the `task` call's id). Before starting a run the
-call reads the remote thread's runs and goes on from the latest of its own:
+Each call's runs carry `agentctl_call` (the `task` call's id) in their metadata and config (Aegra
+returns only the config). Before starting a run the call reads the remote thread's runs and goes
+on from the latest of its own:
 
 - none: start one with the description;
 - running or pending (the parent crashed, or lost the connection, while it ran): join it;
@@ -175,7 +176,6 @@ class RemoteAgent:
 
     def client(self) -> Any:
         if self._client is None:
-            import httpx
             from langgraph_sdk import get_sync_client
 
             factory = self._client_factory or get_sync_client
@@ -183,7 +183,7 @@ class RemoteAgent:
                 url=self.server.url,
                 api_key=self.server.api_key,
                 headers=self.headers() or None,
-                timeout=httpx.Timeout(self.server.timeout, connect=5.0),
+                timeout=(5.0, self.server.timeout, self.server.timeout, 5.0),
             )
         return self._client
 
@@ -215,10 +215,6 @@ class RemoteAgent:
         while True:
             try:
                 runs = self._runs_of_call(thread_id, call_id)
-                resumes = [r for r in runs if (r.get("metadata") or {}).get(RESUME_KEY)]
-                while answered < len(resumes):
-                    interrupt(None)  # the answer already sent: consumes its place in order
-                    answered += 1
                 latest = runs[-1] if runs else None
                 status = latest.get("status") if latest else None
                 if latest is None:
@@ -231,6 +227,10 @@ class RemoteAgent:
                     if not waiting:
                         return self._answer(thread_id)
                     first = waiting[0]
+                    resumes = [r for r in runs if _mark(r, RESUME_KEY)]
+                    while answered < len(resumes):
+                        interrupt(None)  # an answer sent before: its place in the order
+                        answered += 1
                     answer = interrupt(self._request(first))
                     answered += 1
                     self._run(
@@ -289,7 +289,7 @@ class RemoteAgent:
             if getattr(getattr(exc, "response", None), "status_code", None) == 404:
                 return []
             raise
-        own = [r for r in runs if (r.get("metadata") or {}).get(CALL_KEY) == call_id]
+        own = [r for r in runs if _mark(r, CALL_KEY) == call_id]
         return sorted(own, key=lambda r: str(r.get("created_at") or ""))
 
     def _run(
@@ -303,10 +303,10 @@ class RemoteAgent:
         input: str | None = None,
         resume: tuple[str, Any] | None = None,
     ) -> None:
-        metadata: dict[str, Any] = {CALL_KEY: call_id, **trace}
+        marks: dict[str, Any] = {CALL_KEY: call_id}
         kwargs: dict[str, Any] = {}
         if resume is not None:
-            metadata[RESUME_KEY] = resume[0] or "-"
+            marks[RESUME_KEY] = resume[0] or "-"
             kwargs["command"] = {"resume": {resume[0]: resume[1]} if resume[0] else resume[1]}
         else:
             kwargs["input"] = {"messages": [{"role": "user", "content": input}]}
@@ -317,7 +317,8 @@ class RemoteAgent:
             stream_subgraphs=True,
             stream_resumable=True,
             on_disconnect="continue",
-            metadata=metadata,
+            metadata={**marks, **trace},
+            config={"configurable": marks},
             if_not_exists="create",
             multitask_strategy="enqueue",
             headers=dict(trace) or None,
@@ -408,6 +409,14 @@ class RemoteAgent:
                 self.client().runs.cancel(thread_id, runs[-1]["run_id"])
         except Exception:  # best effort: the error reported is the timeout
             pass
+
+
+def _mark(run: Mapping[str, Any], key: str) -> Any:
+    """A mark this module put on a run: in its metadata, or in its config where a server
+    (Aegra) does not return the metadata."""
+    metadata = run.get("metadata") or {}
+    configurable = (run.get("config") or {}).get("configurable") or {}
+    return metadata.get(key) or configurable.get(key)
 
 
 def _turn(configurable: Mapping[str, Any]) -> str | None:
