@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from runner.spec.remote import RemoteAgentServer
 
-__all__ = ["RemoteAgent", "RemoteCallError", "remote_thread_id"]
+__all__ = ["ProbeError", "RemoteAgent", "RemoteCallError", "probe", "remote_thread_id"]
 
 CALL_KEY = "agentctl_call"
 """Run metadata: the id of the `task` call a remote run belongs to."""
@@ -447,3 +447,61 @@ def _unreachable(exc: BaseException) -> bool:
         return True
     status = getattr(getattr(exc, "response", None), "status_code", None)
     return status in (502, 503, 504)
+
+
+class ProbeError(Exception):
+    """The server did not answer as an Agent Server serving the assistant (`inspect --probe`)."""
+
+
+def probe(server: RemoteAgentServer) -> dict[str, Any]:
+    """Ask the server for the assistant (by id, else the default assistant of a graph of that
+    id) and its input schema: what `agentctl inspect --probe` shows; `ProbeError` otherwise."""
+    import httpx
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(
+        url=server.url,
+        api_key=server.api_key,
+        headers=dict(server.headers) or None,
+        timeout=(5.0, 30.0, 30.0, 5.0),
+    )
+    where = f"{server.url} (assistant {server.assistant!r})"
+    try:
+        try:
+            found = client.assistants.search(graph_id=server.assistant, limit=1)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code not in (404, 422):
+                raise
+            found = []  # no graph of that id (agentctl serve says so): an assistant's id?
+        if not found:
+            try:
+                found = [client.assistants.get(server.assistant)]
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code not in (404, 422):
+                    raise
+                served = sorted({a["graph_id"] for a in client.assistants.search(limit=100)})
+                raise ProbeError(
+                    f"{server.url} serves no assistant or graph {server.assistant!r}; it serves: "
+                    + (", ".join(served) or "nothing")
+                ) from None
+        assistant = found[0]
+        schemas = client.assistants.get_schemas(assistant["assistant_id"])
+    except httpx.HTTPStatusError as exc:
+        status = exc.response.status_code
+        if status in (401, 403):
+            raise ProbeError(
+                f"{where} refused the credentials ({status}): check `remote.api_key` and "
+                "`remote.headers`"
+            ) from None
+        raise ProbeError(f"{where} answered {status}: {exc.response.text[:200]}") from None
+    except httpx.HTTPError as exc:
+        raise ProbeError(
+            f"cannot reach {server.url}: {type(exc).__name__}: {exc or 'no answer'}"
+        ) from None
+    inputs = (schemas.get("input_schema") or {}).get("properties") or {}
+    return {
+        "assistant_id": assistant["assistant_id"],
+        "graph_id": assistant["graph_id"],
+        "name": assistant.get("name"),
+        "input": sorted(inputs),
+    }

@@ -152,6 +152,9 @@ def _tool_results(values: dict[str, Any]) -> list[str]:
 
 def test_a_parent_delegates_to_a_child_on_another_server_approval_included(
     pair: tuple[servers.Server, servers.Server],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     child, parent = pair
     client = sdk.get_sync_client(url=parent.url)
@@ -195,6 +198,20 @@ def test_a_parent_delegates_to_a_child_on_another_server_approval_included(
     answer = again.call("What is the answer?", runtime, "child")  # type: ignore[arg-type]
     assert answer == "The answer is 42, published."
     assert len(children.runs.list(remote["thread_id"])) == 2
+
+    # `inspect --probe` asks the child's server for the assistant, with the parent's key.
+    from runner.cli import main
+
+    monkeypatch.setenv("CHILD_URL", child.url)
+    monkeypatch.setenv("CHILD_KEY", KEY)
+    assert main(["inspect", str(tmp_path / "parent" / "parent.yaml"), "--probe"]) == 0
+    assert "      answers: graph 'child', assistant " in capsys.readouterr().out
+    monkeypatch.setenv("CHILD_KEY", "not-the-key-0123456789")
+    assert main(["inspect", str(tmp_path / "parent" / "parent.yaml"), "--probe"]) == 1
+    assert capsys.readouterr().err.endswith(
+        f"subagents.child.remote: {child.url} (assistant 'child') refused the credentials "
+        "(401): check `remote.api_key` and `remote.headers`\n"
+    )
 
     # A later call of the same parent thread continues the same remote thread.
     _stream(client, thread, input=_ask("still?"))
