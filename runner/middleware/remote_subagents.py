@@ -91,7 +91,11 @@ def _slot(runtime: ToolRuntime, subagent_type: str) -> int:
 def _trace_headers(runtime: ToolRuntime) -> dict[str, str]:
     """The `traceparent` of the `task` call's span, from a callback handler that knows it
     (`runner.run.telemetry.SpanRecorder.trace_headers`); empty when tracing is off."""
-    manager = (runtime.config or {}).get("callbacks")
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    # the tool's own run (its callbacks' parent), not the tool node's config the runtime holds
+    config = var_child_runnable_config.get() or runtime.config or {}
+    manager = config.get("callbacks")
     run_id = getattr(manager, "parent_run_id", None)
     for handler in getattr(manager, "handlers", None) or ():
         headers = getattr(handler, "trace_headers", None)
@@ -318,7 +322,7 @@ class RemoteAgent:
             stream_resumable=True,
             on_disconnect="continue",
             metadata={**marks, **trace},
-            config={"configurable": marks},
+            config={"configurable": {**marks, **trace}},
             if_not_exists="create",
             multitask_strategy="enqueue",
             headers=dict(trace) or None,
