@@ -202,9 +202,9 @@ class RemoteAgent:
 
     def call(self, description: str, runtime: ToolRuntime, subagent_type: str) -> str:
         """Run the call to its answer (raising `GraphInterrupt` to ask the parent's person, or
-        `RemoteCallError`)."""
-        import httpx
-        from langgraph.types import interrupt
+        `RemoteCallError`). A budget of the parent's reached while the remote run goes on
+        cancels that run and stops the parent's, as a local subagent's model call would."""
+        from runner.errors import RunError
 
         configurable = (runtime.config or {}).get("configurable") or {}
         parent_thread = str(configurable.get("thread_id") or uuid.uuid4())
@@ -212,6 +212,16 @@ class RemoteAgent:
             parent_thread, self.name, self.server, _slot(runtime, subagent_type)
         )
         call_id = runtime.tool_call_id or str(uuid.uuid4())
+        try:
+            return self._call(description, runtime, thread_id, call_id)
+        except RunError:
+            self._cancel_latest(thread_id, call_id)
+            raise
+
+    def _call(self, description: str, runtime: ToolRuntime, thread_id: str, call_id: str) -> str:
+        import httpx
+        from langgraph.types import interrupt
+
         trace = _trace_headers(runtime)
         deadline = time.monotonic() + self.server.timeout
         pause = RECONNECT_PAUSE
@@ -349,11 +359,12 @@ class RemoteAgent:
                 raise RemoteCallError(f"the remote run on {self.where()} failed: {data}")
             if mode == "updates":
                 data = _update(data)
-                self._count(data)
             elif mode == "messages" and isinstance(data, list | tuple) and len(data) == 2:
                 data = (_message(data[0]), data[1])
             if stream is not None and mode in stream.modes and data:
                 stream((caller_ns + ns, mode, data))
+            if mode == "updates":
+                self._count(data)  # after it is shown: the reply that crosses a budget counts
             if time.monotonic() > deadline:
                 return
 

@@ -213,11 +213,26 @@ def test_a_parent_delegates_to_a_child_on_another_server_approval_included(
         "(401): check `remote.api_key` and `remote.headers`\n"
     )
 
+    # The child's tokens count against the parent's budget: the parent's own reply stays
+    # under it, the child's first reply crosses it, and the parent's run stops there.
+    from runner.run import Session
+
+    monkeypatch.setenv("CHILD_KEY", KEY)
+    monkeypatch.setenv("AGENTCTL_HOME", str(tmp_path / "home"))
+    budgeted = tmp_path / "parent" / "budgeted.yaml"
+    budgeted.write_text(PARENT + "limits: {tokens: 1500}\n", encoding="utf-8")
+    with Session(budgeted) as session:
+        events = session.run("go").events
+    usage = [e for e in events if e.type == "usage"]
+    assert [e.agent for e in usage] == ["parent", "child"], events
+    assert usage[0].total_tokens < 1500 <= usage[0].total_tokens + usage[1].total_tokens
+    assert events[-1].type == "error" and "budget of 1,500 tokens reached" in events[-1].message
+
     # A later call of the same parent thread continues the same remote thread.
     _stream(client, thread, input=_ask("still?"))
     values = client.threads.get_state(thread)["values"]
     assert _tool_results(values)[-1] == "Still 42."
-    assert [t["thread_id"] for t in children.threads.search(limit=10)] == [remote["thread_id"]]
+    assert remote["thread_id"] in [t["thread_id"] for t in children.threads.search(limit=10)]
     history = children.threads.get_state(remote["thread_id"])["values"]["messages"]
     assert [m["content"] for m in history if m["type"] == "human"] == [
         "What is the answer?",
