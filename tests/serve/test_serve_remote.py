@@ -3,8 +3,10 @@ agent on another (`remote:`), driven from the parent's `langgraph-sdk` client, o
 replayed models.
 
 The pair (in memory): the child's events come nested under the `task` call, its approval waits
-in the parent's thread naming the child, the parent's answer resumes the child, a later call of
-the same thread continues the same remote thread, and a call that finished is not run again.
+in the parent's thread naming the child, the parent's answer resumes the child, a call that
+finished is not run again, `inspect --probe` asks the child's server, the child's tokens stop
+the parent at its budget, the parent's trace goes on in the child's spans, and a later call of
+the same thread continues the same remote thread.
 The kill (Postgres): the child server is killed while it runs and restarted; the parent's run
 waits for it, follows the same remote run to its end and starts no second one.
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.otlp import Receiver, received_spans, receiver  # noqa: F401 (a fixture)
 from tests.serve import servers
 
 sdk = pytest.importorskip("langgraph_sdk")
@@ -89,8 +92,12 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[servers.Server, servers.Server]]:
-    """(child, parent): the child behind an API key, the parent holding it."""
+def pair(
+    tmp_path: Path,
+    receiver: Receiver,  # noqa: F811
+) -> Iterator[tuple[servers.Server, servers.Server]]:
+    """(child, parent): the child behind an API key, the parent holding it; the child sends
+    its traces to `receiver`."""
     child_dir = _write(
         tmp_path / "child",
         {
@@ -104,10 +111,12 @@ def pair(tmp_path: Path) -> Iterator[tuple[servers.Server, servers.Server]]:
         tmp_path / "parent",
         {"parent.yaml": PARENT, "parent.cassette.yaml": PARENT_REPLIES},
     )
+    endpoint = f"http://127.0.0.1:{receiver.server_address[1]}/v1/traces"
     child = servers.launch(
         [child_dir / "child.yaml"],
         cwd=child_dir,
-        args=["--api-keys", "keys.yaml"],
+        args=["--api-keys", "keys.yaml", "--otel"],
+        env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint},
         log=tmp_path / "child.log",
     )
     parent = servers.launch(
@@ -152,6 +161,7 @@ def _tool_results(values: dict[str, Any]) -> list[str]:
 
 def test_a_parent_delegates_to_a_child_on_another_server_approval_included(
     pair: tuple[servers.Server, servers.Server],
+    receiver: Receiver,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -221,8 +231,18 @@ def test_a_parent_delegates_to_a_child_on_another_server_approval_included(
     monkeypatch.setenv("AGENTCTL_HOME", str(tmp_path / "home"))
     budgeted = tmp_path / "parent" / "budgeted.yaml"
     budgeted.write_text(PARENT + "limits: {tokens: 1500}\n", encoding="utf-8")
-    with Session(budgeted) as session:
-        events = session.run("go").events
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from runner.run import telemetry
+
+    exporter = InMemorySpanExporter()
+    tracing = telemetry.enable(exporter=exporter, batch=False)
+    try:
+        with Session(budgeted) as session:
+            events = session.run("go").events
+    finally:
+        tracing.shutdown()
+    (task_span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool task"]
     usage = [e for e in events if e.type == "usage"]
     assert [e.agent for e in usage] == ["parent", "child"], events
     assert usage[0].total_tokens < 1500 <= usage[0].total_tokens + usage[1].total_tokens
@@ -238,6 +258,17 @@ def test_a_parent_delegates_to_a_child_on_another_server_approval_included(
         "What is the answer?",
         "Still?",
     ]
+
+    # The traced call's remote run is a span of the caller's trace, under its `task` span
+    # (the child's spans reach the receiver when it stops).
+    servers.stop(child)
+    trace_id = task_span.context.trace_id.to_bytes(16, "big")
+    remote = [s for s in received_spans(receiver).values() if s.trace_id == trace_id]
+    under_task = [
+        s for s in remote if s.parent_span_id == task_span.context.span_id.to_bytes(8, "big")
+    ]
+    assert [s.name for s in under_task] == ["invoke_agent child"], remote
+    assert "chat replay" in [s.name for s in remote if s.parent_span_id == under_task[0].span_id]
 
 
 KILL_CHILD = """\
