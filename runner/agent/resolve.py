@@ -568,7 +568,7 @@ class Resolver:
             DEFAULT_SUBAGENT_PROMPT,
             GENERAL_PURPOSE_DESCRIPTION,
         )
-        from runner.spec import ImportSubagent, InlineSubagent, RefSubagent
+        from runner.spec import ImportSubagent, InlineSubagent, RefSubagent, RemoteSubagent
         from runner.spec.checks import GENERAL_PURPOSE
 
         found: list[ResolvedSubagent] = []
@@ -605,6 +605,10 @@ class Resolver:
                 runnable = self._import_runnable(entry, at, locator)
                 found.append(
                     ResolvedSubagent(entry.name, entry.description, "import", runnable=runnable)
+                )
+            elif isinstance(entry, RemoteSubagent):
+                found.append(
+                    ResolvedSubagent(entry.name, entry.description, "remote", remote=entry.remote)
                 )
         gp = spec.general_purpose_agent
         if gp.enabled:

@@ -641,7 +641,7 @@ function questionCard(interrupt) {
     clear(actions).append(h("span", { class: "decided" }, `answered: ${text}`));
     maybeResume();
   };
-  append(card, [h("div", { class: "row" }, h("span", { class: "tool" }, "question"), h("span", { class: "text" }, String(value.question || ""))), actions]);
+  append(card, [h("div", { class: "row" }, h("span", { class: "tool" }, "question"), h("span", { class: "text" }, String(value.question || ""))), remoteOf(interrupt), actions]);
   if (choices.length) {
     for (const choice of choices) actions.append(h("button", { type: "button", class: "choice", onclick: () => answer(String(choice)) }, String(choice)));
   } else {
@@ -674,6 +674,13 @@ async function toolSchemas(agent) {
   return S.schemas.get(agent);
 }
 
+/** Who asks, when a remote subagent (`remote:`, on another Agent Server) does. */
+function remoteOf(interrupt) {
+  const remote = (interrupt.value || {}).remote;
+  if (!remote) return null;
+  return h("div", { class: "muted remote" }, `asked by ${remote.agent}, served at ${remote.url}`);
+}
+
 function approvalCard(interrupt, index, request, allowed, schema) {
   const card = h("div", { class: "approval", dataset: { tool: request.name } });
   const actions = h("div", { class: "actions" });
@@ -687,6 +694,7 @@ function approvalCard(interrupt, index, request, allowed, schema) {
   };
   append(card, [
     h("div", { class: "row" }, h("span", { class: "tool" }, request.name), request.description ? h("span", { class: "muted" }, request.description) : null),
+    remoteOf(interrupt),
     h("pre", { class: "args" }, JSON.stringify(request.args, null, 2)),
     actions,
     editor,
