@@ -64,3 +64,13 @@ export function numbered(text) {
     lines.map((line, i) => h("div", { class: "line" }, h("span", { class: "ln" }, String(i + 1)), h("span", { class: "lt" }, line))),
   );
 }
+
+/** Run `action` when Escape is pressed inside `el` (the key goes no further). */
+export function onEscape(el, action) {
+  el.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    event.preventDefault();
+    event.stopPropagation();
+    action();
+  });
+}
