@@ -538,7 +538,7 @@ def test_threads_of_an_agent_with_title_status_rename_and_delete(page: Any, serv
 
     # another agent's threads are not in its list
     page.click('#agents .agent[data-agent="fanout"]')
-    playwright.expect(page.locator("#threads-title")).to_contain_text("of fanout")
+    playwright.expect(page.locator("#threads-of")).to_have_text("of fanout")
     playwright.expect(page.locator(f'#threads .thread[data-thread="{thread}"]')).to_have_count(0)
     page.click('#agents .agent[data-agent="scribe"]')
     row = page.locator(f'#threads .thread[data-thread="{thread}"]')

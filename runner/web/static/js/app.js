@@ -496,7 +496,7 @@ async function showApprovals(state) {
   }
   const schemas = await toolSchemas(S.agent);
   const total = S.interrupts.filter((i) => !isQuestion(i)).reduce((n, i) => n + requestsOf(i).length, 0);
-  if (total) box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · a approves the next one")));
+  if (total) box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · press a to approve the next one")));
   for (const interrupt of S.interrupts) {
     if (isQuestion(interrupt)) {
       S.decisions.set(interrupt.id, [null]);

@@ -50,7 +50,7 @@ export function statusOf(thread) {
 export async function loadThreads() {
   if (editing) return; // a rename or a question on a row: leave the list as it is
   const list = $("threads");
-  $("threads-of").textContent = S.agent ? ` of ${S.agent}` : "";
+  $("threads-of").textContent = S.agent ? `of ${S.agent}` : "";
   if (!S.agent) {
     clear(list);
     return;
