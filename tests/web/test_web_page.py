@@ -585,7 +585,7 @@ def test_threads_of_an_agent_with_title_status_rename_and_delete(page: Any, serv
     assert gone.value.code == 404
 
 
-def test_usage_and_cost_of_a_thread(page: Any, server: str) -> None:
+def test_usage_and_cost_of_a_thread_and_a_failed_run(page: Any, server: str) -> None:
     page.click('#agents .agent[data-agent="priced"]')
     page.click("#new-thread")
     page.fill("#message", "first")
@@ -605,6 +605,12 @@ def test_usage_and_cost_of_a_thread(page: Any, server: str) -> None:
     playwright.expect(page.locator("#usage")).to_have_text(expected)
     with urllib.request.urlopen(f"{server}/web/api/threads/{_thread_id(page)}/usage") as reply:
         assert json.load(reply)["cost_text"] == "$0.014"
+    # a third message: the cassette has no more replies, the run fails, and so says the list
+    page.fill("#message", "third")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log .error-row", "the run asked for reply 3")
+    playwright.expect(page.locator("#threads .thread.selected .badge")).to_have_text("failed")
+    playwright.expect(page.locator("#thread-head .badge")).to_have_text("failed")
 
 
 def test_reopening_a_thread_restores_its_inputs(page: Any) -> None:
