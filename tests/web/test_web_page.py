@@ -709,3 +709,23 @@ def test_dark_mode_follows_the_system_setting(browser: Any, server: str) -> None
             assert (panel < 0.2) is dark, colours
         finally:
             context.close()
+
+
+def _thread_elsewhere(server: str, agent: str, title: str) -> str:
+    """A thread another client starts (the list shows it at its next refresh)."""
+    body = json.dumps({"metadata": {"graph_id": agent, "title": title}}).encode()
+    request = urllib.request.Request(
+        f"{server}/threads", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request) as reply:
+        return str(json.load(reply)["thread_id"])
+
+
+def test_the_thread_list_refreshing_keeps_the_keyboard_where_it_was(page: Any, server: str) -> None:
+    page.click('#agents .agent[data-agent="pipeline"]')
+    _thread_elsewhere(server, "pipeline", "started in another tab")
+    rename = page.get_by_role("button", name="Rename thread: started in another tab")
+    rename.focus()  # waits for the refresh that lists it
+    _thread_elsewhere(server, "pipeline", "started in a third tab")
+    playwright.expect(page.locator("#threads")).to_contain_text("started in a third tab")
+    playwright.expect(rename).to_be_focused()

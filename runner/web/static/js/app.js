@@ -127,7 +127,7 @@ async function openThread(id) {
   loadUsage();
   loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
-  if (innerWidth <= 700) showTab("chat");
+  if (innerWidth <= 1100) showTab("chat");
 }
 
 /** The inputs the thread's last run was given (`configurable.vars`), back in the form. */
@@ -368,7 +368,7 @@ function stepRow(data) {
   let step = S.steps.get(id);
   if (!step) {
     const status = h("span", { class: "status" });
-    const nested = h("div", { class: "nested" }, h("div", { class: "who" }, `step ${id}`));
+    const nested = h("div", { class: "nested" }); // the head above names the step
     nested.dataset.subagent = id; // the step's agent's messages are shown as the step's
     const row = h("div", { class: "step", "data-step": id }, h("div", { class: "head" }, `${id} `, h("span", { class: "kind" }, String(data.kind || "")), " ", status), nested);
     $("log").append(row);
@@ -757,7 +757,7 @@ function wire() {
     }
   });
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && document.body.dataset.tab !== "chat" && innerWidth <= 700 && !e.defaultPrevented) {
+    if (e.key === "Escape" && document.body.dataset.tab !== "chat" && innerWidth <= 1100 && !e.defaultPrevented) {
       showTab("chat"); // Escape from the threads or files panel: back to the conversation
       return;
     }

@@ -24,7 +24,7 @@ export function renderInputs() {
   $("composer").hidden = workflow;
   if (!form.hidden) {
     const held = (S.inputs[agent.name] ||= {});
-    form.append(h("div", { class: "muted small" }, workflow ? `${agent.name} is a workflow: fill in its inputs and run it` : `inputs of ${agent.name}, sent with each run`));
+    form.append(h("div", { class: "muted small" }, workflow ? `${agent.name} is a workflow: ${fields.length ? "fill in its inputs and run it" : "run it"}` : `inputs of ${agent.name}, sent with each run`));
     const grid = h("div", { class: "fields" }, fields.map((field) => inputField(field, held)));
     form.append(grid);
     if (workflow) form.append(h("button", { type: "submit", id: "run-workflow", "aria-describedby": "send-why" }, "Run"));

@@ -47,6 +47,13 @@ export function statusOf(thread) {
   }
 }
 
+/** The list drawn again whatever it shows (a row was turned into a form or a question). */
+function redraw() {
+  editing = null;
+  delete $("threads").dataset.drawn;
+  return loadThreads();
+}
+
 export async function loadThreads() {
   if (editing) return; // a rename or a question on a row: leave the list as it is
   const list = $("threads");
@@ -58,9 +65,16 @@ export async function loadThreads() {
   const agent = S.agent;
   const threads = await api.threads(agent);
   if (editing || agent !== S.agent) return;
+  // Drawn again only when something shown changed, and the keyboard stays where it was.
+  const drawn = JSON.stringify([S.thread, threads.map((t) => [t.thread_id, titleOf(t), statusOf(t).label, t.updated_at])]);
+  if (drawn === list.dataset.drawn) return;
+  list.dataset.drawn = drawn;
+  const focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement : null;
+  const where = focused && [focused.closest(".thread")?.dataset.thread, ["open", "rename", "delete"].find((c) => focused.classList.contains(c))];
   clear(list);
   for (const thread of threads) list.append(threadRow(thread));
   if (!threads.length) list.append(h("li", { class: "muted small empty" }, "No threads yet: your first message starts one."));
+  if (where && where[0]) focusRow(where[0], `button.${where[1] || "open"}`);
 }
 
 function threadRow(thread) {
@@ -95,12 +109,10 @@ function renaming(row, thread, title) {
   editing = thread.thread_id;
   const input = h("input", { type: "text", class: "title-input", value: title, maxlength: 200, "aria-label": "New title of the thread" });
   const problem = h("div", { class: "small error-text", role: "alert" });
-  const done = () => {
-    editing = null;
-    return loadThreads()
+  const done = () =>
+    redraw()
       .catch(() => {})
       .then(() => focusRow(thread.thread_id, "button.rename"));
-  };
   const form = h(
     "form",
     { class: "rename-form" },
@@ -133,8 +145,7 @@ function deleting(row, thread, title) {
   editing = thread.thread_id;
   const problem = h("div", { class: "small error-text", role: "alert" });
   const keep = () => {
-    editing = null;
-    loadThreads()
+    redraw()
       .then(() => focusRow(thread.thread_id, "button.delete"))
       .catch(() => {});
   };
@@ -145,9 +156,8 @@ function deleting(row, thread, title) {
       problem.textContent = String(exc.message || exc);
       return;
     }
-    editing = null;
     hooks.deleted(thread.thread_id);
-    loadThreads().catch(() => {});
+    redraw().catch(() => {});
   };
   const yes = h("button", { type: "button", class: "danger", onclick: remove }, "Delete");
   const box = h(
