@@ -1,10 +1,14 @@
 // The page: agents and threads (left), the conversation with its approvals (middle), the
 // thread's files (right). Everything comes from the LangGraph API of the same server, plus
-// /web/api/ for agent problems, tool schemas and filesystem files (see runner/web/app.py).
+// /web/api/ for agent problems and inputs, tool schemas, filesystem files and a thread's usage
+// (see runner/web/app.py). This module draws the agents and the conversation, runs, and starts
+// the page; threads.js, inputs.js, approvals.js and files.js hold the other parts, state.js what
+// they share, views.js the header's views.
 import { api, streamRun } from "./api.js";
-import { append, clear, h, numbered, onEscape, textOf } from "./dom.js";
+import { initApprovals, showApprovals } from "./approvals.js";
+import { activate, append, clear, h, textOf } from "./dom.js";
+import { refreshFiles } from "./files.js";
 import { checkInputs, inputValues, renderInputs, restoreInputs } from "./inputs.js";
-import { checkArgs, describeSchema } from "./schema.js";
 import { $, S, currentAgent, status } from "./state.js";
 import { initThreads, loadThreads, statusOf, titleFrom, titleOf } from "./threads.js";
 import { initViews } from "./views.js";
@@ -41,6 +45,7 @@ function renderAgents(reloaded = []) {
           role: "button",
           "aria-current": agent.name === S.agent ? "true" : null,
           "aria-label": `${agent.name}${agent.description ? `: ${agent.description}` : ""}${broken ? " (has problems)" : ""}`,
+          "aria-describedby": broken ? `problems-${agent.name}` : null,
           onclick: () => selectAgent(agent.name),
           onkeydown: (e) => activate(e, () => selectAgent(agent.name)),
         },
@@ -51,20 +56,13 @@ function renderAgents(reloaded = []) {
         broken
           ? h(
               "ul",
-              { class: "problems", "aria-label": `problems of ${agent.file}` },
+              { class: "problems", id: `problems-${agent.name}`, "aria-label": `problems of ${agent.file}` },
               agent.problems.map((p) => h("li", {}, p)),
             )
           : null,
       ),
     );
   }
-}
-
-/** Enter or Space on an element that acts as a button. */
-function activate(event, action) {
-  if (event.target !== event.currentTarget || (event.key !== "Enter" && event.key !== " ")) return;
-  event.preventDefault();
-  action();
 }
 
 function selectAgent(name) {
@@ -468,271 +466,6 @@ async function ready(title) {
   return true;
 }
 
-// ------------------------------------------------------------------ approvals
-
-function interruptsOf(state) {
-  const seen = new Map();
-  for (const i of [...(state.interrupts || []), ...(state.tasks || []).flatMap((t) => t.interrupts || [])]) {
-    if (!seen.has(i.id)) seen.set(i.id, i);
-  }
-  return [...seen.values()];
-}
-
-async function showApprovals(state) {
-  const box = clear($("approvals"));
-  S.interrupts = interruptsOf(state);
-  S.decisions.clear();
-  if (!S.interrupts.length) {
-    status(S.thread ? "idle" : "");
-    return;
-  }
-  const questions = S.interrupts.filter(isQuestion);
-  status(questions.length === S.interrupts.length ? "waiting for your answer" : "waiting for your approval");
-  const waiting = new Set(S.interrupts.filter((i) => !isQuestion(i)).flatMap((i) => requestsOf(i).map((r) => r.name)));
-  for (const entry of S.calls.values()) {
-    if (!entry.result.classList.contains("pending")) continue;
-    if (waiting.has(entry.name)) entry.result.textContent = "waiting for approval";
-    else if (entry.name === "ask_user" && questions.length) entry.result.textContent = "waiting for your answer";
-  }
-  const schemas = await toolSchemas(S.agent);
-  const total = S.interrupts.filter((i) => !isQuestion(i)).reduce((n, i) => n + requestsOf(i).length, 0);
-  if (total) box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · press a to approve the next one")));
-  for (const interrupt of S.interrupts) {
-    if (isQuestion(interrupt)) {
-      S.decisions.set(interrupt.id, [null]);
-      box.append(questionCard(interrupt));
-      continue;
-    }
-    const requests = requestsOf(interrupt);
-    S.decisions.set(interrupt.id, new Array(requests.length).fill(null));
-    const configs = new Map(((interrupt.value || {}).review_configs || []).map((c) => [c.action_name, c]));
-    requests.forEach((request, index) => {
-      const allowed = (configs.get(request.name) || {}).allowed_decisions || ["approve", "edit", "reject"];
-      box.append(approvalCard(interrupt, index, request, allowed, schemas[request.name]));
-    });
-  }
-  const first = box.querySelector("button.approve, .question button, .question input");
-  if (first) first.focus();
-}
-
-function isQuestion(interrupt) {
-  return (interrupt.value || {}).type === "ask_user";
-}
-
-/** A question of the agent's (`ask_user`): its choices as buttons, or a box for the answer; it
- * resumes with `{"answer": TEXT}`. */
-function questionCard(interrupt) {
-  const value = interrupt.value || {};
-  const choices = value.choices || [];
-  const card = h("div", { class: "approval question", role: "group", "aria-label": "question of the agent" });
-  const actions = h("div", { class: "actions" });
-  const answer = (text) => {
-    S.decisions.get(interrupt.id)[0] = { answer: text };
-    card.classList.add("answered");
-    clear(actions).append(h("span", { class: "decided" }, `answered: ${text}`));
-    maybeResume();
-  };
-  append(card, [h("div", { class: "row" }, h("span", { class: "tool" }, "question"), h("span", { class: "text" }, String(value.question || ""))), actions]);
-  if (choices.length) {
-    for (const choice of choices) actions.append(h("button", { type: "button", class: "choice", onclick: () => answer(String(choice)) }, String(choice)));
-  } else {
-    const box = h("input", { type: "text", class: "answer", placeholder: "Your answer", "aria-label": "your answer" });
-    const give = () => box.value.trim() && answer(box.value.trim());
-    box.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        give();
-      }
-    });
-    actions.append(box, h("button", { type: "button", class: "save", onclick: give }, "Answer"));
-  }
-  return card;
-}
-
-function requestsOf(interrupt) {
-  const value = interrupt.value || {};
-  return value.action_requests || [{ name: "interrupt", args: { value }, description: "The run asks for an answer." }];
-}
-
-async function toolSchemas(agent) {
-  if (!S.schemas.has(agent)) {
-    try {
-      S.schemas.set(agent, (await api.tools(agent)).tools || {});
-    } catch {
-      S.schemas.set(agent, {});
-    }
-  }
-  return S.schemas.get(agent);
-}
-
-function approvalCard(interrupt, index, request, allowed, schema) {
-  const card = h("div", { class: "approval", dataset: { tool: request.name } });
-  const actions = h("div", { class: "actions" });
-  const editor = h("div", { class: "editor", hidden: true });
-  const decide = (decision, label) => {
-    S.decisions.get(interrupt.id)[index] = decision;
-    card.classList.add("answered");
-    clear(actions).append(h("span", { class: "decided" }, label));
-    editor.hidden = true;
-    maybeResume();
-  };
-  append(card, [
-    h("div", { class: "row" }, h("span", { class: "tool" }, request.name), request.description ? h("span", { class: "muted" }, request.description) : null),
-    h("pre", { class: "args" }, JSON.stringify(request.args, null, 2)),
-    actions,
-    editor,
-  ]);
-  if (allowed.includes("approve")) {
-    actions.append(h("button", { type: "button", class: "approve", title: "Approve (a)", onclick: () => decide({ type: "approve" }, "approved") }, "Approve"));
-  }
-  if (allowed.includes("edit")) {
-    actions.append(h("button", { type: "button", class: "edit", onclick: () => openEditor(editor, request, schema, (args) => decide({ type: "edit", edited_action: { name: request.name, args } }, "approved with edited arguments")) }, "Edit arguments"));
-  }
-  if (allowed.includes("reject")) {
-    const reason = h("input", { type: "text", class: "reason", placeholder: "Why (sent to the agent)", "aria-label": "reason for rejecting" });
-    const reject = () => decide(reason.value.trim() ? { type: "reject", message: reason.value.trim() } : { type: "reject" }, `rejected${reason.value.trim() ? `: ${reason.value.trim()}` : ""}`);
-    reason.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        reject();
-      }
-    });
-    actions.append(reason, h("button", { type: "button", class: "reject", onclick: reject }, "Reject"));
-  }
-  return card;
-}
-
-function openEditor(editor, request, schema, submit) {
-  editor.hidden = false;
-  // the editor starts from the arguments shown above, which it replaces while open
-  const shown = editor.parentElement.querySelector("pre.args");
-  if (shown) shown.hidden = true;
-  const area = h("textarea", { class: "json", rows: 9, spellcheck: "false", "aria-label": `arguments of ${request.name} as JSON` });
-  area.value = JSON.stringify(request.args, null, 2);
-  const problem = h("div", { class: "json-error", role: "alert" });
-  const save = h("button", { type: "button", class: "save" }, "Approve with these arguments");
-  const check = () => {
-    const { error } = checkArgs(area.value, schema);
-    problem.textContent = error || "";
-    save.disabled = Boolean(error);
-    area.setAttribute("aria-invalid", error ? "true" : "false");
-    return !error;
-  };
-  area.addEventListener("input", check);
-  onEscape(area, () => {
-    editor.hidden = true; // back to the arguments as the model wrote them
-    if (shown) shown.hidden = false;
-    const edit = editor.parentElement.querySelector("button.edit");
-    if (edit) edit.focus();
-  });
-  save.addEventListener("click", () => {
-    if (check()) submit(checkArgs(area.value, schema).args);
-  });
-  const rows = describeSchema(schema);
-  append(clear(editor), [
-    area,
-    problem,
-    rows.length
-      ? h("div", { class: "schema" }, h("div", { class: "muted small" }, `arguments of ${request.name}:`), h("ul", {}, rows.map((r) => h("li", {}, h("code", {}, r.key), ` (${r.flags})`, r.description ? ` ${r.description}` : ""))))
-      : h("div", { class: "muted small" }, "no argument schema known for this tool"),
-    save,
-  ]);
-  area.focus();
-  save.scrollIntoView({ block: "nearest" });
-}
-
-function maybeResume() {
-  const all = [...S.decisions.values()];
-  if (all.some((d) => d.includes(null))) {
-    status(`${all.flat().filter((d) => d === null).length} approval(s) still waiting`);
-    return;
-  }
-  const payloads = S.interrupts.map((i) => {
-    const decisions = S.decisions.get(i.id);
-    if (isQuestion(i)) return decisions[0];
-    return (i.value || {}).action_requests ? { decisions } : decisions[0].type === "approve" ? true : decisions[0];
-  });
-  const resume = S.interrupts.length === 1 ? payloads[0] : Object.fromEntries(S.interrupts.map((i, n) => [i.id, payloads[n]]));
-  S.interrupts = [];
-  clear($("approvals"));
-  run({ command: { resume } });
-}
-
-// ------------------------------------------------------------------ files
-
-let filesTimer = null;
-function refreshFiles() {
-  clearTimeout(filesTimer);
-  filesTimer = setTimeout(loadFiles, 50);
-}
-
-async function loadFiles() {
-  const list = clear($("file-list"));
-  const routesBox = clear($("routes"));
-  if (!S.agent) return;
-  let listing;
-  try {
-    listing = await api.files(S.agent, S.thread);
-  } catch (exc) {
-    routesBox.textContent = String(exc.message || exc);
-    return;
-  }
-  const files = [];
-  for (const route of listing.routes) {
-    routesBox.append(h("div", { class: "small" }, h("code", {}, route.prefix), ` ${route.kind}${route.namespace ? ` [${route.namespace.join(", ")}]` : ""}${route.note ? ` (${route.note})` : ""}`));
-    if (route.kind === "state") {
-      const stateFiles = S.values.files || {};
-      for (const [path, data] of Object.entries(stateFiles)) {
-        if (data && (route.prefix === "/" || path.startsWith(route.prefix))) files.push({ path, kind: "state", content: data.content, modified_at: data.modified_at });
-      }
-    } else if (route.kind === "store") {
-      try {
-        const { items } = await api.storeSearch(route.namespace);
-        for (const item of items || []) {
-          if (JSON.stringify(item.namespace) !== JSON.stringify(route.namespace)) continue;
-          const path = route.prefix === "/" ? item.key : route.prefix.replace(/\/$/, "") + item.key;
-          files.push({ path, kind: "store", content: (item.value || {}).content, modified_at: item.updated_at });
-        }
-      } catch (exc) {
-        routesBox.append(h("div", { class: "error-row small" }, String(exc.message || exc)));
-      }
-    }
-  }
-  for (const file of listing.files) files.push({ ...file, kind: "filesystem" });
-  files.sort((a, b) => a.path.localeCompare(b.path));
-  for (const file of files) {
-    const changed = S.changed.has(file.path);
-    list.append(
-      h(
-        "li",
-        { class: `file${changed ? " changed" : ""}${file.path === S.viewing ? " selected" : ""}`, dataset: { path: file.path }, tabindex: 0, role: "button", "aria-label": `${file.path}${changed ? " (changed by this thread)" : ""}, ${file.kind}`, onclick: () => viewFile(file), onkeydown: (e) => activate(e, () => viewFile(file)) },
-        h("span", { class: "path" }, file.path),
-        changed ? h("span", { class: "badge changed", title: "written by this thread" }, "changed") : null,
-        h("span", { class: "muted small" }, file.kind),
-      ),
-    );
-    if (file.path === S.viewing) viewFile(file);
-  }
-  if (!files.length) list.append(h("li", { class: "muted" }, "no files yet"));
-}
-
-async function viewFile(file) {
-  S.viewing = file.path;
-  for (const li of $("file-list").children) li.classList.toggle("selected", li.dataset.path === file.path);
-  const view = clear($("file-view"));
-  view.append(h("div", { class: "row" }, h("strong", {}, file.path), S.changed.has(file.path) ? h("span", { class: "badge changed" }, "changed") : null));
-  let content = file.content;
-  if (content === undefined) {
-    try {
-      content = (await api.file(S.agent, S.thread, file.path)).content;
-    } catch (exc) {
-      view.append(h("div", { class: "error-row" }, String(exc.message || exc)));
-      return;
-    }
-  }
-  if (S.viewing === file.path) view.append(numbered(content));
-}
-
 // ------------------------------------------------------------------ start
 
 /** On a narrow screen, the one panel shown: threads ("side"), the chat, or the files. */
@@ -789,6 +522,7 @@ function wire() {
       if (id === S.thread) newThread();
     },
   });
+  initApprovals({ resume: (resume) => run({ command: { resume } }) });
   initViews();
 }
 

@@ -74,3 +74,10 @@ export function onEscape(el, action) {
     action();
   });
 }
+
+/** Enter or Space on an element that acts as a button. */
+export function activate(event, action) {
+  if (event.target !== event.currentTarget || (event.key !== "Enter" && event.key !== " ")) return;
+  event.preventDefault();
+  action();
+}
