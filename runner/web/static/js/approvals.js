@@ -3,7 +3,7 @@
 // reason), and `ask_user` questions (choices as buttons, or a free answer). The run resumes with
 // every answer at once, shaped as the interrupt asks (`{decisions}`, `{answer}`).
 import { api } from "./api.js";
-import { append, clear, h, onEscape } from "./dom.js";
+import { append, clear, h, onEscape, onKey } from "./dom.js";
 import { checkArgs, describeSchema } from "./schema.js";
 import { $, S, status } from "./state.js";
 
@@ -83,12 +83,7 @@ function questionCard(interrupt) {
   } else {
     const box = h("input", { type: "text", class: "answer", placeholder: "Your answer", "aria-label": "your answer" });
     const give = () => box.value.trim() && answer(box.value.trim());
-    box.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        give();
-      }
-    });
+    onKey(box, "Enter", give);
     actions.append(box, h("button", { type: "button", class: "save", onclick: give }, "Answer"));
   }
   return card;
@@ -136,12 +131,7 @@ function approvalCard(interrupt, index, request, allowed, schema) {
   if (allowed.includes("reject")) {
     const reason = h("input", { type: "text", class: "reason", placeholder: "Why (sent to the agent)", "aria-label": "reason for rejecting" });
     const reject = () => decide(reason.value.trim() ? { type: "reject", message: reason.value.trim() } : { type: "reject" }, `rejected${reason.value.trim() ? `: ${reason.value.trim()}` : ""}`);
-    reason.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        reject();
-      }
-    });
+    onKey(reason, "Enter", reject);
     actions.append(reason, h("button", { type: "button", class: "reject", onclick: reject }, "Reject"));
   }
   return card;

@@ -65,14 +65,19 @@ export function numbered(text) {
   );
 }
 
-/** Run `action` when Escape is pressed inside `el` (the key goes no further). */
-export function onEscape(el, action) {
+/** Run `action` when `key` is pressed inside `el` (the key goes no further). */
+export function onKey(el, key, action) {
   el.addEventListener("keydown", (event) => {
-    if (event.key !== "Escape") return;
+    if (event.key !== key || event.isComposing) return;
     event.preventDefault();
     event.stopPropagation();
     action();
   });
+}
+
+/** Run `action` when Escape is pressed inside `el`. */
+export function onEscape(el, action) {
+  onKey(el, "Escape", action);
 }
 
 /** Enter or Space on an element that acts as a button. */
