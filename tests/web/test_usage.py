@@ -108,3 +108,43 @@ def test_a_thread_the_engine_does_not_show_is_not_found(tmp_path: Path) -> None:
     answer = client.get("/web/api/threads/someone-elses/usage")
     assert answer.status_code == 404
     assert answer.json() == {"error": "thread someone-elses not found"}
+
+
+def test_serve_reads_the_thread_with_the_callers_own_credentials(tmp_path: Path) -> None:
+    """`runner.serve.thread_guard.thread_state`, as serve passes it: the thread and its state
+    are asked of the app in process with the caller's key, so the engine's ownership decides."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from runner.serve.thread_guard import thread_state
+
+    (tmp_path / "priced.yaml").write_text(PRICED, encoding="utf-8")
+    (tmp_path / "priced.cassette.yaml").write_text("- content: ok\n", encoding="utf-8")
+    owners = {"t1": "alice-key"}
+    state = {"values": {"messages": [_reply(500_000, 0)]}}
+
+    def owned(request: Request) -> JSONResponse | None:
+        """The engine's answer for a thread the caller does not own: 404, as the engines do."""
+        if owners.get(request.path_params["id"]) != request.headers.get("x-api-key"):
+            return JSONResponse({"detail": "not found"}, status_code=404)
+        return None
+
+    async def thread(request: Request) -> JSONResponse:
+        found = {"thread_id": request.path_params["id"], "metadata": {"graph_id": "priced"}}
+        return owned(request) or JSONResponse(found)
+
+    async def thread_values(request: Request) -> JSONResponse:
+        return owned(request) or JSONResponse(state)
+
+    agents = [WebAgent("priced", tmp_path / "priced.yaml")]
+    app = create_app(agents, graph_for=lambda path: None, thread_state=thread_state)
+    app.router.routes[:0] = [  # the engine's routes, on the same app as the page's
+        Route("/threads/{id}", thread, methods=["GET"]),
+        Route("/threads/{id}/state", thread_values, methods=["GET"]),
+    ]
+    client = TestClient(app)
+    mine = client.get("/web/api/threads/t1/usage", headers={"x-api-key": "alice-key"})
+    assert (mine.status_code, mine.json()["cost_text"]) == (200, "$1.00")
+    theirs = client.get("/web/api/threads/t1/usage", headers={"x-api-key": "bob-key"})
+    assert theirs.status_code == 404
