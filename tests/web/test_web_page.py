@@ -132,6 +132,8 @@ PRICED_REPLIES = """\
 - {content: First answer., usage: {input_tokens: 1000, output_tokens: 500}}
 - {content: Second answer., usage: {input_tokens: 3000, output_tokens: 250}}
 """
+SLOW = "name: slow\ndescription: Takes its time\nmodel: replay:slow.cassette.yaml\nprompt: p\n"
+SLOW_REPLIES = "- {content: Done at last., delay: 2}\n"
 BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
@@ -163,6 +165,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "agents" / "asker.cassette.yaml").write_text(ASKER_REPLIES, encoding="utf-8")
     (root / "agents" / "priced.yaml").write_text(PRICED, encoding="utf-8")
     (root / "agents" / "priced.cassette.yaml").write_text(PRICED_REPLIES, encoding="utf-8")
+    (root / "agents" / "slow.yaml").write_text(SLOW, encoding="utf-8")
+    (root / "agents" / "slow.cassette.yaml").write_text(SLOW_REPLIES, encoding="utf-8")
     return root
 
 
@@ -729,3 +733,17 @@ def test_the_thread_list_refreshing_keeps_the_keyboard_where_it_was(page: Any, s
     _thread_elsewhere(server, "pipeline", "started in a third tab")
     playwright.expect(page.locator("#threads")).to_contain_text("started in a third tab")
     playwright.expect(rename).to_be_focused()
+
+
+def test_a_thread_being_run_shows_running_then_idle(page: Any) -> None:
+    page.click('#agents .agent[data-agent="slow"]')
+    page.click("#new-thread")
+    page.fill("#message", "take your time")
+    page.press("#message", "Enter")
+    row = page.locator("#threads .thread.selected")
+    playwright.expect(row.locator(".title")).to_have_text("take your time")
+    playwright.expect(row.locator(".badge")).to_have_text("running")
+    playwright.expect(page.locator("#thread-head .badge")).to_have_text("running")
+    _expect_text(page, "#log", "Done at last.")
+    playwright.expect(row.locator(".badge")).to_have_text("idle")
+    playwright.expect(page.locator("#thread-head .badge")).to_have_text("idle")

@@ -118,6 +118,7 @@ async function openThread(id) {
   restoreRunInputs(id, S.agent);
   const state = await api.state(id);
   S.values = state.values || {};
+  renderHead({ ...thread, values: S.values }); // a title from its first message, on any engine
   renderHistory(S.values.messages || []);
   if (thread.status === "error") errorRow($("log"), "The last run of this thread failed.");
   renderTodos(S.values.todos || []);
@@ -148,6 +149,7 @@ async function restoreRunInputs(id, agent) {
 }
 
 function renderHead(thread) {
+  S.head = thread || null;
   const head = clear($("thread-head"));
   const state = thread && thread.status ? statusOf(thread) : null;
   append(head, [
@@ -398,6 +400,7 @@ async function run(body) {
   S.live = { calls: 0, input: 0, output: 0 };
   $("send").disabled = true;
   status("running…");
+  showRunning();
   try {
     const { vars } = inputValues();
     const config = Object.keys(vars).length ? { config: { configurable: { vars } } } : {};
@@ -413,11 +416,22 @@ async function run(body) {
   S.values = state.values || {};
   renderTodos(S.values.todos || []);
   const thread = await api.thread(S.thread);
-  renderHead(thread);
+  renderHead({ ...thread, values: S.values });
   if (thread.status === "error") errorRow($("log"), "The run failed (see the error above).");
   showApprovals(state);
   loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
+}
+
+/** The open thread as running, in its header and its row, while this page runs it (the list is
+ * not read again during a run). */
+function showRunning() {
+  renderHead({ metadata: {}, ...(S.head || {}), thread_id: S.thread, status: "busy" });
+  const badge = $("threads").querySelector(".thread.selected .badge");
+  if (badge) {
+    badge.className = "badge busy";
+    badge.textContent = "running";
+  }
 }
 
 async function send(text) {
@@ -462,6 +476,7 @@ async function ready(title) {
     S.thread = thread.thread_id;
     history.replaceState(null, "", `#thread=${encodeURIComponent(S.thread)}`);
     renderHead(thread);
+    await loadThreads().catch(() => {}); // its row, to show it running
   }
   return true;
 }

@@ -8,6 +8,7 @@ export const S = {
   dev: false,
   agent: null, // graph id (= assistant id) of the open thread or the selected agent
   thread: null,
+  head: null, // the open thread as its header shows it (the API's thread)
   running: false,
   values: {}, // the open thread's state values
   calls: new Map(), // tool call id -> {card, result, nested, name, args}

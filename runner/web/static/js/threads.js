@@ -24,7 +24,8 @@ export function titleFrom(text) {
 export function titleOf(thread) {
   const title = (thread.metadata || {}).title;
   if (title) return String(title);
-  const messages = (thread.values && thread.values.messages) || [];
+  if (!thread.values) return "(untitled)"; // an engine whose search gives no values (Aegra)
+  const messages = thread.values.messages || [];
   const first = messages.find((m) => m.type === "human");
   return first ? titleFrom(textOf(first.content)) || "(empty message)" : "(no message yet)";
 }
