@@ -747,3 +747,22 @@ def test_a_thread_being_run_shows_running_then_idle(page: Any) -> None:
     _expect_text(page, "#log", "Done at last.")
     playwright.expect(row.locator(".badge")).to_have_text("idle")
     playwright.expect(page.locator("#thread-head .badge")).to_have_text("idle")
+
+
+def test_another_view_added_to_the_header_takes_the_main_area(page: Any) -> None:
+    nav = page.get_by_role("navigation", name="views")
+    playwright.expect(nav).to_be_hidden()  # one view: no navigation to show
+    page.evaluate(
+        """() => window.agentctl.addView('extra', 'Extra')
+                 .append(Object.assign(document.createElement('p'), {textContent: 'extra view'}))"""
+    )
+    playwright.expect(nav.get_by_role("button")).to_have_text(["Chat", "Extra"])
+    nav.get_by_role("button", name="Extra").click()
+    playwright.expect(page.get_by_text("extra view")).to_be_visible()
+    playwright.expect(page.locator("#view-chat")).to_be_hidden()
+    playwright.expect(nav.get_by_role("button", name="Extra")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    nav.get_by_role("button", name="Chat").click()
+    playwright.expect(page.locator("#message")).to_be_visible()
+    playwright.expect(page.get_by_text("extra view")).to_be_hidden()

@@ -1,18 +1,29 @@
-// The page's views, one at a time in the main area (`#views`), each with a button in the
-// header's navigation (`#views-nav`): the chat is the first. Another part of the page (the YAML
-// editor of `serve --edit`) adds its own with `addView`, also reachable as
-// `window.agentctl.addView` for a module loaded on its own.
+// The page's views, one at a time in the main area (`<main id="views">`), each with a button in
+// the header's navigation (`#views-nav`, shown once there are two): the chat is the first.
+// Another part of the page (the YAML editor of `serve --edit`) adds its own with `addView`,
+// imported from this module or, for a script loaded on its own, as `window.agentctl.addView`
+// (announced by the `agentctl:ready` event on `document`).
 import { $ } from "./state.js";
 import { h } from "./dom.js";
 
-const views = new Map(); // id -> {section, button}
+const views = new Map(); // id -> {section, button, onShow}
+
+/** The chat, already in the page, as the first view (whoever asks first registers it). */
+function withChat() {
+  if (!views.has("chat")) {
+    const button = $("views-nav").querySelector('[data-view="chat"]');
+    button.addEventListener("click", () => showView("chat"));
+    views.set("chat", { section: $("view-chat"), button, onShow: null });
+  }
+  return views;
+}
 
 /**
  * Add a view: a section in the main area and its button in the header; returns the section to
  * fill. `onShow()` runs each time it is shown.
  */
 export function addView(id, label, { onShow } = {}) {
-  if (views.has(id)) return views.get(id).section;
+  if (withChat().has(id)) return views.get(id).section;
   const section = h("section", { id: `view-${id}`, class: "view", "aria-label": label, hidden: true });
   $("views").append(section);
   const button = h("button", { type: "button", dataset: { view: id }, "aria-pressed": "false" }, label);
@@ -22,8 +33,9 @@ export function addView(id, label, { onShow } = {}) {
   return section;
 }
 
+/** Show the view `id` (the others hidden, its button pressed). */
 export function showView(id) {
-  if (!views.has(id)) return;
+  if (!withChat().has(id)) return;
   document.body.dataset.view = id;
   for (const [name, view] of views) {
     view.section.hidden = name !== id;
@@ -33,12 +45,8 @@ export function showView(id) {
   if (shown.onShow) shown.onShow();
 }
 
-/** The chat, already in the page, as the first view; the navigation shows once there are two. */
 export function initViews() {
-  const chat = $("view-chat");
-  const button = $("views-nav").querySelector('[data-view="chat"]');
-  button.addEventListener("click", () => showView("chat"));
-  views.set("chat", { section: chat, button, onShow: null });
+  withChat();
   window.agentctl = { ...(window.agentctl || {}), addView, showView };
   document.dispatchEvent(new CustomEvent("agentctl:ready"));
 }
