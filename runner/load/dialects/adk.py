@@ -1,0 +1,286 @@
+"""Google ADK agent configs: `root_agent.yaml` and the files its `sub_agents` name.
+
+Fields of an `LlmAgent`: `name`, `model`, `description`, `instruction` (the prompt), `tools`
+(`{name: google_search}` for ADK's own, `{name: package.module.function}` for code),
+`sub_agents` (`{config_path: other.yaml}` or `{code: package.module.agent}`), and the settings
+ADK adds. An ADK agent has no file tools: only what it lists.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from runner.load.dialects.claude import unknown_field
+from runner.load.dialects.common import Translation, agent_name, bare_model, model_id
+from runner.load.source import Loc, Pos
+
+LABEL = "ADK"
+
+UNMAPPED = {
+    "global_instruction": "agentctl has one prompt per agent",
+    "static_instruction": "agentctl has one prompt per agent",
+    "output_key": "agentctl keeps the answer in the run's messages, not in session state",
+    "include_contents": "a subagent always starts from the task it is given",
+    "disallow_transfer_to_parent": "agentctl subagents always return to the agent that called",
+    "disallow_transfer_to_peers": "agentctl subagents always return to the agent that called",
+    "input_schema": "agentctl takes typed `inputs:`",
+    "output_schema": "agentctl's structured answer is `response_format:` (a JSON Schema)",
+    "planner": "an ADK planner object",
+    "code_executor": "an ADK code executor object",
+    "before_agent_callbacks": "agentctl has no callbacks; use `middleware:`",
+    "after_agent_callbacks": "agentctl has no callbacks; use `middleware:`",
+    "before_model_callbacks": "agentctl has no callbacks; use `middleware:`",
+    "after_model_callbacks": "agentctl has no callbacks; use `middleware:`",
+    "before_tool_callbacks": "agentctl has no callbacks; use `middleware:`",
+    "after_tool_callbacks": "agentctl has no callbacks; use `middleware:`",
+    "model_code": "a model built by code",
+}
+
+MAPPED = (
+    "agent_class",
+    "name",
+    "model",
+    "description",
+    "instruction",
+    "tools",
+    "sub_agents",
+    "generate_content_config",
+)
+
+BUILT_IN = {
+    "google_search": "agentctl has no built-in web search: add an MCP server or an `http:` tool",
+    "url_context": "agentctl has no built-in web tool: add an MCP server or an `http:` tool",
+    "load_memory": "agentctl memory files are `memory: [AGENTS.md]`",
+    "preload_memory": "agentctl memory files are `memory: [AGENTS.md]`",
+    "load_artifacts": "agentctl agents read files with `read_file`",
+    "exit_loop": "agentctl loops are workflow steps",
+    "get_user_choice": "the closest agentctl tool is `ask_user` (`ask_user: true`)",
+    "transfer_to_agent": "agentctl delegates with `task`",
+}
+
+CONTENT_PARAMS = ("temperature", "top_p", "top_k", "max_output_tokens", "seed", "stop_sequences")
+
+
+def is_adk(path: Path, value: Any) -> bool:
+    """An ADK agent config: named `root_agent.yaml`, or a mapping with `agent_class`, or with
+    `instruction` and none of agentctl's prompt keys."""
+    if not isinstance(value, dict):
+        return False
+    if path.name in ("root_agent.yaml", "root_agent.yml") or "agent_class" in value:
+        return True
+    return "instruction" in value and not {"prompt", "system_prompt", "version"} & value.keys()
+
+
+def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation:
+    tr = Translation("adk", shown)
+    here = pos.loc
+
+    def loc(key: str) -> Loc:
+        return pos.key_locs.get(key, here)
+
+    def vloc(key: str) -> Loc:
+        child = pos.children.get(key)
+        return child.loc if child is not None else here
+
+    kind = value.get("agent_class", "LlmAgent")
+    if kind not in ("LlmAgent", "Agent"):
+        tr.fail(
+            vloc("agent_class"),
+            "agent_class",
+            f"{kind!r}: agentctl runs ADK's LlmAgent; a Sequential/Parallel/LoopAgent is an "
+            "agentctl workflow (see docs/workflows.md)",
+        )
+        return tr
+    name = value.get("name")
+    if isinstance(name, str) and name.strip():
+        slug = agent_name(name)
+        tr.put("name", slug, vloc("name"))
+        if slug != name:
+            tr.warn(vloc("name"), "name", f"{name!r} is not an agentctl name; runs as {slug!r}")
+            tr.comment("name", f"{name!r} in the original")
+    else:
+        tr.fail(here, "name", "missing: an ADK agent needs `name:`")
+    if "description" in value:
+        tr.put("description", value["description"], vloc("description"))
+    if "model" in value:
+        if isinstance(value["model"], str):
+            tr.put("model", model_id(value["model"]), vloc("model"))
+        else:
+            tr.fail(vloc("model"), "model", "expected a model name")
+    if "instruction" in value:
+        instruction = value["instruction"]
+        child = pos.children.get("instruction")
+        tr.put("prompt", instruction, vloc("instruction"))
+        if child is not None:
+            tr.root.children["prompt"] = child
+        if isinstance(instruction, str) and re.search(r"\{[A-Za-z_][\w:.?]*\}", instruction):
+            tr.warn(
+                vloc("instruction"),
+                "instruction",
+                "ADK fills {name} from session state; agentctl leaves it as written",
+            )
+    if "generate_content_config" in value:
+        _content_config(tr, value["generate_content_config"], loc, vloc)
+    # An ADK agent has only the tools it lists: no file tools, todos or general-purpose helper.
+    tr.put_in(("filesystem", "tools"), [], here)
+    tr.put("todos", False, here)
+    tr.put("general_purpose_agent", False, here)
+    tr.comment("filesystem", "an ADK agent has no file tools, only those in `tools`")
+    _tools(tr, value.get("tools"), pos.children.get("tools"), vloc("tools"))
+    _sub_agents(tr, value.get("sub_agents"), pos.children.get("sub_agents"), vloc("sub_agents"))
+    for key, raw in value.items():
+        if key not in MAPPED:
+            unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
+    return tr
+
+
+def _content_config(tr: Translation, raw: Any, loc: Any, vloc: Any) -> None:
+    if not isinstance(raw, dict):
+        tr.fail(vloc("generate_content_config"), "generate_content_config", "expected a mapping")
+        return
+    params = {k: v for k, v in raw.items() if k in CONTENT_PARAMS}
+    for key, item in raw.items():
+        if key not in CONTENT_PARAMS:
+            tr.drop(
+                loc("generate_content_config"),
+                f"generate_content_config.{key}",
+                item,
+                "a Gemini setting agentctl does not pass",
+            )
+    if not params:
+        return
+    model = tr.value.get("model") if tr.value is not None else None
+    if model is None:
+        tr.drop(
+            loc("generate_content_config"),
+            "generate_content_config",
+            params,
+            "no `model` to give the settings to",
+        )
+        return
+    if "max_output_tokens" in params:
+        params["max_tokens"] = params.pop("max_output_tokens")
+    tr.put("model", {"id": model, "params": params}, vloc("model"))
+    tr.comment("model", "params are generate_content_config in the original")
+
+
+def _tools(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        tr.fail(at, "tools", "expected a list of tools")
+        return
+    entries: list[Any] = []
+    locs: list[Loc] = []
+    for index, item in enumerate(raw):
+        item_at = pos.children[index].loc if pos is not None and index in pos.children else at
+        name = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(name, str):
+            tr.fail(item_at, f"tools[{index}]", "expected `name:` of a tool")
+            continue
+        if name in BUILT_IN:
+            tr.warn(
+                item_at,
+                f"tools[{index}]",
+                f"ADK tool {name!r} has no agentctl equivalent; {BUILT_IN[name]} (left out)",
+            )
+            tr.dropped.append(f"tools: {name}  (no agentctl equivalent)")
+            continue
+        if "." not in name:
+            tr.warn(
+                item_at,
+                f"tools[{index}]",
+                f"ADK tool {name!r} is not a module path (package.module.function) agentctl "
+                "can import (left out)",
+            )
+            tr.dropped.append(f"tools: {name}  (not an import path)")
+            continue
+        module, _, attr = name.rpartition(".")
+        entry: dict[str, Any] = {"import": f"{module}:{attr}"}
+        args = item.get("args") if isinstance(item, dict) else None
+        if isinstance(args, list) and all(isinstance(a, dict) and "name" in a for a in args):
+            entry["args"] = {a["name"]: a.get("value") for a in args}
+        elif isinstance(args, dict):
+            entry["args"] = args
+        entries.append(entry)
+        locs.append(item_at)
+    if entries:
+        tr.put("tools", entries, at, item_locs=locs)
+
+
+def _sub_agents(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        tr.fail(at, "sub_agents", "expected a list of `config_path:` entries")
+        return
+    entries: list[Any] = []
+    locs: list[Loc] = []
+    for index, item in enumerate(raw):
+        item_at = pos.children[index].loc if pos is not None and index in pos.children else at
+        if isinstance(item, dict) and isinstance(item.get("config_path"), str):
+            entries.append({"ref": item["config_path"]})
+            locs.append(item_at)
+            continue
+        code = item.get("code") if isinstance(item, dict) else None
+        why = (
+            (
+                f"{code!r} is an ADK agent object; agentctl's `import:` subagents are compiled "
+                "LangGraph graphs"
+            )
+            if code
+            else "expected `config_path:`"
+        )
+        tr.warn(item_at, f"sub_agents[{index}]", f"{why} (left out)")
+        tr.dropped.append(f"sub_agents: {code or item!r}  ({why})")
+    if entries:
+        tr.put("subagents", entries, at, item_locs=locs)
+        tr.put("general_purpose_agent", False, at)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write(spec: Any, losses: list[str], out: Path | None) -> str:
+    from runner.spec import ImportTool, RefSubagent
+
+    doc: dict[str, Any] = {"agent_class": "LlmAgent", "name": spec.name}
+    if spec.model is not None:
+        doc["model"] = bare_model(spec.model.id)
+    if spec.description:
+        doc["description"] = spec.description
+    doc["instruction"] = spec.prompt or ""
+    tools = []
+    for entry in spec.tools:
+        if (
+            isinstance(entry, ImportTool)
+            and ":" in entry.import_
+            and not entry.import_.split(":", 1)[0].endswith(".py")
+        ):
+            module, _, attr = entry.import_.partition(":")
+            tools.append({"name": f"{module}.{attr}"})
+    if tools:
+        doc["tools"] = tools
+    subs = []
+    for sub in spec.subagents:
+        if isinstance(sub, RefSubagent):
+            ref = Path(sub.ref)
+            target = ref.with_suffix(".yaml").name
+            subs.append({"config_path": target})
+            losses.append(
+                f"subagents: {ref.name} is referenced as {target}; convert it too "
+                f"(agentctl convert {ref.name} --to adk -o {target})"
+            )
+    if subs:
+        doc["sub_agents"] = subs
+    params = spec.model.params if spec.model is not None else {}
+    config = {k: v for k, v in params.items() if k in CONTENT_PARAMS or k == "max_tokens"}
+    if "max_tokens" in config:
+        config["max_output_tokens"] = config.pop("max_tokens")
+    if config:
+        doc["generate_content_config"] = config
+    from runner.load.dialects.yaml_out import dump
+
+    return dump(doc)

@@ -1,0 +1,221 @@
+"""Claude Code subagents: `.claude/agents/NAME.md`, front matter then the system prompt.
+
+Front matter: `name`, `description`, `tools` (a comma-separated string or a list; absent: every
+tool), `model` (`sonnet`, `opus`, `haiku`, `inherit` or a model id). The agent works in the
+project folder (the one holding `.claude/`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runner.load.dialects import markdown
+from runner.load.dialects.common import (
+    CLAUDE_ALIASES,
+    FILE_TOOLS,
+    MCP_HINT,
+    WEB_HINT,
+    Translation,
+    agent_name,
+    dedupe,
+    item_locs,
+    map_tools,
+    model_id,
+    project_backend,
+    project_dir,
+    split_tools,
+    tool_settings,
+    tools_of,
+)
+from runner.load.source import Loc
+
+LABEL = "Claude Code"
+
+TOOLS: dict[str, tuple[str, ...]] = {
+    "Read": ("read_file",),
+    "Write": ("write_file",),
+    "Edit": ("edit_file",),
+    "MultiEdit": ("edit_file",),
+    "Bash": ("execute",),
+    "Glob": ("glob",),
+    "Grep": ("grep",),
+    "LS": ("ls",),
+    "TodoWrite": ("write_todos",),
+    "Task": ("task",),
+    "Agent": ("task",),
+    "AskUserQuestion": ("ask_user",),
+}
+"""Claude Code tool -> agentctl tools."""
+
+WRITE_BACK = {
+    "read_file": "Read",
+    "write_file": "Write",
+    "edit_file": "Edit",
+    "execute": "Bash",
+    "glob": "Glob",
+    "grep": "Grep",
+    "ls": "LS",
+    "write_todos": "TodoWrite",
+    "task": "Task",
+    "ask_user": "AskUserQuestion",
+}
+
+NO_EQUIVALENT = {
+    "WebFetch": WEB_HINT,
+    "WebSearch": WEB_HINT,
+    "NotebookEdit": "edit the notebook's JSON with `edit_file`",
+    "NotebookRead": "read the notebook's JSON with `read_file`",
+    "BashOutput": "`execute` returns a command's output when it ends",
+    "KillShell": "`execute` stops a command at its timeout",
+    "mcp__*": MCP_HINT,
+}
+
+UNMAPPED = {
+    "permissionMode": "agentctl asks for approvals per tool with `interrupt_on`",
+    "disallowedTools": "",
+    "skills": "agentctl reads skills from folders (`skills: [./skills]`)",
+    "hooks": "agentctl has no hooks; use `middleware:`",
+    "mcpServers": "MCP servers are agentctl `tools: [{mcp: ...}]` entries",
+    "memory": "agentctl memory files are `memory: [AGENTS.md]`",
+    "color": "a display color of Claude Code",
+    "maxTurns": "",
+    "effort": "a reasoning effort of Claude Code; set it in `model.params`",
+}
+"""Documented Claude Code fields with no exact agentctl equivalent (some mapped below)."""
+
+MAPPED = ("name", "description", "tools", "model")
+
+
+def read(path: Path, text: str, shown: str) -> Translation:
+    tr = Translation("claude", shown)
+    fm = markdown.split(text, shown)
+    tr.problems += fm.problems
+    tr.pos = fm.pos
+    value, pos = fm.value, fm.pos
+    here = pos.loc
+
+    def loc(key: str) -> Loc:
+        return pos.key_locs.get(key, here)
+
+    def vloc(key: str) -> Loc:
+        child = pos.children.get(key)
+        return child.loc if child is not None else here
+
+    name = value.get("name")
+    if isinstance(name, str) and name.strip():
+        slug = agent_name(name)
+        tr.put("name", slug, vloc("name"))
+        if slug != name:
+            tr.warn(vloc("name"), "name", f"{name!r} is not an agentctl name; runs as {slug!r}")
+            tr.comment("name", f"{name!r} in the original")
+    else:
+        tr.put("name", agent_name(path.name.removesuffix(".md")), here)
+        tr.warn(here, "name", "missing; named after the file")
+    if "description" in value:
+        tr.put("description", value["description"], vloc("description"))
+    read_model(tr, value.get("model"), vloc("model"), "model" in value)
+    tools: list[str] | None = None
+    if "tools" in value:
+        names = split_tools(value["tools"])
+        if names is None:
+            tr.fail(vloc("tools"), "tools", "expected a comma-separated string or a list of names")
+        else:
+            locs = item_locs(value["tools"], pos.children.get("tools"), vloc("tools"), text)
+            tools = map_tools(tr, names, locs, TOOLS, LABEL, "tools", no_equivalent=NO_EQUIVALENT)
+            tr.comment("filesystem", f"from tools: {', '.join(names)} in the original")
+    if "disallowedTools" in value:
+        tools = _disallowed(tr, value["disallowedTools"], vloc("disallowedTools"), tools)
+    if tools is not None:
+        tool_settings(tr, tools, vloc("tools") if "tools" in value else here, subagents=False)
+    project_backend(tr, tools, here, project_dir(path, ".claude"))
+    tr.comment("backend", "Claude Code works in the project folder (the one holding .claude/)")
+    if "maxTurns" in value and isinstance(value["maxTurns"], int) and value["maxTurns"] > 0:
+        tr.put_in(("limits", "model_calls"), value["maxTurns"], vloc("maxTurns"))
+        tr.warn(
+            loc("maxTurns"), "maxTurns", "runs as `limits.model_calls` (model calls, not turns)"
+        )
+        tr.comment("limits", "maxTurns in the original: agentctl counts model calls")
+    for key, raw in value.items():
+        if key in MAPPED or key in ("disallowedTools", "maxTurns"):
+            continue
+        unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
+    tr.put("prompt", fm.body, Loc(shown, fm.body_line, 1))
+    return tr
+
+
+def unknown_field(
+    tr: Translation,
+    key: str,
+    raw: Any,
+    at: Loc,
+    known: dict[str, str],
+    mapped: tuple[str, ...],
+    label: str,
+) -> None:
+    """A field agentctl does not map: documented ones say why, others what they may mean."""
+    from runner.load.problems import did_you_mean
+
+    if known.get(key):
+        tr.drop(at, key, raw, known[key])
+        return
+    if key in known:
+        tr.drop(at, key, raw, f"a {label} setting with no agentctl equivalent")
+        return
+    hint = did_you_mean(key, [*mapped, *known])
+    why = f"unknown {label} field" + (f"; did you mean {hint!r}?" if hint else "")
+    tr.drop(at, key, raw, why)
+
+
+def read_model(tr: Translation, raw: Any, at: Loc, given: bool) -> None:
+    if not given:
+        return
+    if not isinstance(raw, str) or not raw.strip():
+        tr.fail(at, "model", "expected a model alias (sonnet, opus, haiku, inherit) or a model id")
+        return
+    name = raw.strip()
+    if name == "inherit":
+        tr.comment("model", "`inherit` in the original: the parent agent's model or --model")
+        return
+    if name in CLAUDE_ALIASES:
+        tr.put("model", CLAUDE_ALIASES[name], at)
+        if name == "opusplan":
+            tr.warn(at, "model", "opusplan runs as Opus throughout (no Sonnet for execution)")
+        return
+    tr.put("model", model_id(name), at)
+
+
+def _disallowed(tr: Translation, raw: Any, at: Loc, tools: list[str] | None) -> list[str] | None:
+    names = split_tools(raw)
+    if names is None:
+        tr.fail(at, "disallowedTools", "expected a comma-separated string or a list of names")
+        return tools
+    denied = map_tools(
+        tr, names, [at] * len(names), TOOLS, LABEL, "disallowedTools", no_equivalent=NO_EQUIVALENT
+    )
+    base = tools if tools is not None else [*FILE_TOOLS, "write_todos", "task"]
+    return [t for t in base if t not in denied]
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write(spec: Any, losses: list[str]) -> str:
+    """The Claude Code file for an agent; what it cannot say goes to `losses`."""
+    fields = [("name", markdown.scalar(spec.name))]
+    if spec.description:
+        fields.append(("description", markdown.scalar(spec.description)))
+    tools = tools_of(spec)
+    if tools is not None:
+        fields.append(("tools", ", ".join(dedupe(WRITE_BACK[t] for t in tools))))
+    if spec.model is not None:
+        fields.append(("model", markdown.scalar(claude_model(spec.model.id))))
+    return markdown.write(fields, spec.prompt or "")
+
+
+def claude_model(model_id_: str) -> str:
+    for alias, full in CLAUDE_ALIASES.items():
+        if full == model_id_ and alias != "opusplan":
+            return alias
+    provider, _, name = model_id_.partition(":")
+    return name if provider == "anthropic" else model_id_
