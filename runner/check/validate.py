@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.dialects import is_dialect_file
+from runner.load.dialects.detect import is_dialect_file
 from runner.load.loader import _host_path
 from runner.load.workflow import load_any
 from runner.spec import AgentSpec

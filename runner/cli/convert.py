@@ -28,7 +28,7 @@ def convert(file: str, target: str, output: str | None) -> int:
     stderr, and written as comments where the format has comments. Exits 2 when FILE does not
     load.
     """
-    from runner.load.dialects import convert as convert_file
+    from runner.load.dialects.convert import convert as convert_file
 
     out = Path(output) if output else None
     result = convert_file(file, target, out=out)
@@ -42,3 +42,19 @@ def convert(file: str, target: str, output: str | None) -> int:
         out.write_text(result.text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
     return 0
+
+
+def echo_dialect_warnings(path: str | Path) -> None:
+    """What an agent file of another tool says that agentctl runs differently, as `warning:`
+    lines on stderr (`run`, `inspect`; `validate` prints them with its report). Nothing for an
+    agentctl file, or one that does not read (loading reports that)."""
+    from runner.load.dialects.convert import translation_of
+
+    try:
+        translation = translation_of(Path(path))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return
+    if translation is None:
+        return
+    for warning in translation.warnings:
+        click.echo(f"warning: {warning}", err=True)

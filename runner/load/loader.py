@@ -219,9 +219,11 @@ class _Loader:
         except OSError as exc:
             self._fail(at, shown, f"cannot read: {exc.strerror}")
             return None
-        dialect = self._dialect(path, text, shown)
+        from runner.load.dialects.detect import detect, read_markdown_or_toml
+
+        dialect = detect(path, text)
         if dialect is not None:
-            return dialect
+            return self._translated(read_markdown_or_toml(dialect, path, text, shown))
         doc = read_yaml(text, shown, self.env)
         if not doc.problems and _is_adk(path, doc.value):
             from runner.load.dialects.adk import read as read_adk
@@ -236,21 +238,14 @@ class _Loader:
             return None
         return doc
 
-    def _dialect(self, path: Path, text: str, shown: str) -> Document | None:
-        """A Claude Code, Copilot or Codex agent file, read as the YAML it stands for."""
-        from runner.load.dialects import detect, read_markdown_or_toml
-
-        dialect = detect(path, text)
-        if dialect is None:
-            return None
-        return self._translated(read_markdown_or_toml(dialect, path, text, shown))
-
-    def _translated(self, tr: Translation) -> Document:
+    def _translated(self, tr: Translation) -> Document | None:
         """The document of a translated dialect file; its warnings are kept for the spec and its
         prompt is text, not a template."""
         self.problems += tr.problems
         self.warnings += tr.warnings
         self.literal_files.add(tr.file)
+        if tr.unreadable:
+            return None
         assert tr.value is not None and tr.pos is not None
         return Document(tr.file, tr.value, tr.pos, [])
 

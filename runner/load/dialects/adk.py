@@ -92,6 +92,7 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
             f"{kind!r}: agentctl runs ADK's LlmAgent; a Sequential/Parallel/LoopAgent is an "
             "agentctl workflow (see docs/workflows.md)",
         )
+        tr.unreadable = True
         return tr
     name = value.get("name")
     if isinstance(name, str) and name.strip():

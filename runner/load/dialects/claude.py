@@ -91,6 +91,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
     tr = Translation("claude", shown)
     fm = markdown.split(text, shown)
     tr.problems += fm.problems
+    tr.unreadable = bool(fm.problems)
     tr.pos = fm.pos
     value, pos = fm.value, fm.pos
     here = pos.loc

@@ -63,6 +63,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
         match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         line, col = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
         tr.problems.append(Loc(shown, line, col).problem("", f"TOML syntax error: {exc}"))
+        tr.unreadable = True
         return tr
     keys = toml_positions(text, shown)
     here = Loc(shown, 1, 1)
@@ -97,7 +98,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
     _model(tr, value, loc)
     _sandbox(tr, value.get("sandbox_mode"), loc("sandbox_mode"), project_dir(path, ".codex"))
     if "mcp_servers" in value:
-        _mcp(tr, value["mcp_servers"], loc)
+        _mcp(tr, value["mcp_servers"], loc, project_dir(path, ".codex"))
     for key, raw in value.items():
         if key not in MAPPED:
             unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
@@ -145,7 +146,9 @@ def _sandbox(tr: Translation, mode: Any, at: Loc, project: str) -> None:
     tr.put("backend", backend, at)
 
 
-def _mcp(tr: Translation, servers: Any, loc: Any) -> None:
+def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
+    """`[mcp_servers.NAME]` tables as MCP tool entries; a server starts in the project folder,
+    as Codex starts it there."""
     if not isinstance(servers, dict):
         tr.fail(loc("mcp_servers"), "mcp_servers", "expected a table of servers")
         return
@@ -156,6 +159,8 @@ def _mcp(tr: Translation, servers: Any, loc: Any) -> None:
             tr.fail(at, f"mcp_servers.{name}", "expected a table")
             continue
         entry: dict[str, Any] = {"name": agent_name(name)}
+        if "command" in server and "cwd" not in server:
+            entry["cwd"] = project
         for key in ("command", "args", "env", "url", "cwd"):
             if key in server:
                 entry[key] = server[key]

@@ -50,6 +50,8 @@ class Translation:
     """agentctl key -> why it is not an exact copy of the original (comments in converted YAML)."""
     dropped: list[str] = field(default_factory=list)
     """`key: value  (why)` of each original field that agentctl does not run."""
+    unreadable: bool = False
+    """The file does not parse (its syntax error is in `problems`): nothing to validate."""
 
     def __post_init__(self) -> None:
         if self.pos is None:

@@ -107,6 +107,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
     tr = Translation("copilot", shown)
     fm = markdown.split(text, shown)
     tr.problems += fm.problems
+    tr.unreadable = bool(fm.problems)
     tr.pos = fm.pos
     value, pos = fm.value, fm.pos
     here = pos.loc
@@ -188,7 +189,7 @@ def write(spec: Any, losses: list[str]) -> str:
         if "ask_user" in tools:
             losses.append("ask_user: Copilot has no tool to ask the user a question")
         names = dedupe(WRITE_BACK[t] for t in tools if t in WRITE_BACK)
-        fields.append(("tools", "[" + ", ".join(markdown.scalar(n) for n in names) + "]"))
+        fields.append(("tools", "[" + ", ".join(f"'{n}'" for n in names) + "]"))
     if spec.model is not None:
         ids = [spec.model.id, *(f.id for f in spec.model.fallbacks)]
         shown = [markdown.scalar(copilot_model_name(i)) for i in ids]

@@ -4,6 +4,7 @@ end, so nothing is lost without a word."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -67,7 +68,7 @@ def _escape(value: Any) -> Any:
 
 def write(tr: Translation, *, out_dir: Path, source_dir: Path) -> str:
     assert tr.value is not None
-    value = dict(tr.value)
+    value = copy.deepcopy(tr.value)
     comments = {k: list(v) for k, v in tr.comments.items()}
     backend = value.get("backend")
     if isinstance(backend, dict) and isinstance(backend.get("root_dir"), str):
@@ -75,6 +76,10 @@ def write(tr: Translation, *, out_dir: Path, source_dir: Path) -> str:
             **backend,
             "root_dir": _rebase(backend["root_dir"], source_dir, out_dir),
         }
+    for entry in value.get("tools") or []:
+        server = entry.get("mcp") if isinstance(entry, dict) else None
+        if isinstance(server, dict) and isinstance(server.get("cwd"), str):
+            server["cwd"] = _rebase(server["cwd"], source_dir, out_dir)
     for entry in value.get("subagents") or []:
         if isinstance(entry, dict) and isinstance(entry.get("ref"), str):
             entry["ref"] = _rebase(entry["ref"], source_dir, out_dir)
@@ -106,4 +111,7 @@ def _rebase(relative: str, source_dir: Path, out_dir: Path) -> str:
     if os.path.isabs(relative):
         return relative
     target = os.path.normpath(source_dir.resolve() / relative)
-    return os.path.relpath(target, out_dir.resolve())
+    base = out_dir.resolve()
+    if os.path.commonpath([target, base]) == os.path.sep:
+        return target  # nothing in common but the root: the absolute path reads better
+    return os.path.relpath(target, base)
