@@ -44,6 +44,29 @@ def test_a_claude_agent_maps_name_description_tools_model_and_prompt() -> None:
     assert spec.prompt is not None
     assert spec.prompt.startswith("You review code changes in this repository.\n\n1. Read")
     assert spec.prompt.endswith("Do not edit files.")
+    # Claude Code asks before a command (its default permission mode): so does agentctl
+    assert spec.interrupt_on == {"execute": True}
+
+
+@pytest.mark.parametrize(
+    ("mode", "tools", "approvals"),
+    [
+        ("", "", {"execute", "write_file", "edit_file"}),
+        ("permissionMode: acceptEdits\n", "", {"execute"}),
+        ("permissionMode: bypassPermissions\n", "", set()),
+        ("", "tools: Read, Edit\n", {"edit_file"}),
+        ("permissionMode: plan\n", "", set()),
+    ],
+)
+def test_the_permission_mode_is_which_tools_wait_for_an_approval(
+    tmp_path: Path, mode: str, tools: str, approvals: set[str]
+) -> None:
+    agent = tmp_path / "a.md"
+    agent.write_text(f"---\nname: a\ndescription: d\n{mode}{tools}---\nHi.\n")
+    spec = load_spec(agent)
+    assert set(spec.interrupt_on) == approvals
+    if "plan" in mode:
+        assert spec.filesystem.tools == ["ls", "read_file", "glob", "grep"]
 
 
 def test_claude_tool_names_are_located_warnings_naming_the_agentctl_tool() -> None:
@@ -57,9 +80,8 @@ def test_claude_tool_names_are_located_warnings_naming_the_agentctl_tool() -> No
         "equivalent; an MCP server's tools are an agentctl `tools: [{mcp: {name: ..., command: "
         "...}}]` entry (left out)",
         f"{shown}:4:58: tools[4]: Claude Code tool 'TodoWrite' runs as agentctl's `write_todos`",
+        f"{shown}:6:17: permissionMode: plan runs with the tools that change nothing",
         f"{shown}:8:1: maxTurns: runs as `limits.model_calls` (model calls, not turns)",
-        f"{shown}:6:1: permissionMode: not run by agentctl: agentctl asks for approvals per tool "
-        "with `interrupt_on`",
         f"{shown}:7:1: color: not run by agentctl: a display color of Claude Code",
     ]
 
@@ -167,6 +189,7 @@ def test_a_codex_agent_maps_instructions_model_and_effort() -> None:
     assert spec.model.params == {"reasoning_effort": "high"}
     assert spec.prompt is not None and spec.prompt.startswith("Run the failing test")
     assert isinstance(spec.backend, LocalShellBackendSpec)  # workspace-write, Codex's default
+    assert spec.interrupt_on == {"execute": True}  # approval_policy = "untrusted"
     assert spec.load_warnings == []
 
 
@@ -188,9 +211,8 @@ def test_a_read_only_codex_agent_gets_read_only_tools_and_its_mcp_server() -> No
         f"{shown}:15:1: mcp_servers.docs.startup_timeout_sec: not run by agentctl: an MCP server "
         "setting agentctl does not have",
         f"{shown}:5:1: nickname_candidates: not run by agentctl: display names of Codex",
-        f"{shown}:6:1: approval_policy: not run by agentctl: agentctl asks for approvals per "
-        "tool with `interrupt_on`",
     ]
+    assert spec.interrupt_on == {}  # approval_policy = "never": agentctl's default
 
 
 def test_a_toml_syntax_error_is_located(tmp_path: Path) -> None:
@@ -256,6 +278,7 @@ MAPPED = {
     "model_reasoning_effort",
     "sandbox_mode",
     "mcp_servers",
+    "approval_policy",
     "agent_class",
     "instruction",
     "sub_agents",

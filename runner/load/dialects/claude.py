@@ -72,7 +72,6 @@ NO_EQUIVALENT = {
 }
 
 UNMAPPED = {
-    "permissionMode": "agentctl asks for approvals per tool with `interrupt_on`",
     "disallowedTools": "",
     "skills": "agentctl reads skills from folders (`skills: [./skills]`)",
     "hooks": "agentctl has no hooks; use `middleware:`",
@@ -127,6 +126,8 @@ def read(path: Path, text: str, shown: str) -> Translation:
             tr.comment("filesystem", f"from tools: {', '.join(names)} in the original")
     if "disallowedTools" in value:
         tools = _disallowed(tr, value["disallowedTools"], vloc("disallowedTools"), tools)
+    mode = value.get("permissionMode", "default")
+    tools = _permission_mode(tr, mode, vloc("permissionMode"), tools)
     if tools is not None:
         tool_settings(tr, tools, vloc("tools") if "tools" in value else here, subagents=False)
     project_backend(tr, tools, here, project_dir(path, ".claude"))
@@ -138,7 +139,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
         )
         tr.comment("limits", "maxTurns in the original: agentctl counts model calls")
     for key, raw in value.items():
-        if key in MAPPED or key in ("disallowedTools", "maxTurns"):
+        if key in MAPPED or key in ("disallowedTools", "maxTurns", "permissionMode"):
             continue
         unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
     tr.put("prompt", fm.body, Loc(shown, fm.body_line, 1))
@@ -186,6 +187,41 @@ def read_model(tr: Translation, raw: Any, at: Loc, given: bool) -> None:
     tr.put("model", model_id(name), at)
 
 
+ASKS_FIRST = {
+    "default": ("execute", "write_file", "edit_file"),
+    "acceptEdits": ("execute",),
+    "bypassPermissions": (),
+}
+"""Claude Code permission mode -> the agentctl tools that wait for an approval (Claude Code
+asks before a command or a file edit, unless the mode says otherwise)."""
+
+CHANGES = ("execute", "write_file", "edit_file")
+
+
+def _permission_mode(
+    tr: Translation, mode: Any, at: Loc, tools: list[str] | None
+) -> list[str] | None:
+    """Approvals (`interrupt_on`) for what the mode asks about; `plan` keeps the read-only
+    tools. Returns the agent's tools."""
+    present = [*FILE_TOOLS, "write_todos", "task"] if tools is None else tools
+    if mode == "plan":
+        tr.comment("filesystem", "permissionMode: plan in the original: no commands or edits")
+        tr.warn(at, "permissionMode", "plan runs with the tools that change nothing")
+        return [t for t in present if t not in CHANGES]
+    if mode not in ASKS_FIRST:
+        choices = ", ".join([*ASKS_FIRST, "plan"])
+        tr.drop(at, "permissionMode", mode, f"agentctl knows the modes {choices}")
+        return tools
+    asked = [t for t in ASKS_FIRST[mode] if t in present]
+    if asked:
+        tr.put("interrupt_on", {t: True for t in asked}, at)
+        tr.comment(
+            "interrupt_on",
+            f"Claude Code asks before these ({mode} permission mode); agentctl asks at each call",
+        )
+    return tools
+
+
 def _disallowed(tr: Translation, raw: Any, at: Loc, tools: list[str] | None) -> list[str] | None:
     names = split_tools(raw)
     if names is None:
@@ -211,7 +247,26 @@ def write(spec: Any, losses: list[str]) -> str:
         fields.append(("tools", ", ".join(dedupe(WRITE_BACK[t] for t in tools))))
     if spec.model is not None:
         fields.append(("model", markdown.scalar(claude_model(spec.model.id))))
+    mode = _mode_of(spec, tools, losses)
+    if mode != "default":
+        fields.append(("permissionMode", mode))
     return markdown.write(fields, spec.prompt or "")
+
+
+def _mode_of(spec: Any, tools: list[str] | None, losses: list[str]) -> str:
+    """The permission mode whose approvals are the agent's `interrupt_on` (`default` when none
+    matches, with a loss)."""
+    present = [*FILE_TOOLS, "write_todos", "task"] if tools is None else tools
+    asked = set(spec.interrupt_on)
+    plain = all(setting is True for setting in spec.interrupt_on.values())
+    for mode, tools_asked in ASKS_FIRST.items():
+        if plain and asked == {t for t in tools_asked if t in present}:
+            return mode
+    losses.append(
+        f"interrupt_on ({', '.join(sorted(asked))}): Claude Code chooses approvals by permission "
+        "mode and none matches; the default mode is written (it asks before commands and edits)"
+    )
+    return "default"
 
 
 def claude_model(model_id_: str) -> str:

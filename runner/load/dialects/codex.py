@@ -27,7 +27,6 @@ LABEL = "Codex"
 
 UNMAPPED = {
     "nickname_candidates": "display names of Codex",
-    "approval_policy": "agentctl asks for approvals per tool with `interrupt_on`",
     "web_search": "agentctl has no built-in web tool: add an MCP server or an `http:` tool",
     "skills": "agentctl reads skills from folders (`skills: [./skills]`)",
     "model_provider": "the provider is the prefix of agentctl's model id",
@@ -48,6 +47,7 @@ MAPPED = (
     "model_reasoning_effort",
     "sandbox_mode",
     "mcp_servers",
+    "approval_policy",
 )
 
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
@@ -97,6 +97,8 @@ def read(path: Path, text: str, shown: str) -> Translation:
         )
     _model(tr, value, loc)
     _sandbox(tr, value.get("sandbox_mode"), loc("sandbox_mode"), project_dir(path, ".codex"))
+    if "approval_policy" in value:
+        _approvals(tr, value["approval_policy"], loc("approval_policy"))
     if "mcp_servers" in value:
         _mcp(tr, value["mcp_servers"], loc, project_dir(path, ".codex"))
     for key, raw in value.items():
@@ -125,6 +127,23 @@ def _model(tr: Translation, value: dict[str, Any], loc: Any) -> None:
         return
     tr.put("model", {"id": model_id(model), "params": {"reasoning_effort": effort}}, loc("model"))
     tr.comment("model", "params.reasoning_effort is model_reasoning_effort in the original")
+
+
+APPROVAL_POLICIES = ("untrusted", "on-request", "on-failure", "never")
+
+
+def _approvals(tr: Translation, policy: Any, at: Loc) -> None:
+    """`never` is agentctl's default; the others ask before commands, here before each one."""
+    if policy not in APPROVAL_POLICIES:
+        tr.drop(at, "approval_policy", policy, f"expected one of {', '.join(APPROVAL_POLICIES)}")
+        return
+    backend = tr.value.get("backend") if tr.value is not None else None
+    if policy == "never" or not (isinstance(backend, dict) and backend["kind"] == "local_shell"):
+        return
+    tr.put("interrupt_on", {"execute": True}, at)
+    tr.comment("interrupt_on", f"approval_policy = {policy!r} in the original")
+    if policy != "untrusted":
+        tr.warn(at, "approval_policy", f"{policy} runs as an approval before every command")
 
 
 def _sandbox(tr: Translation, mode: Any, at: Loc, project: str) -> None:
@@ -242,6 +261,12 @@ def write(spec: Any, losses: list[str]) -> str:
     mode = _sandbox_mode(spec, losses)
     if mode is not None:
         lines.append(f"sandbox_mode = {_toml(mode)}")
+    if spec.interrupt_on:
+        if set(spec.interrupt_on) == {"execute"}:
+            lines.append('approval_policy = "untrusted"')
+        else:
+            names = ", ".join(sorted(spec.interrupt_on))
+            losses.append(f"interrupt_on ({names}): Codex asks before commands, not per tool")
     prompt = (spec.prompt or "").rstrip("\n")
     if '"""' in prompt or "\\" in prompt:
         lines.append(f"developer_instructions = {_toml(prompt)}")

@@ -53,6 +53,7 @@ _EXPRESSIBLE = {
         "ask_user",
         "backend",
         "version",
+        "interrupt_on",
     },
     "copilot": {
         "name",
@@ -66,6 +67,7 @@ _EXPRESSIBLE = {
         "version",
     },
     "codex": {
+        "interrupt_on",
         "name",
         "description",
         "prompt",
