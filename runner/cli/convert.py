@@ -39,6 +39,7 @@ def convert(file: str, target: str, output: str | None) -> int:
     if out is None:
         click.echo(result.text, nl=False)
     else:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(result.text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
     return 0

@@ -225,10 +225,10 @@ class _Loader:
         if dialect is not None:
             return self._translated(read_markdown_or_toml(dialect, path, text, shown))
         doc = read_yaml(text, shown, self.env)
-        if not doc.problems and _is_adk(path, doc.value):
-            from runner.load.dialects.adk import read as read_adk
+        if _is_adk(path, doc.value):  # `${...}` is text there, not a variable
+            from runner.load.dialects.adk import read_text as read_adk
 
-            return self._translated(read_adk(path, doc.value, doc.pos, shown))
+            return self._translated(read_adk(path, text, shown))
         self.problems.extend(doc.problems)
         self.unreadable.update((shown, format_path(p)) for p in doc.failed_paths)
         if doc.problems and doc.value is None:

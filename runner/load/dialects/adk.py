@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from runner.load.dialects.claude import unknown_field
-from runner.load.dialects.common import Translation, agent_name, bare_model, model_id
+from runner.load.dialects.common import (
+    Translation,
+    agent_name,
+    bare_model,
+    model_id,
+    path_from,
+)
 from runner.load.source import Loc, Pos
 
 LABEL = "ADK"
@@ -71,6 +77,19 @@ def is_adk(path: Path, value: Any) -> bool:
     if path.name in ("root_agent.yaml", "root_agent.yml") or "agent_class" in value:
         return True
     return "instruction" in value and not {"prompt", "system_prompt", "version"} & value.keys()
+
+
+def read_text(path: Path, text: str, shown: str) -> Translation:
+    """An ADK file's text read as YAML in which `${...}` is text, then translated."""
+    from runner.load.source import read_yaml
+
+    doc = read_yaml(text.replace("${", "$${"), shown, env={})
+    if doc.problems or not isinstance(doc.value, dict):
+        tr = Translation("adk", shown, problems=list(doc.problems), unreadable=True)
+        if not doc.problems:
+            tr.fail(doc.pos.loc, "", "expected a mapping of ADK agent fields")
+        return tr
+    return read(path, doc.value, doc.pos, shown)
 
 
 def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation:
@@ -265,15 +284,19 @@ def write(spec: Any, losses: list[str], out: Path | None) -> str:
     if tools:
         doc["tools"] = tools
     subs = []
-    for sub in spec.subagents:
-        if isinstance(sub, RefSubagent):
+    for index, sub in enumerate(spec.subagents):
+        if isinstance(sub, RefSubagent) and _is_adk_file(Path(sub.ref)):
+            subs.append({"config_path": _relative(Path(sub.ref), out)})
+        elif isinstance(sub, RefSubagent):
             ref = Path(sub.ref)
-            target = ref.with_suffix(".yaml").name
+            target = ref.name.split(".")[0] + ".yaml"
             subs.append({"config_path": target})
             losses.append(
-                f"subagents: {ref.name} is referenced as {target}; convert it too "
-                f"(agentctl convert {ref.name} --to adk -o {target})"
+                f"subagents[{index}]: {ref.name} is not an ADK file; written as {target}: "
+                f"convert it too (agentctl convert {ref.name} --to adk -o {target})"
             )
+        else:
+            losses.append(f"subagents[{index}]: ADK sub_agents are config files (config_path)")
     if subs:
         doc["sub_agents"] = subs
     params = spec.model.params if spec.model is not None else {}
@@ -285,3 +308,18 @@ def write(spec: Any, losses: list[str], out: Path | None) -> str:
     from runner.load.dialects.yaml_out import dump
 
     return dump(doc)
+
+
+def _is_adk_file(path: Path) -> bool:
+    import yaml
+
+    if path.suffix not in (".yaml", ".yml"):
+        return False
+    try:
+        return is_adk(path, yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+
+
+def _relative(path: Path, out: Path | None) -> str:
+    return path_from(path, out.parent if out is not None else Path.cwd())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem
@@ -298,7 +299,10 @@ def model_id(name: str) -> str:
 
 
 def bare_model(model_id_: str) -> str:
-    """A model id without its provider, as tools that take a bare name write it."""
+    """A model id without its provider, as tools that take a bare name write it (a `replay:`
+    cassette keeps its prefix: it is no model of a provider)."""
+    if model_id_.startswith("replay:"):
+        return model_id_
     return model_id_.partition(":")[2] or model_id_
 
 
@@ -308,3 +312,14 @@ def dedupe(names: Iterable[str]) -> list[str]:
         if name not in out:
             out.append(name)
     return out
+
+
+def path_from(target: Path, base: Path) -> str:
+    """`target` as a path relative to the folder `base`, or absolute when they share nothing but
+    the root (a path climbing to / reads worse than the absolute one)."""
+    import os
+
+    target, base = target.resolve(), base.resolve()
+    if os.path.commonpath([target, base]) == os.path.sep:
+        return str(target)
+    return os.path.relpath(target, base)

@@ -34,7 +34,7 @@ def export(spec: AgentSpec, target: str, *, out: Path | None = None) -> Export:
     elif target == "adk":
         text = adk.write(spec, losses, out)
     elif target == "python":
-        text = python_out.write(spec, losses)
+        text = python_out.write(spec, losses, out)
     else:
         raise ValueError(f"unknown target {target!r}")
     return Export(text, losses)
@@ -175,6 +175,8 @@ def _losses(spec: AgentSpec, target: str) -> list[str]:
         losses.append(
             f"model: Claude Code runs Anthropic models; {spec.model.id} is kept as written"
         )
+    if spec.model is not None and spec.model.id.startswith("replay:"):
+        losses.append(f"model: {target} cannot play an agentctl cassette; the id is kept as is")
     if target in ("claude", "copilot", "adk") and spec.model is not None:
         if spec.model.params and target != "adk":
             losses.append(f"model.params: {target} takes a model name only")
@@ -229,7 +231,7 @@ def translation_of(path: Path) -> Translation | None:
     """The translation of a dialect file (None for an agentctl YAML file)."""
     from runner.errors import display_path
     from runner.load.dialects.adk import is_adk
-    from runner.load.dialects.adk import read as read_adk
+    from runner.load.dialects.adk import read_text as read_adk
     from runner.load.source import read_source, read_yaml
 
     text = read_source(path)
@@ -239,7 +241,7 @@ def translation_of(path: Path) -> Translation | None:
         return read_markdown_or_toml(dialect, path, text, shown)
     doc = read_yaml(text, shown, env={})
     if is_adk(path, doc.value):
-        return read_adk(path, doc.value, doc.pos, shown)
+        return read_adk(path, text, shown)
     return None
 
 

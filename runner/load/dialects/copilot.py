@@ -18,6 +18,7 @@ from runner.load.dialects.common import (
     WEB_HINT,
     Translation,
     agent_name,
+    bare_model,
     dedupe,
     item_locs,
     map_tools,
@@ -169,6 +170,8 @@ def _model(tr: Translation, raw: Any, child: Any, at: Loc) -> None:
 
 def copilot_model_id(name: str) -> str:
     plain = name.strip()
+    if ":" in plain:  # already provider:model (or an agentctl cassette)
+        return plain
     key = plain.lower().removesuffix("(copilot)").strip()
     if key in MODELS:
         return MODELS[key]
@@ -203,4 +206,4 @@ def copilot_model_name(model_id_: str) -> str:
             return " ".join(
                 w.capitalize() if not w.startswith("gpt") else w.upper() for w in name.split()
             )
-    return model_id_.partition(":")[2] or model_id_
+    return bare_model(model_id_)

@@ -6,10 +6,14 @@ argument for (budgets, retries, MCP servers, the shell) is a loss.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from runner.load.dialects.common import path_from
 
-def write(spec: Any, losses: list[str]) -> str:
+
+def write(spec: Any, losses: list[str], out: Path | None = None) -> str:
+    """The script; paths are relative to it when `out` says where it goes."""
     from runner.spec import (
         FilesystemBackendSpec,
         ImportTool,
@@ -18,7 +22,7 @@ def write(spec: Any, losses: list[str]) -> str:
         RefSubagent,
     )
 
-    imports = ["from deepagents import create_deep_agent"]
+    imports = ["from pathlib import Path", "", "from deepagents import create_deep_agent"]
     lines: list[str] = []
     tools: list[str] = []
     for index, entry in enumerate(spec.tools):
@@ -31,7 +35,15 @@ def write(spec: Any, losses: list[str]) -> str:
             losses.append(
                 f"tools[{index}]: only `import:` tools of a package become Python imports"
             )
-    args = [f"    model={_model(spec)!r},"] if spec.model is not None else []
+    args: list[str] = []
+    if spec.model is not None and (spec.model.params or spec.model.fallbacks):
+        imports.append("from langchain.chat_models import init_chat_model")
+        params = "".join(f", {k}={v!r}" for k, v in spec.model.params.items())
+        args.append(f"    model=init_chat_model({spec.model.id!r}{params}),")
+        if spec.model.fallbacks:
+            losses.append("model.fallbacks: the script uses the first model only")
+    elif spec.model is not None:
+        args.append(f"    model={spec.model.id!r},")
     if tools:
         args.append(f"    tools=[{', '.join(tools)}],")
     args.append("    system_prompt=SYSTEM_PROMPT,")
@@ -59,17 +71,31 @@ def write(spec: Any, losses: list[str]) -> str:
             for name, setting in spec.interrupt_on.items()
         }
         args.append(f"    interrupt_on={approvals!r},")
+        # an approval pauses the run: its state must be kept to resume it
+        imports.append("from langgraph.checkpoint.memory import InMemorySaver")
+        args.append("    checkpointer=InMemorySaver(),")
     if spec.response_format is not None:
         args.append(f"    response_format={spec.response_format!r},")
     backend = spec.backend
     if isinstance(backend, FilesystemBackendSpec | LocalShellBackendSpec):
-        imports.append("from deepagents.backends import FilesystemBackend")
-        args.append(
-            f"    backend=FilesystemBackend(root_dir={backend.root_dir!r}, "
-            f"virtual_mode={backend.virtual_mode!r}),"
-        )
+        root = path_from(Path(backend.root_dir), out.parent if out is not None else Path.cwd())
+        root_expr = root if Path(root).is_absolute() else f"HERE / {root!r}"
+        root_expr = repr(root) if Path(root).is_absolute() else root_expr
         if isinstance(backend, LocalShellBackendSpec):
-            losses.append("backend: the script's FilesystemBackend has no shell (`execute`)")
+            imports.append("from deepagents.backends import LocalShellBackend")
+            args.append(
+                f"    backend=LocalShellBackend(root_dir={root_expr}, "
+                f"virtual_mode={backend.virtual_mode!r}, timeout={int(backend.timeout)!r}),"
+            )
+            losses.append(
+                "backend: deepagents' LocalShellBackend runs commands on the host, in no sandbox"
+            )
+        else:
+            imports.append("from deepagents.backends import FilesystemBackend")
+            args.append(
+                f"    backend=FilesystemBackend(root_dir={root_expr}, "
+                f"virtual_mode={backend.virtual_mode!r}),"
+            )
     elif backend is not None:
         losses.append(f"backend: {getattr(backend, 'kind', 'custom')} is not written to the script")
     if spec.filesystem.tools is not None or not spec.todos:
@@ -89,6 +115,7 @@ def write(spec: Any, losses: list[str]) -> str:
         "",
         *imports,
         "",
+        "HERE = Path(__file__).resolve().parent",
         f"SYSTEM_PROMPT = {spec.prompt or ''!r}",
         "",
         "agent = create_deep_agent(",
@@ -99,14 +126,14 @@ def write(spec: Any, losses: list[str]) -> str:
         "    import sys",
         "",
         '    message = " ".join(sys.argv[1:]) or input("> ")',
-        '    result = agent.invoke({"messages": [{"role": "user", "content": message}]})',
-        '    print(result["messages"][-1].content)',
+        '    config = {"configurable": {"thread_id": "main"}}',
+        '    result = agent.invoke({"messages": [{"role": "user", "content": message}]}, config)',
+        '    if result.get("__interrupt__"):',
+        '        print("waiting for an approval:", result["__interrupt__"][0].value)',
+        "    else:",
+        '        print(result["messages"][-1].content)',
     ]
     return "\n".join(lines) + "\n"
-
-
-def _model(spec: Any) -> str:
-    return str(spec.model.id)
 
 
 def _subagent(name: str, description: str, prompt: Any, model: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from runner.load.dialects.common import Translation
+from runner.load.dialects.common import Translation, path_from
 
 ORDER = (
     "name",
@@ -110,8 +110,4 @@ def write(tr: Translation, *, out_dir: Path, source_dir: Path) -> str:
 def _rebase(relative: str, source_dir: Path, out_dir: Path) -> str:
     if os.path.isabs(relative):
         return relative
-    target = os.path.normpath(source_dir.resolve() / relative)
-    base = out_dir.resolve()
-    if os.path.commonpath([target, base]) == os.path.sep:
-        return target  # nothing in common but the root: the absolute path reads better
-    return os.path.relpath(target, base)
+    return path_from(Path(os.path.normpath(source_dir.resolve() / relative)), out_dir)
