@@ -21,6 +21,7 @@ CLAUDE = DATA / ".claude" / "agents"
 COPILOT = DATA / ".github" / "agents"
 CODEX = DATA / ".codex" / "agents"
 ADK = DATA / "adk"
+TEAM = DATA / "adk_team"
 
 
 def warnings_of(path: Path) -> list[str]:
@@ -247,6 +248,45 @@ def test_an_adk_agent_maps_instruction_tools_config_and_sub_agents() -> None:
     ]
 
 
+def test_an_adk_agent_tool_is_a_subagent_and_a_litellm_model_its_model() -> None:
+    shown = "tests/data/dialects/adk_team/root_agent.yaml"
+    spec = load_spec(TEAM / "root_agent.yaml")
+    assert spec.name == "coordinator"
+    assert spec.model is not None and spec.model.id == "openai:gpt-4o"
+    (sub,) = spec.subagents
+    assert sub._spec is not None and sub._spec.name == "researcher"  # type: ignore[union-attr]
+    assert [str(w) for w in spec.load_warnings] == [
+        f"{shown}:3:7: name: 'Coordinator' is not an agentctl name; runs as 'coordinator'",
+        f"{shown}:5:1: model_code: LiteLlm model 'openai/gpt-4o' runs as 'openai:gpt-4o'",
+        f"{shown}:10:14: instruction: ADK fills {{name}} from session state; agentctl leaves it "
+        "as written",
+        f"{shown}:12:5: tools[0]: AgentTool 'researcher.yaml' runs as a subagent, called with "
+        "agentctl's `task` tool",
+        f"{shown}:16:7: tools[0].args.skip_summarization: not run by agentctl: an AgentTool "
+        "setting agentctl does not have",
+        f"{shown}:17:1: disallow_transfer_to_parent: not run by agentctl: agentctl subagents "
+        "always return to the agent that called",
+    ]
+
+
+def test_files_that_are_no_agents_of_those_tools_say_so(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nNo front matter here.\n")
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[project]\nname = "x"\n')
+    found = []
+    for path in (notes, config):
+        with pytest.raises(SpecError) as caught:
+            load_spec(path)
+        found += [str(p) for p in caught.value.problems]
+    assert found == [
+        f"{notes}:1:1: a Claude Code agent starts with YAML front matter between '---' lines "
+        "(name:, description:, tools:, model:), then the prompt",
+        f"{config}:1:1: developer_instructions: missing: a Codex agent file has "
+        "`developer_instructions` (the agent's prompt), with `name` and `description`",
+    ]
+
+
 def test_a_workflow_agent_class_is_a_located_problem(tmp_path: Path) -> None:
     agent = tmp_path / "root_agent.yaml"
     agent.write_text("agent_class: SequentialAgent\nname: steps\nsub_agents: []\n")
@@ -289,7 +329,13 @@ MAPPED = {
 
 @pytest.mark.parametrize(
     "path",
-    [*CLAUDE.glob("*.md"), *COPILOT.glob("*.md"), *CODEX.glob("*.toml"), *ADK.glob("*.yaml")],
+    [
+        *CLAUDE.glob("*.md"),
+        *COPILOT.glob("*.md"),
+        *CODEX.glob("*.toml"),
+        *ADK.glob("*.yaml"),
+        *TEAM.glob("*.yaml"),
+    ],
     ids=lambda p: p.name,
 )
 def test_every_field_agentctl_does_not_map_is_a_warning(path: Path) -> None:

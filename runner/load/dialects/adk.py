@@ -41,7 +41,6 @@ UNMAPPED = {
     "after_model_callbacks": "agentctl has no callbacks; use `middleware:`",
     "before_tool_callbacks": "agentctl has no callbacks; use `middleware:`",
     "after_tool_callbacks": "agentctl has no callbacks; use `middleware:`",
-    "model_code": "a model built by code",
 }
 
 MAPPED = (
@@ -53,6 +52,7 @@ MAPPED = (
     "tools",
     "sub_agents",
     "generate_content_config",
+    "model_code",
 )
 
 BUILT_IN = {
@@ -129,6 +129,8 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
             tr.put("model", model_id(value["model"]), vloc("model"))
         else:
             tr.fail(vloc("model"), "model", "expected a model name")
+    elif "model_code" in value:
+        _model_code(tr, value["model_code"], loc("model_code"))
     if "instruction" in value:
         instruction = value["instruction"]
         child = pos.children.get("instruction")
@@ -141,6 +143,7 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
                 "instruction",
                 "ADK fills {name} from session state; agentctl leaves it as written",
             )
+            tr.comment("prompt", "ADK fills {name} from session state; here it is text")
     if "generate_content_config" in value:
         _content_config(tr, value["generate_content_config"], loc, vloc)
     # An ADK agent has only the tools it lists: no file tools, todos or general-purpose helper.
@@ -148,12 +151,39 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
     tr.put("todos", False, here)
     tr.put("general_purpose_agent", False, here)
     tr.comment("filesystem", "an ADK agent has no file tools, only those in `tools`")
-    _tools(tr, value.get("tools"), pos.children.get("tools"), vloc("tools"))
-    _sub_agents(tr, value.get("sub_agents"), pos.children.get("sub_agents"), vloc("sub_agents"))
+    agent_tools = _tools(tr, value.get("tools"), pos.children.get("tools"), vloc("tools"))
+    _sub_agents(
+        tr,
+        value.get("sub_agents"),
+        pos.children.get("sub_agents"),
+        vloc("sub_agents"),
+        agent_tools,
+    )
     for key, raw in value.items():
         if key not in MAPPED:
             unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
     return tr
+
+
+def _model_code(tr: Translation, raw: Any, at: Loc) -> None:
+    """`model_code: {name: ...LiteLlm, args: [{name: model, value: openai/gpt-4o}]}`: the model
+    it names, as agentctl's `provider:model`."""
+    name = raw.get("name") if isinstance(raw, dict) else None
+    args = raw.get("args") if isinstance(raw, dict) else None
+    model = None
+    if isinstance(args, list):
+        model = next(
+            (a.get("value") for a in args if isinstance(a, dict) and a.get("name") == "model"),
+            None,
+        )
+    elif isinstance(args, dict):
+        model = args.get("model")
+    if isinstance(name, str) and name.endswith("LiteLlm") and isinstance(model, str):
+        tr.put("model", model_id(model), at)
+        tr.warn(at, "model_code", f"LiteLlm model {model!r} runs as {model_id(model)!r}")
+        tr.comment("model", f"model_code (LiteLlm {model}) in the original")
+        return
+    tr.drop(at, "model_code", raw, "a model built by code agentctl does not run")
 
 
 def _content_config(tr: Translation, raw: Any, loc: Any, vloc: Any) -> None:
@@ -186,12 +216,15 @@ def _content_config(tr: Translation, raw: Any, loc: Any, vloc: Any) -> None:
     tr.comment("model", "params are generate_content_config in the original")
 
 
-def _tools(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> None:
+def _tools(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> list[tuple[str, Loc]]:
+    """The `tools:` of code as `import:` tools; returns the agents of `AgentTool` entries
+    (config paths), which run as subagents."""
+    agents: list[tuple[str, Loc]] = []
     if raw is None:
-        return
+        return agents
     if not isinstance(raw, list):
         tr.fail(at, "tools", "expected a list of tools")
-        return
+        return agents
     entries: list[Any] = []
     locs: list[Loc] = []
     for index, item in enumerate(raw):
@@ -199,6 +232,27 @@ def _tools(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> None:
         name = item.get("name") if isinstance(item, dict) else item
         if not isinstance(name, str):
             tr.fail(item_at, f"tools[{index}]", "expected `name:` of a tool")
+            continue
+        agent = _agent_tool(item) if name == "AgentTool" else None
+        if agent is not None:
+            agents.append((agent, item_at))
+            tr.comment("subagents", f"AgentTool {agent} in the original")
+            tr.warn(
+                item_at,
+                f"tools[{index}]",
+                f"AgentTool {agent!r} runs as a subagent, called with agentctl's `task` tool",
+            )
+            item_pos = pos.children.get(index) if pos is not None else None
+            args_pos = item_pos.children.get("args") if item_pos is not None else None
+            for key, extra in item["args"].items():
+                if key != "agent":
+                    key_at = args_pos.key_locs.get(key, item_at) if args_pos else item_at
+                    tr.drop(
+                        key_at,
+                        f"tools[{index}].args.{key}",
+                        extra,
+                        "an AgentTool setting agentctl does not have",
+                    )
             continue
         if name in BUILT_IN:
             tr.warn(
@@ -228,17 +282,26 @@ def _tools(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> None:
         locs.append(item_at)
     if entries:
         tr.put("tools", entries, at, item_locs=locs)
+    return agents
 
 
-def _sub_agents(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> None:
-    if raw is None:
-        return
-    if not isinstance(raw, list):
+def _agent_tool(item: Any) -> str | None:
+    """The config path of an `AgentTool` entry (`args: {agent: {config_path: x.yaml}}`)."""
+    args = item.get("args") if isinstance(item, dict) else None
+    agent = args.get("agent") if isinstance(args, dict) else None
+    path = agent.get("config_path") if isinstance(agent, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _sub_agents(
+    tr: Translation, raw: Any, pos: Pos | None, at: Loc, agent_tools: list[tuple[str, Loc]]
+) -> None:
+    entries: list[Any] = [{"ref": path} for path, _ in agent_tools]
+    locs: list[Loc] = [loc for _, loc in agent_tools]
+    if raw is not None and not isinstance(raw, list):
         tr.fail(at, "sub_agents", "expected a list of `config_path:` entries")
-        return
-    entries: list[Any] = []
-    locs: list[Loc] = []
-    for index, item in enumerate(raw):
+        raw = None
+    for index, item in enumerate(raw or []):
         item_at = pos.children[index].loc if pos is not None and index in pos.children else at
         if isinstance(item, dict) and isinstance(item.get("config_path"), str):
             entries.append({"ref": item["config_path"]})

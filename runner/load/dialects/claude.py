@@ -91,6 +91,15 @@ def read(path: Path, text: str, shown: str) -> Translation:
     fm = markdown.split(text, shown)
     tr.problems += fm.problems
     tr.unreadable = bool(fm.problems)
+    if not fm.found:
+        tr.fail(
+            Loc(shown, 1, 1),
+            "",
+            "a Claude Code agent starts with YAML front matter between '---' lines (name:, "
+            "description:, tools:, model:), then the prompt",
+        )
+        tr.unreadable = True
+        return tr
     tr.pos = fm.pos
     value, pos = fm.value, fm.pos
     here = pos.loc

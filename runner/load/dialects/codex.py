@@ -84,7 +84,14 @@ def read(path: Path, text: str, shown: str) -> Translation:
     if "description" in value:
         tr.put("description", value["description"], loc("description"))
     prompt_key = "developer_instructions" if "developer_instructions" in value else "instructions"
-    if prompt_key in value:
+    if prompt_key not in value:
+        tr.fail(
+            here,
+            "developer_instructions",
+            "missing: a Codex agent file has `developer_instructions` (the agent's prompt), "
+            "with `name` and `description`",
+        )
+    else:
         tr.put("prompt", value[prompt_key], loc(prompt_key))
         if prompt_key == "instructions":
             tr.comment("prompt", "`instructions` in the original")

@@ -121,7 +121,9 @@ def located(value: Any, loc: Loc, item_locs: list[Loc] | None = None) -> Pos:
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = " ".join(str(text).split())
     return text if len(text) <= 60 else text[:57] + "..."
 

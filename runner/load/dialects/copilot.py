@@ -39,6 +39,8 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "powershell": ("execute",),
     "runCommands": ("execute",),
     "runInTerminal": ("execute",),
+    "runTests": ("execute",),
+    "terminal": ("execute",),
     "read": ("read_file", "ls"),
     "edit": ("edit_file", "write_file"),
     "editFiles": ("edit_file", "write_file"),

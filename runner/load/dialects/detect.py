@@ -10,8 +10,9 @@ __all__ = ["detect", "is_dialect_file", "read_markdown_or_toml"]
 
 
 def detect(path: Path, text: str) -> str | None:
-    """The dialect of a non-YAML agent file (`.md`, `.toml`), by name and content; None for
-    anything else (ADK files are YAML: `adk.is_adk` looks at their parsed content)."""
+    """The dialect of a non-YAML agent file by its name: `.toml` Codex, `*.agent.md` (or a `.md`
+    file under `.github/agents/`) Copilot, any other `.md` Claude Code; None for anything else
+    (ADK files are YAML: `adk.is_adk` looks at their parsed content)."""
     name = path.name
     if name.endswith(".toml"):
         return "codex"
@@ -22,9 +23,7 @@ def detect(path: Path, text: str) -> str | None:
         "agents",
     ):
         return "copilot"
-    if path.parent.parts[-2:] == (".claude", "agents"):
-        return "claude"
-    return "claude" if text.startswith("---") else None
+    return "claude"  # `.claude/agents/`, or any other markdown file named as an agent
 
 
 def read_markdown_or_toml(dialect: str, path: Path, text: str, shown: str) -> Translation:
@@ -49,5 +48,8 @@ def is_dialect_file(path: Path) -> bool:
             return False
         if path.name.endswith(".toml"):
             return "developer_instructions" in text or "instructions" in text
-        return text.startswith("---") and ("description:" in text or "name:" in text)
+        if path.name.endswith((".agent.md", ".chatmode.md")):
+            return True
+        head = text.split("\n---", 1)[0]
+        return text.startswith("---") and ("description:" in head or "name:" in head)
     return False

@@ -22,6 +22,8 @@ class FrontMatter:
     body_line: int
     """The line of the file where `body` starts."""
     problems: list[Problem]
+    found: bool = True
+    """Whether the file starts with front matter at all."""
 
 
 def split(text: str, file: str) -> FrontMatter:
@@ -32,7 +34,7 @@ def split(text: str, file: str) -> FrontMatter:
         end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
     if end is None:
         body, body_line = _trimmed(lines, 0)
-        return FrontMatter({}, Pos(Loc(file, 1, 1)), body, body_line, [])
+        return FrontMatter({}, Pos(Loc(file, 1, 1)), body, body_line, [], found=False)
     head = "\n".join(lines[1:end]).replace("${", "$${")  # text, not a variable
     doc = read_yaml(head, file, env={})
     pos = _shift(doc.pos, 1)
