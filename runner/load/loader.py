@@ -221,7 +221,7 @@ class _Loader:
             return None
         from runner.load.dialects.detect import detect, read_markdown_or_toml
 
-        dialect = detect(path, text)
+        dialect = detect(path)
         if dialect is not None:
             return self._translated(read_markdown_or_toml(dialect, path, text, shown))
         doc = read_yaml(text, shown, self.env)

@@ -182,3 +182,22 @@ def test_an_agentctl_file_to_yaml_is_refused(tmp_path: Path) -> None:
     code, _, err = cli("convert", str(AGENTS / "coder.yaml"), "--to", "yaml")
     assert code == 2
     assert "already an agentctl YAML file" in err
+
+
+def test_settings_inside_the_keys_a_target_has_are_losses_too(tmp_path: Path) -> None:
+    agent = tmp_path / "a.yaml"
+    agent.write_text(
+        "name: a\n"
+        "model: {id: 'anthropic:claude-sonnet-4-5', context_window: 100000}\n"
+        "filesystem: {tools: [read_file], tool_descriptions: {read_file: Read it.}}\n"
+        "general_purpose_agent: {description: Helps.}\n"
+        "prompt: Hi.\n"
+    )
+    code, text, err = cli("convert", str(agent), "--to", "claude")
+    assert code == 0, err
+    assert [line for line in err.splitlines() if line.startswith("loss: ")] == [
+        "loss: model.context_window: claude has no field for it",
+        "loss: filesystem.tool_descriptions: claude has no field for it",
+        "loss: general_purpose_agent.description: claude has no field for it",
+    ]
+    assert "tools: Read, TodoWrite, Task\n" in text

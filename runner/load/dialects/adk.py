@@ -343,7 +343,10 @@ def write(spec: Any, losses: list[str], out: Path | None) -> str:
             and not entry.import_.split(":", 1)[0].endswith(".py")
         ):
             module, _, attr = entry.import_.partition(":")
-            tools.append({"name": f"{module}.{attr}"})
+            tool: dict[str, Any] = {"name": f"{module}.{attr}"}
+            if entry.args:
+                tool["args"] = [{"name": k, "value": v} for k, v in entry.args.items()]
+            tools.append(tool)
     if tools:
         doc["tools"] = tools
     subs = []

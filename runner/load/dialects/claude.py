@@ -138,7 +138,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
     mode = value.get("permissionMode", "default")
     tools = _permission_mode(tr, mode, vloc("permissionMode"), tools)
     if tools is not None:
-        tool_settings(tr, tools, vloc("tools") if "tools" in value else here, subagents=False)
+        tool_settings(tr, tools, vloc("tools") if "tools" in value else here)
     project_backend(tr, tools, here, project_dir(path, ".claude"))
     tr.comment("backend", "Claude Code works in the project folder (the one holding .claude/)")
     if "maxTurns" in value and isinstance(value["maxTurns"], int) and value["maxTurns"] > 0:

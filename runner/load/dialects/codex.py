@@ -295,6 +295,13 @@ def write(spec: Any, losses: list[str]) -> str:
             lines.append(f"enabled_tools = [{', '.join(_toml(a) for a in server.include)}]")
         if server.exclude:
             lines.append(f"disabled_tools = [{', '.join(_toml(a) for a in server.exclude)}]")
+        if server.cwd:
+            lines.append(f"cwd = {_toml(server.cwd)}")
+        if server.timeout is not None:
+            lines.append(f"tool_timeout_sec = {_toml(server.timeout)}")
+        if server.headers:
+            pairs = ", ".join(f"{_toml(k)} = {_toml(v)}" for k, v in server.headers.items())
+            lines.append(f"http_headers = {{ {pairs} }}")
         if server.env:
             lines.append(
                 "env = { " + ", ".join(f"{k} = {_toml(v)}" for k, v in server.env.items()) + " }"

@@ -220,14 +220,14 @@ MCP_HINT = "an MCP server's tools are an agentctl `tools: [{mcp: {name: ..., com
 WEB_HINT = "agentctl has no built-in web tool: add an MCP server or an `http:` tool"
 
 
-def tool_settings(tr: Translation, tools: list[str], loc: Loc, *, subagents: bool) -> None:
+def tool_settings(tr: Translation, tools: list[str], loc: Loc) -> None:
     """The agentctl keys for a restricted tool list: which file tools, todos, the `task` tool
-    (kept when the agent has its own subagents)."""
+    (the general-purpose subagent: these agents have no subagents of their own)."""
     files = [t for t in tools if t in FILE_TOOLS]
     tr.put_in(("filesystem", "tools"), files, loc)
     if "write_todos" not in tools:
         tr.put("todos", False, loc)
-    if "task" not in tools and not subagents:
+    if "task" not in tools:
         tr.put("general_purpose_agent", False, loc)
     if "ask_user" in tools:
         tr.put("ask_user", True, loc)

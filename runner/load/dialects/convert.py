@@ -131,6 +131,34 @@ _WHAT = {
 }
 
 
+def _nested_losses(spec: AgentSpec, target: str) -> list[str]:
+    """Settings inside the keys a target has (`model`, `filesystem`, `general_purpose_agent`)
+    that it has no field for."""
+    from runner.spec import ImportTool, McpTool
+
+    losses = []
+    if spec.model is not None:
+        for key in sorted(spec.model.model_fields_set - {"id", "params", "fallbacks"}):
+            losses.append(f"model.{key}: {target} has no field for it")
+    for key in sorted(spec.filesystem.model_fields_set - {"tools"}):
+        losses.append(f"filesystem.{key}: {target} has no field for it")
+    for key in sorted(spec.general_purpose_agent.model_fields_set - {"enabled"}):
+        losses.append(f"general_purpose_agent.{key}: {target} has no field for it")
+    for index, entry in enumerate(spec.tools):
+        if target == "codex" and isinstance(entry, McpTool):
+            server = entry.mcp
+            unsaid = sorted(server.model_fields_set & {"transport", "prefix", "tools"})
+            losses += [f"tools[{index}].mcp.{key}: codex has no field for it" for key in unsaid]
+        elif target in ("adk", "python") and isinstance(entry, ImportTool):
+            unsaid = sorted(entry.model_fields_set & {"name", "description", "return_direct"})
+            losses += [f"tools[{index}].{key}: {target} has no field for it" for key in unsaid]
+            if entry.import_.split(":", 1)[0].endswith(".py") and target == "adk":
+                losses.append(f"tools[{index}]: ADK imports tools by module path, not a file")
+        elif target == "adk" and "tools" in spec.model_fields_set:
+            losses.append(f"tools[{index}]: ADK tools are Python functions")
+    return losses
+
+
 def _losses(spec: AgentSpec, target: str) -> list[str]:
     from runner.spec import FilesystemBackendSpec, LocalShellBackendSpec, McpTool
 
@@ -155,10 +183,14 @@ def _losses(spec: AgentSpec, target: str) -> list[str]:
             target != "python"
             and isinstance(backend, LocalShellBackendSpec)
             and (
-                backend.read_only_paths or backend.writable_paths or backend.env or backend.network
+                backend.read_only_paths
+                or backend.writable_paths
+                or backend.env
+                or (backend.network and not (target == "codex" and backend.sandbox == "none"))
             )
         ):
             losses.append(f"backend: {target} cannot express the shell's paths, env or network")
+    losses += _nested_losses(spec, target)
     if target == "codex":
         for index, entry in enumerate(spec.tools):
             if not isinstance(entry, McpTool):
@@ -236,7 +268,7 @@ def translation_of(path: Path) -> Translation | None:
 
     text = read_source(path)
     shown = display_path(path)
-    dialect = detect(path, text)
+    dialect = detect(path)
     if dialect is not None:
         return read_markdown_or_toml(dialect, path, text, shown)
     doc = read_yaml(text, shown, env={})

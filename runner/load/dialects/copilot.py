@@ -143,7 +143,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
             locs = item_locs(value["tools"], pos.children.get("tools"), vloc("tools"), text)
             tools = map_tools(tr, names, locs, TOOLS, LABEL, "tools", no_equivalent=NO_EQUIVALENT)
             tr.comment("filesystem", f"from tools: {', '.join(names)} in the original")
-            tool_settings(tr, tools, vloc("tools"), subagents=False)
+            tool_settings(tr, tools, vloc("tools"))
     project_backend(tr, tools, here, project_dir(path, ".github"))
     tr.comment("backend", "Copilot works in the repository folder (the one holding .github/)")
     for key, raw in value.items():

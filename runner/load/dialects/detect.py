@@ -9,7 +9,7 @@ from runner.load.dialects.common import Translation
 __all__ = ["detect", "is_dialect_file", "read_markdown_or_toml"]
 
 
-def detect(path: Path, text: str) -> str | None:
+def detect(path: Path) -> str | None:
     """The dialect of a non-YAML agent file by its name: `.toml` Codex, `*.agent.md` (or a `.md`
     file under `.github/agents/`) Copilot, any other `.md` Claude Code; None for anything else
     (ADK files are YAML: `adk.is_adk` looks at their parsed content)."""
@@ -34,22 +34,23 @@ def read_markdown_or_toml(dialect: str, path: Path, text: str, shown: str) -> Tr
 
 
 def is_dialect_file(path: Path) -> bool:
-    """Whether a file found in a folder is an agent of another tool (`serve`, `validate`)."""
+    """Whether a file found in a folder is an agent of another tool (`serve`, `validate`): a
+    `*.agent.md`, a `.md` file whose front matter has `name:` or `description:` (not README.md,
+    AGENTS.md, CLAUDE.md, SKILL.md), a `.toml` file with instructions."""
     from runner.load.source import read_source
 
-    if path.name.endswith((".md", ".toml")):
-        if path.name.upper() in ("README.MD", "AGENTS.MD", "CLAUDE.MD", "SKILL.MD"):
-            return False
-        try:
-            text = read_source(path)
-        except (OSError, UnicodeDecodeError, ValueError):
-            return False
-        if detect(path, text) is None:
-            return False
-        if path.name.endswith(".toml"):
-            return "developer_instructions" in text or "instructions" in text
-        if path.name.endswith((".agent.md", ".chatmode.md")):
-            return True
-        head = text.split("\n---", 1)[0]
-        return text.startswith("---") and ("description:" in head or "name:" in head)
-    return False
+    if detect(path) is None or path.name.upper() in _NOT_AGENTS:
+        return False
+    if path.name.endswith((".agent.md", ".chatmode.md")):
+        return True
+    try:
+        text = read_source(path)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    if path.name.endswith(".toml"):
+        return "instructions" in text
+    head = text.split("\n---", 1)[0]
+    return text.startswith("---") and ("description:" in head or "name:" in head)
+
+
+_NOT_AGENTS = frozenset({"README.MD", "AGENTS.MD", "CLAUDE.MD", "SKILL.MD"})
