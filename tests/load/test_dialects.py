@@ -319,6 +319,7 @@ MAPPED = {
     "sandbox_mode",
     "mcp_servers",
     "approval_policy",
+    "model_provider",
     "agent_class",
     "instruction",
     "sub_agents",
@@ -426,3 +427,20 @@ def test_validate_a_folder_of_codex_agents(tmp_path: Path) -> None:
     assert "warning: tests/data/dialects/.codex/agents/explorer.toml:5:1: nickname_candidates" in (
         err
     )
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", "Use when: x", "#tag", "yes", "a\nb", "it's", "- item", "", "ends ...", "..."]
+)
+def test_a_front_matter_value_reads_back_as_written(text: str) -> None:
+    assert yaml.safe_load("key: " + markdown.scalar(text))["key"] == text
+
+
+def test_a_codex_model_provider_is_the_model_id_prefix(tmp_path: Path) -> None:
+    agent = tmp_path / "local.toml"
+    agent.write_text(
+        'name = "local"\ndescription = "d"\nmodel = "qwen3"\nmodel_provider = "ollama"\n'
+        'developer_instructions = "Hi."\n'
+    )
+    spec = load_spec(agent)
+    assert spec.model is not None and spec.model.id == "ollama:qwen3"

@@ -268,8 +268,9 @@ def _mode_of(spec: Any, tools: list[str] | None, losses: list[str]) -> str:
     present = [*FILE_TOOLS, "write_todos", "task"] if tools is None else tools
     asked = set(spec.interrupt_on)
     plain = all(setting is True for setting in spec.interrupt_on.values())
-    for mode, tools_asked in ASKS_FIRST.items():
-        if plain and asked == {t for t in tools_asked if t in present}:
+    # `default` first (written as no field), then no approvals at all, then `acceptEdits`
+    for mode in ("default", "bypassPermissions", "acceptEdits"):
+        if plain and asked == {t for t in ASKS_FIRST[mode] if t in present}:
             return mode
     losses.append(
         f"interrupt_on ({', '.join(sorted(asked))}): Claude Code chooses approvals by permission "

@@ -19,6 +19,7 @@ from runner.load.dialects.common import (
     agent_name,
     bare_model,
     model_id,
+    path_from,
     project_dir,
 )
 from runner.load.source import Loc
@@ -29,7 +30,6 @@ UNMAPPED = {
     "nickname_candidates": "display names of Codex",
     "web_search": "agentctl has no built-in web tool: add an MCP server or an `http:` tool",
     "skills": "agentctl reads skills from folders (`skills: [./skills]`)",
-    "model_provider": "the provider is the prefix of agentctl's model id",
     "model_verbosity": "a Codex setting; set it in `model.params`",
     "model_reasoning_summary": "a Codex setting",
     "sandbox_workspace_write": "agentctl's shell sandbox keeps only root_dir writable",
@@ -48,7 +48,15 @@ MAPPED = (
     "sandbox_mode",
     "mcp_servers",
     "approval_policy",
+    "model_provider",
 )
+
+PROVIDERS = {
+    "openai": "openai",
+    "azure": "azure_openai",
+    "ollama": "ollama",
+}
+"""Codex `model_provider` ids -> agentctl providers."""
 
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 
@@ -129,10 +137,23 @@ def _model(tr: Translation, value: dict[str, Any], loc: Any) -> None:
     if not isinstance(model, str):
         tr.fail(loc("model"), "model", "expected a model name")
         return
+    full = model_id(model)
+    provider = value.get("model_provider")
+    if isinstance(provider, str) and ":" not in model:
+        known = PROVIDERS.get(provider)
+        if known is None:
+            tr.drop(
+                loc("model_provider"),
+                "model_provider",
+                provider,
+                f"a Codex provider agentctl does not know; the model runs as {full!r}",
+            )
+        else:
+            full = f"{known}:{model}"
     if effort is None:
-        tr.put("model", model_id(model), loc("model"))
+        tr.put("model", full, loc("model"))
         return
-    tr.put("model", {"id": model_id(model), "params": {"reasoning_effort": effort}}, loc("model"))
+    tr.put("model", {"id": full, "params": {"reasoning_effort": effort}}, loc("model"))
     tr.comment("model", "params.reasoning_effort is model_reasoning_effort in the original")
 
 
@@ -256,15 +277,13 @@ def toml_positions(text: str, file: str) -> dict[tuple[str, ...], Loc]:
 # --------------------------------------------------------------------------- writing
 
 
-def write(spec: Any, losses: list[str]) -> str:
+def write(spec: Any, losses: list[str], out: Path | None = None) -> str:
+    """The Codex file; paths are relative to the folder of `out` when it is given."""
     lines = [f"name = {_toml(spec.name)}"]
     if spec.description:
         lines.append(f"description = {_toml(spec.description)}")
     if spec.model is not None:
-        lines.append(f"model = {_toml(bare_model(spec.model.id))}")
-        effort = spec.model.params.get("reasoning_effort")
-        if effort is not None:
-            lines.append(f"model_reasoning_effort = {_toml(effort)}")
+        lines += _model_lines(spec.model, losses)
     mode = _sandbox_mode(spec, losses)
     if mode is not None:
         lines.append(f"sandbox_mode = {_toml(mode)}")
@@ -282,31 +301,49 @@ def write(spec: Any, losses: list[str]) -> str:
     from runner.spec import McpTool
 
     for entry in spec.tools:
-        if not isinstance(entry, McpTool):
-            continue
-        server = entry.mcp
-        lines += ["", f"[mcp_servers.{server.name}]"]
-        for key, value in (("command", server.command), ("url", server.url)):
-            if value:
-                lines.append(f"{key} = {_toml(value)}")
-        if server.args:
-            lines.append(f"args = [{', '.join(_toml(a) for a in server.args)}]")
-        if server.include:
-            lines.append(f"enabled_tools = [{', '.join(_toml(a) for a in server.include)}]")
-        if server.exclude:
-            lines.append(f"disabled_tools = [{', '.join(_toml(a) for a in server.exclude)}]")
-        if server.cwd:
-            lines.append(f"cwd = {_toml(server.cwd)}")
-        if server.timeout is not None:
-            lines.append(f"tool_timeout_sec = {_toml(server.timeout)}")
-        if server.headers:
-            pairs = ", ".join(f"{_toml(k)} = {_toml(v)}" for k, v in server.headers.items())
-            lines.append(f"http_headers = {{ {pairs} }}")
-        if server.env:
-            lines.append(
-                "env = { " + ", ".join(f"{k} = {_toml(v)}" for k, v in server.env.items()) + " }"
-            )
+        if isinstance(entry, McpTool):
+            lines += ["", *_server_lines(entry.mcp, out)]
     return "\n".join(lines) + "\n"
+
+
+def _model_lines(model: Any, losses: list[str]) -> list[str]:
+    lines = [f"model = {_toml(bare_model(model.id))}"]
+    provider = model.id.partition(":")[0]
+    named = {v: k for k, v in PROVIDERS.items()}.get(provider)
+    if named is not None and named != "openai":
+        lines.append(f"model_provider = {_toml(named)}")
+    elif named is None and provider != "replay":
+        losses.append(
+            f"model: Codex knows the providers {', '.join(PROVIDERS)}; {model.id} is written "
+            "without its provider"
+        )
+    effort = model.params.get("reasoning_effort")
+    if effort is not None:
+        lines.append(f"model_reasoning_effort = {_toml(effort)}")
+    return lines
+
+
+def _server_lines(server: Any, out: Path | None) -> list[str]:
+    """A `[mcp_servers.NAME]` table."""
+    lines = [f"[mcp_servers.{server.name}]"]
+    cwd = path_from(Path(server.cwd), out.parent) if server.cwd and out is not None else server.cwd
+    for key, value in (("command", server.command), ("url", server.url), ("cwd", cwd)):
+        if value:
+            lines.append(f"{key} = {_toml(value)}")
+    for key, values in (
+        ("args", server.args),
+        ("enabled_tools", server.include),
+        ("disabled_tools", server.exclude),
+    ):
+        if values:
+            lines.append(f"{key} = [{', '.join(_toml(a) for a in values)}]")
+    if server.timeout is not None:
+        lines.append(f"tool_timeout_sec = {_toml(server.timeout)}")
+    for key, table in (("http_headers", server.headers), ("env", server.env)):
+        if table:
+            pairs = ", ".join(f"{_toml(k)} = {_toml(v)}" for k, v in table.items())
+            lines.append(f"{key} = {{ {pairs} }}")
+    return lines
 
 
 def _sandbox_mode(spec: Any, losses: list[str]) -> str | None:

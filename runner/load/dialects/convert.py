@@ -30,7 +30,7 @@ def export(spec: AgentSpec, target: str, *, out: Path | None = None) -> Export:
     elif target == "copilot":
         text = copilot.write(spec, losses)
     elif target == "codex":
-        text = codex.write(spec, losses)
+        text = codex.write(spec, losses, out)
     elif target == "adk":
         text = adk.write(spec, losses, out)
     elif target == "python":
@@ -255,8 +255,12 @@ def convert(path: str | Path, target: str, *, out: Path | None = None) -> Conver
         text = write(tr, out_dir=out_dir, source_dir=path.parent)
         return Converted(text, list(tr.dropped), warnings)
     result = export(spec, target, out=out)
-    text = _with_loss_comments(result.text, result.losses, target)
-    return Converted(text, result.losses, warnings)
+    original = translation_of(path)
+    # what the original had that agentctl does not run is lost on the way too
+    losses = [f"{line} (in {original.file})" for line in original.dropped] if original else []
+    losses += result.losses
+    text = _with_loss_comments(result.text, losses, target)
+    return Converted(text, losses, warnings)
 
 
 def translation_of(path: Path) -> Translation | None:

@@ -77,7 +77,4 @@ def scalar(value: str) -> str:
     import yaml
 
     dumped = yaml.safe_dump(value, default_flow_style=True, width=10_000, allow_unicode=True)
-    dumped = dumped.strip()
-    if dumped.endswith("\n..."):
-        dumped = dumped[: -len("\n...")]
-    return dumped.removesuffix("...").strip()
+    return dumped.removesuffix("\n").removesuffix("\n...")
