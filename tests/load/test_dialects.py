@@ -444,3 +444,22 @@ def test_a_codex_model_provider_is_the_model_id_prefix(tmp_path: Path) -> None:
     )
     spec = load_spec(agent)
     assert spec.model is not None and spec.model.id == "ollama:qwen3"
+
+
+def test_an_agentctl_file_refs_one_as_a_subagent_and_validate_warns_there(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(DATA / ".claude", tmp_path / ".claude")
+    lead = tmp_path / "lead.yaml"
+    lead.write_text(
+        "name: lead\nmodel: anthropic:claude-sonnet-4-5\nprompt: Ask the reviewer.\n"
+        "subagents:\n  - ref: .claude/agents/reviewer.md\n"
+    )
+    spec = load_spec(lead)
+    (sub,) = spec.subagents
+    assert sub._spec is not None and sub._spec.name == "reviewer"  # type: ignore[union-attr]
+    code, out, err = _cli("validate", str(lead))
+    assert code == 0 and out == f"ok: {lead}\n"
+    assert f"warning: {tmp_path}/.claude/agents/reviewer.md:4:26: tools[3]: Claude Code tool " in (
+        err
+    )
