@@ -12,13 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.load.dialects.claude import unknown_field
 from runner.load.dialects.common import (
     Translation,
     agent_name,
     bare_model,
     model_id,
     path_from,
+    unknown_field,
 )
 from runner.load.source import Loc, Pos
 

@@ -27,6 +27,7 @@ from runner.load.dialects.common import (
     split_tools,
     tool_settings,
     tools_of,
+    unknown_field,
 )
 from runner.load.source import Loc
 
@@ -153,29 +154,6 @@ def read(path: Path, text: str, shown: str) -> Translation:
         unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
     tr.put("prompt", fm.body, Loc(shown, fm.body_line, 1))
     return tr
-
-
-def unknown_field(
-    tr: Translation,
-    key: str,
-    raw: Any,
-    at: Loc,
-    known: dict[str, str],
-    mapped: tuple[str, ...],
-    label: str,
-) -> None:
-    """A field agentctl does not map: documented ones say why, others what they may mean."""
-    from runner.load.problems import did_you_mean
-
-    if known.get(key):
-        tr.drop(at, key, raw, known[key])
-        return
-    if key in known:
-        tr.drop(at, key, raw, f"a {label} setting with no agentctl equivalent")
-        return
-    hint = did_you_mean(key, [*mapped, *known])
-    why = f"unknown {label} field" + (f"; did you mean {hint!r}?" if hint else "")
-    tr.drop(at, key, raw, why)
 
 
 def read_model(tr: Translation, raw: Any, at: Loc, given: bool) -> None:

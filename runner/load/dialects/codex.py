@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.load.dialects.claude import unknown_field
 from runner.load.dialects.common import (
     READ_ONLY_TOOLS,
     Translation,
@@ -21,6 +20,7 @@ from runner.load.dialects.common import (
     model_id,
     path_from,
     project_dir,
+    unknown_field,
 )
 from runner.load.source import Loc
 

@@ -128,6 +128,29 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def unknown_field(
+    tr: Translation,
+    key: str,
+    raw: Any,
+    at: Loc,
+    known: dict[str, str],
+    mapped: tuple[str, ...],
+    label: str,
+) -> None:
+    """A field agentctl does not map: documented ones say why, others what they may mean."""
+    from runner.load.problems import did_you_mean
+
+    if known.get(key):
+        tr.drop(at, key, raw, known[key])
+        return
+    if key in known:
+        tr.drop(at, key, raw, f"a {label} setting with no agentctl equivalent")
+        return
+    hint = did_you_mean(key, [*mapped, *known])
+    why = f"unknown {label} field" + (f"; did you mean {hint!r}?" if hint else "")
+    tr.drop(at, key, raw, why)
+
+
 def agent_name(raw: str) -> str:
     """An agentctl name (lowercase letters, digits, '-', '_') for a display name."""
     slug = re.sub(r"[^a-z0-9_-]+", "-", raw.strip().lower()).strip("-_")

@@ -219,12 +219,6 @@ def _losses(spec: AgentSpec, target: str) -> list[str]:
     return losses
 
 
-def to_yaml(tr: Translation, *, out_dir: Path, source_dir: Path) -> str:
-    from runner.load.dialects.yaml_out import write
-
-    return write(tr, out_dir=out_dir, source_dir=source_dir)
-
-
 @dataclass
 class Converted:
     text: str

@@ -12,7 +12,6 @@ from typing import Any
 
 from runner.load.dialects import markdown
 from runner.load.dialects.claude import TOOLS as CLAUDE_TOOLS
-from runner.load.dialects.claude import unknown_field
 from runner.load.dialects.common import (
     MCP_HINT,
     WEB_HINT,
@@ -28,6 +27,7 @@ from runner.load.dialects.common import (
     split_tools,
     tool_settings,
     tools_of,
+    unknown_field,
 )
 from runner.load.source import Loc
 
