@@ -463,3 +463,13 @@ def test_an_agentctl_file_refs_one_as_a_subagent_and_validate_warns_there(
     assert f"warning: {tmp_path}/.claude/agents/reviewer.md:4:26: tools[3]: Claude Code tool " in (
         err
     )
+
+
+def test_instruction_in_an_agentctl_file_is_a_typo_not_an_adk_agent(tmp_path: Path) -> None:
+    agent = tmp_path / "a.yaml"
+    agent.write_text(
+        "name: a\nmodel: openai:gpt-4.1\ninstruction: Hi.\ninterrupt_on: {execute: true}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(agent)
+    assert str(caught.value) == f"{agent}:3:1: instruction: unknown key; did you mean 'prompt'?"

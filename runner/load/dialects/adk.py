@@ -70,13 +70,14 @@ CONTENT_PARAMS = ("temperature", "top_p", "top_k", "max_output_tokens", "seed", 
 
 
 def is_adk(path: Path, value: Any) -> bool:
-    """An ADK agent config: named `root_agent.yaml`, or a mapping with `agent_class`, or with
-    `instruction` and none of agentctl's prompt keys."""
+    """An ADK agent config: named `root_agent.yaml`, or a mapping with `agent_class`, or one with
+    `instruction` whose keys are all ADK's."""
     if not isinstance(value, dict):
         return False
     if path.name in ("root_agent.yaml", "root_agent.yml") or "agent_class" in value:
         return True
-    return "instruction" in value and not {"prompt", "system_prompt", "version"} & value.keys()
+    # `instruction:` alone could be a typo in an agentctl file: then only with ADK's keys
+    return "instruction" in value and value.keys() <= {*MAPPED, *UNMAPPED}
 
 
 def read_text(path: Path, text: str, shown: str) -> Translation:
