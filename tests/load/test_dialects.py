@@ -361,7 +361,7 @@ def test_a_folder_of_claude_agents_is_served_and_validated(tmp_path: Path) -> No
         ("auditor", "auditor.md"),
         ("reviewer", "reviewer.md"),
     ]
-    with pytest.raises(SpecError, match="one folder shared by every thread"):
+    with pytest.raises(SpecError, match="works on its project folder: pass --shared-workspace"):
         collect_agents([folder])
 
 

@@ -168,6 +168,7 @@ def read_model(tr: Translation, raw: Any, at: Loc, given: bool) -> None:
         return
     if name in CLAUDE_ALIASES:
         tr.put("model", CLAUDE_ALIASES[name], at)
+        tr.comment("model", f"`{name}` in the original: the model Claude Code's alias names")
         if name == "opusplan":
             tr.warn(at, "model", "opusplan runs as Opus throughout (no Sonnet for execution)")
         return

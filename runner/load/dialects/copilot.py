@@ -159,6 +159,7 @@ def _model(tr: Translation, raw: Any, child: Any, at: Loc) -> None:
         tr.fail(at, "model", "expected a model name or a list of names")
         return
     ids = [copilot_model_id(n) for n in names]
+    tr.comment("model", f"{', '.join(repr(n) for n in names)} in the original")
     if len(ids) == 1:
         tr.put("model", ids[0], at)
         return
