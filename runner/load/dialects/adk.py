@@ -130,6 +130,8 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
             tr.put("model", model_id(value["model"]), vloc("model"))
         else:
             tr.fail(vloc("model"), "model", "expected a model name")
+    if "model_code" in value and "model" in value:
+        tr.drop(loc("model_code"), "model_code", value["model_code"], "`model` is the model")
     elif "model_code" in value:
         _model_code(tr, value["model_code"], loc("model_code"))
     if "instruction" in value:

@@ -102,7 +102,9 @@ def read(path: Path, text: str, shown: str) -> Translation:
         tr.unreadable = True
         return tr
     tr.pos = fm.pos
-    value, pos = fm.value, fm.pos
+    # an empty field it maps (`tools:`) is an absent one, as the tool reads it
+    value = {k: v for k, v in fm.value.items() if v is not None or k not in MAPPED}
+    pos = fm.pos
     here = pos.loc
 
     def loc(key: str) -> Loc:
@@ -196,7 +198,7 @@ def _permission_mode(
         tr.comment("filesystem", "permissionMode: plan in the original: no commands or edits")
         tr.warn(at, "permissionMode", "plan runs with the tools that change nothing")
         return [t for t in present if t not in CHANGES]
-    if mode not in ASKS_FIRST:
+    if not isinstance(mode, str) or mode not in ASKS_FIRST:
         choices = ", ".join([*ASKS_FIRST, "plan"])
         tr.drop(at, "permissionMode", mode, f"agentctl knows the modes {choices}")
         return tools

@@ -126,20 +126,22 @@ def _model(tr: Translation, value: dict[str, Any], loc: Any) -> None:
     model = value.get("model")
     effort = value.get("model_reasoning_effort")
     if model is None:
-        if effort is not None:
-            tr.drop(
-                loc("model_reasoning_effort"),
-                "model_reasoning_effort",
-                effort,
-                "no `model` to give it to (the parent's model is used)",
-            )
+        for key in ("model_reasoning_effort", "model_provider"):
+            if value.get(key) is not None:
+                tr.drop(
+                    loc(key), key, value[key], "no `model` to give it to (the parent's is used)"
+                )
         return
     if not isinstance(model, str):
         tr.fail(loc("model"), "model", "expected a model name")
         return
     full = model_id(model)
     provider = value.get("model_provider")
-    if isinstance(provider, str) and ":" not in model:
+    if provider is not None and not isinstance(provider, str):
+        tr.drop(loc("model_provider"), "model_provider", provider, "expected a provider id")
+    elif isinstance(provider, str) and ":" in model:
+        tr.drop(loc("model_provider"), "model_provider", provider, "the model names its provider")
+    elif isinstance(provider, str):
         known = PROVIDERS.get(provider)
         if known is None:
             tr.drop(

@@ -112,7 +112,9 @@ def read(path: Path, text: str, shown: str) -> Translation:
     tr.problems += fm.problems
     tr.unreadable = bool(fm.problems)
     tr.pos = fm.pos
-    value, pos = fm.value, fm.pos
+    # an empty field it maps (`tools:`) is an absent one, as the tool reads it
+    value = {k: v for k, v in fm.value.items() if v is not None or k not in MAPPED}
+    pos = fm.pos
     here = pos.loc
 
     def loc(key: str) -> Loc:
