@@ -473,3 +473,46 @@ def test_instruction_in_an_agentctl_file_is_a_typo_not_an_adk_agent(tmp_path: Pa
     with pytest.raises(SpecError) as caught:
         load_spec(agent)
     assert str(caught.value) == f"{agent}:3:1: instruction: unknown key; did you mean 'prompt'?"
+
+
+ODD_FILES = [
+    ("a.md", "---\nname: a\ndescription: d\ntools:\nmodel:\ncolour:\n---\nHi\n"),
+    ("a.md", "---\n---\n"),
+    ("a.md", "---\nname: a\n"),
+    ("a.md", "---\n- x\n---\nbody"),
+    ("a.md", "---\nname: [a]\ndescription: {x: 1}\n---\n"),
+    ("a.md", "---\nname: a\ndescription: d\ntools: 3\npermissionMode: [x]\nmaxTurns: -1\n---\nB"),
+    ("a.md", "---\nname: a\ndescription: d\ntools: Bash(git:*), Read\n---\n${HOME} {% if %}"),
+    ("b.agent.md", "---\ntools: 5\nmodel: {a: 1}\n---\n"),
+    ("b.agent.md", "---\nmodel: []\nhandoffs: 3\n---\nx"),
+    ("c.toml", "name = 1\ndeveloper_instructions = 2\n"),
+    ("c.toml", 'developer_instructions = "x"\nsandbox_mode = "weird"\napproval_policy = 3\n'),
+    ("c.toml", 'developer_instructions = "x"\nmcp_servers = 3\nmodel_provider = []\n'),
+    ("root_agent.yaml", "- a\n"),
+    ("root_agent.yaml", "name: x\ntools: 3\nsub_agents: 4\ngenerate_content_config: 5\nmodel: 6\n"),
+    (
+        "root_agent.yaml",
+        "name: x\ninstruction: hi\ntools: [{name: a.b}, 3, {x: 1}, {name: AgentTool, args: 3}]\n"
+        "sub_agents: [{code: a.b}, 7, {config_path: missing.yaml}]\nmodel_code: {name: x}\n",
+    ),
+    ("root_agent.yaml", "agent_class: [x]\nname: y\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), ODD_FILES)
+def test_odd_values_are_located_problems_or_warnings_never_a_crash(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    from runner.load.dialects.convert import convert
+
+    path = tmp_path / name
+    path.write_text(text)
+    for attempt in (
+        lambda: load_spec(path, allow_unused_vars=True),
+        lambda: convert(path, "yaml"),
+        lambda: convert(path, "claude"),
+    ):
+        try:
+            attempt()
+        except SpecError as exc:
+            assert all(p.file == str(path) for p in exc.problems), exc
