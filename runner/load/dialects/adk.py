@@ -281,11 +281,21 @@ def _tools(tr: Translation, raw: Any, pos: Pos | None, at: Loc) -> list[tuple[st
             entry["args"] = {a["name"]: a.get("value") for a in args}
         elif isinstance(args, dict):
             entry["args"] = args
+        elif args is not None:
+            tr.drop(item_at, f"tools[{index}].args", args, "expected a list of {name, value}")
+        _extra_keys(tr, item, {"name", "args"}, f"tools[{index}]", item_at)
         entries.append(entry)
         locs.append(item_at)
     if entries:
         tr.put("tools", entries, at, item_locs=locs)
     return agents
+
+
+def _extra_keys(tr: Translation, item: Any, known: set[str], where: str, at: Loc) -> None:
+    """Keys of a list entry that agentctl does not read: each a warning."""
+    if isinstance(item, dict):
+        for key in item.keys() - known:
+            tr.drop(at, f"{where}.{key}", item[key], "not an ADK setting agentctl reads")
 
 
 def _agent_tool(item: Any) -> str | None:
@@ -309,6 +319,7 @@ def _sub_agents(
         if isinstance(item, dict) and isinstance(item.get("config_path"), str):
             entries.append({"ref": item["config_path"]})
             locs.append(item_at)
+            _extra_keys(tr, item, {"config_path"}, f"sub_agents[{index}]", item_at)
             continue
         code = item.get("code") if isinstance(item, dict) else None
         why = (
