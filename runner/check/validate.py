@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import Problem, SpecError, display_path
+from runner.load.dialects.detect import is_dialect_file
 from runner.load.loader import _host_path
 from runner.load.workflow import load_any
 from runner.spec import AgentSpec
@@ -87,6 +88,10 @@ def find_specs(
                 if candidate.is_file() and candidate.name.endswith(CASSETTE_SUFFIXES):
                     if with_cassettes:
                         yield candidate, None
+                    continue
+                if candidate.is_file() and is_dialect_file(candidate):
+                    found += 1
+                    yield candidate, None
                     continue
                 if not (candidate.is_file() and is_agent_file_name(candidate)):
                     continue
@@ -422,7 +427,7 @@ def spec_warnings(spec: AgentSpec) -> list[Problem]:
     from runner.check.tools import code_with_placeholder, is_shell, static_agents
     from runner.spec import ScriptTool
 
-    warnings: list[Problem] = []
+    warnings: list[Problem] = _load_warnings(spec, set())
     for agent in static_agents(spec):
         if not (agent.is_main or "tools" in agent.core.model_fields_set):
             continue  # inherited tools are warned about where they are written
@@ -452,6 +457,21 @@ def spec_warnings(spec: AgentSpec) -> list[Problem]:
                 )
             warnings.append(agent.locate(at, message))
     return warnings
+
+
+def _load_warnings(spec: AgentSpec, seen: set[int]) -> list[Problem]:
+    """What loading found in the files of other tools (`runner.load.dialects`): the agent's own
+    and those of the agent files its subagents ref, once each."""
+    from runner.spec import RefSubagent
+
+    if id(spec) in seen:
+        return []
+    seen.add(id(spec))
+    found = list(spec.load_warnings)
+    for entry in spec.subagents:
+        if isinstance(entry, RefSubagent) and entry._spec is not None:
+            found += _load_warnings(entry._spec, seen)
+    return found
 
 
 def _permission_problems(agent: Any, agents: list[Any]) -> list[Problem]:

@@ -30,6 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "validate",
         "Check agent and workflow files and report every problem.",
     ),
+    "convert": (
+        "runner.cli.convert",
+        "convert",
+        "Convert an agent file between agentctl and other tools' formats.",
+    ),
     "schema": (
         "runner.cli.schema",
         "schema",

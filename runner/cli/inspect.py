@@ -61,6 +61,9 @@ def inspect(
     if mermaid:
         raise click.UsageError("--mermaid draws a workflow's steps; SPEC is an agent file")
 
+    from runner.cli.convert import echo_dialect_warnings
+
+    echo_dialect_warnings(spec)
     info = describe(
         spec,
         vars=parse_vars(vars_),

@@ -260,6 +260,10 @@ def run(
     from runner.load.workflow import is_workflow_file
 
     workflow = is_workflow_file(spec)
+    if not workflow and not quiet:
+        from runner.cli.convert import echo_dialect_warnings
+
+        echo_dialect_warnings(spec)
     interactive = (
         not workflow
         and message is None

@@ -152,7 +152,8 @@ def serve(
     """Serve agent files over the LangGraph Agent Server API (assistants, threads, runs,
     streaming, interrupts, store), for `langgraph-sdk`, RemoteGraph, useStream and
     agent-chat-ui. PATHS are agent files or folders of them (default: `agents`), all validated
-    first: any problem is printed, located, and nothing starts.
+    first: any problem is printed, located, and nothing starts. Agent files of other tools are
+    served too (`serve .claude/agents --shared-workspace`: they work on the project folder).
 
     Each agent is a graph (and a default assistant) named after its `name`. An assistant's
     config may set `configurable.vars` and `configurable.model`. An edited agent file takes

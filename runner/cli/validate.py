@@ -41,8 +41,10 @@ def validate(
 
     A directory means the agent files, workflows and cassettes directly in it: `*.yaml` and
     `*.yml`, except test files (`*.test.yaml`, see `agentctl test`) and names starting with `_`
-    or `.` (include fragments like `_base.yaml`). A problem in a file that several of them
-    include is printed once, with the files it was found through.
+    or `.` (include fragments like `_base.yaml`); and the agent files of other tools (Claude
+    Code and Copilot `.md` files with front matter, Codex `.toml` files, see docs/dialects.md),
+    whose fields agentctl runs differently are warnings. A problem in a file that several of
+    them include is printed once, with the files it was found through.
     """
     from runner.check.validate import FileReport, LoadCache, check_file, find_specs
     from runner.cli.options import parse_vars

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
+from runner.load.dialects.adk import is_adk as _is_adk
+from runner.load.dialects.common import Translation
 from runner.load.problems import not_a_mapping, problems_from_validation
 from runner.load.source import (
     Document,
@@ -182,6 +184,10 @@ class _Loader:
         # (file, key path) of values that could not be read (a failed ${VAR}, a bad tag, an
         # unquoted '{{'): later checks there would only repeat the problem.
         self.unreadable: set[tuple[str, str]] = set()
+        self.warnings: list[Problem] = []
+        """What the files of other tools say that agentctl runs differently (`dialects`)."""
+        self.literal_files: set[str] = set()
+        """Files whose prompts are text, not templates (the files of other tools)."""
 
     def finish(self, spec: _T | None, path: Path, *, allow_unused_vars: bool) -> _T:
         """`spec`, or `SpecError` with every problem found while loading it."""
@@ -213,7 +219,16 @@ class _Loader:
         except OSError as exc:
             self._fail(at, shown, f"cannot read: {exc.strerror}")
             return None
+        from runner.load.dialects.detect import detect, read_markdown_or_toml
+
+        dialect = detect(path)
+        if dialect is not None:
+            return self._translated(read_markdown_or_toml(dialect, path, text, shown))
         doc = read_yaml(text, shown, self.env)
+        if _is_adk(path, doc.value):  # `${...}` is text there, not a variable
+            from runner.load.dialects.adk import read_text as read_adk
+
+            return self._translated(read_adk(path, text, shown))
         self.problems.extend(doc.problems)
         self.unreadable.update((shown, format_path(p)) for p in doc.failed_paths)
         if doc.problems and doc.value is None:
@@ -222,6 +237,17 @@ class _Loader:
             self.problems.append(not_a_mapping(doc, shown, "name:, model:, prompt:, ..."))
             return None
         return doc
+
+    def _translated(self, tr: Translation) -> Document | None:
+        """The document of a translated dialect file; its warnings are kept for the spec and its
+        prompt is text, not a template."""
+        self.problems += tr.problems
+        self.warnings += tr.warnings
+        self.literal_files.add(tr.file)
+        if tr.unreadable:
+            return None
+        assert tr.value is not None and tr.pos is not None
+        return Document(tr.file, tr.value, tr.pos, [])
 
     def _fail(self, at: Problem | None, shown: str, message: str) -> None:
         if at is None:
@@ -295,6 +321,7 @@ class _Loader:
             self._check_raw(value, smap, (*stack, key))
             return None
         spec._source = str(path)
+        spec._warnings = [w for w in self.warnings if w.file == display_path(path)]
         spec._locator = lambda keypath, message, at_key: smap.problem(
             keypath, message, at_key=at_key
         )
@@ -521,6 +548,8 @@ class _Loader:
         """The rendered prompt (inline, or `{file: ...}`); None after recording a problem."""
         if (smap.file_of(prompt_at), smap.shown(prompt_at)) in self.unreadable:
             return None
+        if smap.file_of(prompt_at) in self.literal_files and isinstance(prompt, str):
+            return prompt
         if isinstance(prompt, PromptFile):
             prompt = {"file": prompt.file}
         if isinstance(prompt, dict) and isinstance(prompt.get("file"), str):

@@ -34,6 +34,7 @@ from runner.spec.base import (
 KEY_SYNONYMS = {
     "system_prompt": "prompt",
     "instructions": "prompt",
+    "instruction": "prompt",
     "sub_agents": "subagents",
     "subagent": "subagents",
     "agents": "subagents",

@@ -71,15 +71,21 @@ def collect_agents(
             continue
         by_name[spec.name] = path
         if not shared_workspace:
+            fix = (
+                "an agent file of another tool works on its project folder: pass "
+                "--shared-workspace to serve it there, or convert it (agentctl convert FILE --to "
+                "yaml) and write {thread_id} into root_dir"
+                if path.suffix in (".md", ".toml")
+                else "write {thread_id} into root_dir for a folder per thread (root_dir: "
+                "./workspace/{thread_id}), or pass --shared-workspace"
+            )
             problems += [
                 Problem(
                     shown,
                     0,
                     0,
                     where,
-                    f"{root} would be one folder shared by every thread of the server; write "
-                    "{thread_id} into root_dir for a folder per thread (root_dir: "
-                    "./workspace/{thread_id}), or pass --shared-workspace",
+                    f"{root} would be one folder shared by every thread of the server; {fix}",
                 )
                 for prefix, agent in agents_in(spec)
                 for where, root in shared_workspaces(agent, prefix)

@@ -538,6 +538,13 @@ class AgentSpec(AgentCore):
     _locator: Callable[[tuple[str | int, ...], str, bool], Problem] | None = PrivateAttr(
         default=None
     )
+    _warnings: list[Problem] = PrivateAttr(default_factory=list)
+
+    @property
+    def load_warnings(self) -> list[Problem]:
+        """What loading found valid but not exact: the fields and tools of another tool's agent
+        file that agentctl runs differently or not at all (`runner.load.dialects`)."""
+        return self._warnings
 
     @property
     def source(self) -> str | None:
