@@ -97,7 +97,7 @@ class ResolvedSubagent:
 
     name: str
     description: str
-    kind: str  # inline | ref | import | general-purpose
+    kind: str  # inline | ref | import | a2a | general-purpose
     agent: ResolvedAgent | None = None
     runnable: Any = None
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from runner.errors import Problem
+from runner.spec.a2a import A2ASubagent
 from runner.spec.ask_user import AskUserSpec
 from runner.spec.backend import BackendInput
 from runner.spec.base import (
@@ -443,11 +444,15 @@ def _subagent_kind(value: Any) -> str | None:
             return "ref subagent"
         if "import" in value or "import_" in value:
             return "import subagent"
+        if "a2a" in value:
+            return "a2a subagent"
         return "inline subagent"
     if isinstance(value, RefSubagent):
         return "ref subagent"
     if isinstance(value, ImportSubagent):
         return "import subagent"
+    if isinstance(value, A2ASubagent):
+        return "a2a subagent"
     if isinstance(value, InlineSubagent):
         return "inline subagent"
     return None
@@ -456,13 +461,14 @@ def _subagent_kind(value: Any) -> str | None:
 SubagentEntry = Annotated[
     Annotated[InlineSubagent, Tag("inline subagent")]
     | Annotated[RefSubagent, Tag("ref subagent")]
-    | Annotated[ImportSubagent, Tag("import subagent")],
+    | Annotated[ImportSubagent, Tag("import subagent")]
+    | Annotated[A2ASubagent, Tag("a2a subagent")],
     Discriminator(
         _subagent_kind,
         custom_error_type=ENTRY_ERROR,
         custom_error_message=(
             "expected a subagent: a mapping with `name:` and `description:`, or with `ref:` "
-            "(another agent file) or `import:` (a prebuilt graph)"
+            "(another agent file), `import:` (a prebuilt graph) or `a2a:` (an A2A agent)"
         ),
     ),
 ]
@@ -549,9 +555,10 @@ class AgentSpec(AgentCore):
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
 
 
-SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent
+SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent | A2ASubagent
 __all__ = [
     "FILESYSTEM_TOOLS",
+    "A2ASubagent",
     "AgentCore",
     "AgentSpec",
     "FilesystemSpec",

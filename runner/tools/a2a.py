@@ -1,0 +1,358 @@
+"""A2A agents as subagents: a small LangGraph graph that talks to the agent with the official A2A
+SDK (`a2a-sdk`), so the `task` tool runs it like any other subagent. Imported only by a build
+that has an A2A subagent (LangGraph is imported at the top, for the graph's state).
+
+```
+task(description) --> [exchange] --message/stream--> A2A agent   (status and artifact updates
+                          |  ^                                     go out on the custom stream)
+     input-required / auth-required                     completed / failed / ... --> answer
+                          v  |
+                        [ask]  interrupt(ask_user question) -> the parent's answer is the next
+                               message of the same A2A task
+```
+
+Why a graph and not a tool: the graph has no checkpointer of its own, so it uses the parent's,
+like a local subagent. A question of the remote agent becomes an `ask_user` interrupt of the
+parent run (the question names the agent asking), the checkpoint keeps the remote task's id, and
+the answer resumes the graph at `ask`, which sends it to the same task; nothing is sent twice.
+
+One A2A context (`contextId`) per parent thread and subagent: the graph reads it from the
+parent's state (`a2a_contexts`, subagent name -> contextId, see `runner.middleware.subagents`)
+and writes back the one the agent used, so a later `task` call to the same agent continues the
+same conversation, and the id is saved with the parent's thread.
+
+Failures (the agent unreachable, an error answer, a task that failed, was rejected or canceled,
+the `timeout` passed) become the `task` call's result, an error text the parent model reads; the
+run goes on. After a timeout, the remote task is canceled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict, TypeVar
+
+from langgraph.graph.message import add_messages
+
+from runner.middleware.subagents import A2A_CONTEXTS, merge_contexts
+from runner.spec.a2a import DEFAULT_A2A_TIMEOUT, A2AConnection, card_url
+
+if TYPE_CHECKING:
+    import httpx
+    from a2a.types import AgentCard, StreamResponse
+
+__all__ = [
+    "A2A_CONTEXTS",
+    "A2AAgent",
+    "A2AOutcome",
+    "a2a_subagent_graph",
+    "fetch_card",
+    "fetch_card_sync",
+]
+
+PENDING: Final = "_a2a_pending"
+"""The graph's own state key: the remote task waiting for an answer (never goes to the parent:
+`runner.middleware.subagents` leaves keys starting with `_` out)."""
+
+WAITING_STATES = frozenset({"input-required", "auth-required"})
+FAILED_STATES = frozenset({"failed", "rejected", "canceled"})
+
+CANCEL_SECONDS = 10.0
+"""How long canceling a remote task after a timeout may take."""
+
+CARD_SECONDS = 30.0
+"""How long fetching an agent card may take."""
+
+T = TypeVar("T")
+Writer = Callable[[Any], None]
+
+
+def state_name(value: int) -> str:
+    """`TASK_STATE_INPUT_REQUIRED` -> `input-required`: the state as the A2A spec writes it."""
+    from a2a.types import TaskState
+
+    return TaskState.Name(value).removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def _http_client(connection: A2AConnection, timeout: float) -> httpx.AsyncClient:
+    import httpx
+
+    return httpx.AsyncClient(headers=dict(connection.headers), timeout=httpx.Timeout(timeout))
+
+
+async def fetch_card(connection: A2AConnection, *, timeout: float = CARD_SECONDS) -> AgentCard:
+    """The agent card at `connection.card`; `A2AClientError`s and `httpx` errors pass through."""
+    from a2a.client import A2ACardResolver
+
+    url = card_url(connection.card)
+    async with _http_client(connection, timeout) as http:
+        return await A2ACardResolver(http, url, agent_card_path="").get_agent_card()
+
+
+def fetch_card_sync(connection: A2AConnection, *, timeout: float = CARD_SECONDS) -> AgentCard:
+    """`fetch_card` from synchronous code (any thread, a running loop or not)."""
+    return run_sync(lambda: fetch_card(connection, timeout=timeout))
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `make()` to its end from synchronous code: on a loop of its own, in a
+    thread when this one already runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(make()))
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="agentctl-a2a", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _parts_text(parts: Any) -> str:
+    texts = [part.text for part in parts if part.WhichOneof("content") == "text"]
+    return "\n".join(t for t in texts if t)
+
+
+@dataclass
+class A2AOutcome:
+    """Where one exchange with the agent left its task."""
+
+    state: str
+    """The task's last state (`completed`, `input-required`, ...), or `message` when the agent
+    answered with a message and no task."""
+    text: str
+    """The answer: the artifacts' text, else the last status message, else the message."""
+    task_id: str | None = None
+    context_id: str | None = None
+
+
+@dataclass
+class _Progress:
+    """What the stream of one exchange has said so far."""
+
+    task_id: str | None = None
+    context_id: str | None = None
+    state: str = "submitted"
+    status_text: str = ""
+    message_text: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    def read(self, event: StreamResponse) -> str:
+        """Take in one event; the new text it brings (for the live stream)."""
+        kind = event.WhichOneof("payload")
+        if kind == "task":
+            task = event.task
+            self.task_id, self.context_id = task.id, task.context_id
+            self.state = state_name(task.status.state)
+            for artifact in task.artifacts:
+                self.artifacts[artifact.artifact_id] = _parts_text(artifact.parts)
+            if task.status.HasField("message"):
+                self.status_text = _parts_text(task.status.message.parts)
+            return ""
+        if kind == "status_update":
+            update = event.status_update
+            self.task_id, self.context_id = update.task_id, update.context_id
+            self.state = state_name(update.status.state)
+            if update.status.HasField("message"):
+                self.status_text = _parts_text(update.status.message.parts)
+                return self.status_text
+            return ""
+        if kind == "artifact_update":
+            update = event.artifact_update
+            self.task_id, self.context_id = update.task_id, update.context_id
+            text = _parts_text(update.artifact.parts)
+            key = update.artifact.artifact_id
+            self.artifacts[key] = self.artifacts.get(key, "") + text if update.append else text
+            return text
+        if kind == "message":
+            message = event.message
+            self.context_id = message.context_id or self.context_id
+            self.message_text = _parts_text(message.parts)
+            self.state = "message"
+            return self.message_text
+        return ""
+
+    def outcome(self) -> A2AOutcome:
+        artifacts = "\n".join(t for t in self.artifacts.values() if t)
+        if self.state in WAITING_STATES:
+            text = self.status_text or artifacts
+        else:
+            text = artifacts or self.status_text or self.message_text
+        return A2AOutcome(self.state, text, self.task_id, self.context_id)
+
+
+class A2AAgent:
+    """One A2A agent named by a spec: its card fetched once, a client per exchange (an httpx
+    client belongs to the loop that opened it, and the sync path runs a loop per call)."""
+
+    def __init__(
+        self, name: str, connection: A2AConnection, *, card: AgentCard | None = None
+    ) -> None:
+        self.name = name
+        self.connection = connection
+        self.timeout = connection.timeout or DEFAULT_A2A_TIMEOUT
+        self._card = card
+
+    async def card(self) -> AgentCard:
+        if self._card is None:
+            self._card = await fetch_card(self.connection, timeout=min(self.timeout, CARD_SECONDS))
+        return self._card
+
+    async def exchange(
+        self,
+        text: str,
+        *,
+        context_id: str | None,
+        task_id: str | None,
+        on_text: Callable[[str, str], None] | None = None,
+    ) -> A2AOutcome:
+        """Send `text` (to the task `task_id` when it continues one) and follow the task until it
+        ends or waits for input. `on_text(state, text)` hears each piece of text as it comes."""
+        from a2a.client import ClientConfig, ClientFactory
+        from a2a.helpers import new_text_message
+        from a2a.types import Role, SendMessageRequest
+
+        progress = _Progress(task_id=task_id, context_id=context_id)
+        message = new_text_message(
+            text, context_id=context_id, task_id=task_id, role=Role.ROLE_USER
+        )
+        card = await self.card()
+        async with _http_client(self.connection, self.timeout) as http:
+            client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    async for event in client.send_message(SendMessageRequest(message=message)):
+                        piece = progress.read(event)
+                        if piece and on_text is not None:
+                            on_text(progress.state, piece)
+            except TimeoutError:
+                await self._cancel(client, progress.task_id)
+                raise
+            finally:
+                await client.close()
+        return progress.outcome()
+
+    async def _cancel(self, client: Any, task_id: str | None) -> None:
+        from a2a.types import CancelTaskRequest
+
+        if not task_id:
+            return
+        with contextlib.suppress(Exception):  # best effort: the call has already failed
+            async with asyncio.timeout(CANCEL_SECONDS):
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+
+
+class A2ATaskState(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+    a2a_contexts: Annotated[dict[str, str], merge_contexts]
+    _a2a_pending: dict[str, Any] | None
+
+
+def _last_text(messages: list[Any]) -> str:
+    return str(messages[-1].text) if messages else ""
+
+
+def a2a_subagent_graph(agent: A2AAgent) -> Any:
+    """The compiled graph that runs `agent` as a subagent (no checkpointer: the parent's)."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.config import get_stream_writer
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    from runner.middleware.ask_user import answer_of, ask_user_request
+    from runner.tools.runtime import TASK_CALL
+
+    name = agent.name
+
+    def streamer() -> Callable[[str, str], None]:
+        writer = get_stream_writer()
+
+        def on_text(state: str, text: str) -> None:
+            # one piece per line: a status message, then an artifact, read apart
+            text = text if text.endswith("\n") else text + "\n"
+            writer({"agentctl": "a2a_update", "agent": name, "state": state, "text": text})
+
+        return on_text
+
+    async def exchange(state: A2ATaskState, on_text: Callable[[str, str], None]) -> dict[str, Any]:
+        pending = state.get(PENDING) or {}
+        contexts = state.get(A2A_CONTEXTS) or {}
+        if pending.get("answer") is not None:
+            text, task_id = str(pending["answer"]), pending.get("task_id")
+            context_id = pending.get("context_id")
+        else:
+            text, task_id = _last_text(state.get("messages") or []), None
+            context_id = contexts.get(name)
+        try:
+            outcome = await agent.exchange(
+                text, context_id=context_id, task_id=task_id, on_text=on_text
+            )
+        except TimeoutError:
+            return _answer(f"Error: the A2A agent {name!r} did not finish in {agent.timeout:g} s")
+        except Exception as exc:  # an unreachable or failing agent is the model's to handle
+            return _answer(f"Error: the A2A agent {name!r} failed: {_reason(exc)}")
+        update: dict[str, Any] = {}
+        if outcome.context_id:
+            update[A2A_CONTEXTS] = {name: outcome.context_id}
+        if outcome.state in WAITING_STATES:
+            update[PENDING] = {
+                "task_id": outcome.task_id,
+                "context_id": outcome.context_id,
+                "state": outcome.state,
+                "question": outcome.text,
+            }
+            return update
+        if outcome.state in FAILED_STATES:
+            detail = f": {outcome.text}" if outcome.text else ""
+            return {**update, **_answer(f"Error: the A2A task was {outcome.state}{detail}")}
+        return {**update, **_answer(outcome.text)}
+
+    def _answer(text: str) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=text, name=name)], PENDING: None}
+
+    async def aexchange(state: A2ATaskState) -> dict[str, Any]:
+        return await exchange(state, streamer())
+
+    def sync_exchange(state: A2ATaskState) -> dict[str, Any]:
+        on_text = streamer()
+        return run_sync(lambda: exchange(state, on_text))
+
+    def ask(state: A2ATaskState) -> dict[str, Any]:
+        pending = dict(state.get(PENDING) or {})
+        call = TASK_CALL.get(None)
+        asked = pending.get("question") or "(no question given)"
+        need = "authorization" if pending.get("state") == "auth-required" else "input"
+        question = f"The A2A agent {name!r} needs {need}: {asked}"
+        resume = interrupt(ask_user_request(question, None, call.id if call else None))
+        return {PENDING: {**pending, "answer": answer_of(resume)}}
+
+    def after_exchange(state: A2ATaskState) -> str:
+        pending = state.get(PENDING)
+        return "ask" if pending and pending.get("answer") is None else END
+
+    graph = StateGraph(A2ATaskState)
+    graph.add_node("exchange", RunnableLambda(sync_exchange, afunc=aexchange))
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "exchange")
+    graph.add_conditional_edges("exchange", after_exchange, ["ask", END])
+    graph.add_edge("ask", "exchange")
+    return graph.compile(name=name)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
