@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -122,8 +123,33 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def _parts_text(parts: Any) -> str:
-    texts = [part.text for part in parts if part.WhichOneof("content") == "text"]
+    """The text of message or artifact parts: text parts as they are; a data part by its
+    `question` (an interrupt of a LangGraph server asks in one), else as JSON; files by URL."""
+    texts: list[str] = []
+    for part in parts:
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            texts.append(part.text)
+        elif kind == "data":
+            from google.protobuf.json_format import MessageToDict
+
+            data = MessageToDict(part.data)
+            texts.append(_question_in(data) or json.dumps(data, ensure_ascii=False))
+        elif kind == "url":
+            texts.append(part.url)
     return "\n".join(t for t in texts if t)
+
+
+def _question_in(data: Any) -> str | None:
+    if isinstance(data, dict):
+        value = data.get("value")
+        for found in (
+            data.get("question"),
+            value.get("question") if isinstance(value, dict) else None,
+        ):
+            if isinstance(found, str) and found:
+                return found
+    return None
 
 
 @dataclass
@@ -149,6 +175,7 @@ class _Progress:
     status_text: str = ""
     message_text: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)
+    last_artifact: str | None = None
 
     def read(self, event: StreamResponse) -> str:
         """Take in one event; the new text it brings (for the live stream)."""
@@ -166,16 +193,18 @@ class _Progress:
             update = event.status_update
             self.task_id, self.context_id = update.task_id, update.context_id
             self.state = state_name(update.status.state)
+            # the text of the latest status only: a question is the waiting status's own
+            self.status_text = ""
             if update.status.HasField("message"):
                 self.status_text = _parts_text(update.status.message.parts)
-                return self.status_text
-            return ""
+            return self.status_text
         if kind == "artifact_update":
             update = event.artifact_update
             self.task_id, self.context_id = update.task_id, update.context_id
             text = _parts_text(update.artifact.parts)
             key = update.artifact.artifact_id
             self.artifacts[key] = self.artifacts.get(key, "") + text if update.append else text
+            self.last_artifact = key
             return text
         if kind == "message":
             message = event.message
@@ -188,7 +217,10 @@ class _Progress:
     def outcome(self) -> A2AOutcome:
         artifacts = "\n".join(t for t in self.artifacts.values() if t)
         if self.state in WAITING_STATES:
-            text = self.status_text or artifacts
+            # the question: in the waiting status, else in the artifact that came last (a
+            # LangGraph server sends an interrupt's value as one)
+            latest = self.artifacts.get(self.last_artifact or "", "")
+            text = self.status_text or latest
         else:
             text = artifacts or self.status_text or self.message_text
         return A2AOutcome(self.state, text, self.task_id, self.context_id)

@@ -1,0 +1,268 @@
+"""A2A out of `agentctl serve` (in-memory engine), driven by the official A2A SDK's client: the
+card by agent name, a streamed round trip with the agent's question answered in the same task,
+tasks/get and tasks/cancel, the API's keys and ownership; and an agentctl agent delegating to
+the served one over A2A, its question answered by the parent's user."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.events import Interrupt, ToolResult
+from runner.run import Decision, Session
+from runner.serve.a2a import assistant_id
+from tests.fakes import ScriptedChatModel, ai
+from tests.serve import servers
+
+pytest.importorskip("a2a")
+
+ALICE = "alice-key-" + "a" * 24
+BOB = "bob-key-" + "b" * 24
+
+AGENT = """\
+name: briefer
+description: Writes short briefs
+model: replay:briefer.cassette.yaml
+prompt: Brief the user.
+ask_user: true
+"""
+# every run asks first, then answers (the cassette plays per run)
+CASSETTE = """\
+version: 1
+agents:
+  briefer:
+    - content: Asking.
+      tool_calls: [{name: ask_user, args: {question: How long?}}]
+    - content: Briefed.
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("a2a-serve")
+    (folder / "briefer.yaml").write_text(AGENT, encoding="utf-8")
+    (folder / "briefer.cassette.yaml").write_text(CASSETTE, encoding="utf-8")
+    (folder / "keys.yaml").write_text(
+        f"keys:\n  - {{user: alice, key: {ALICE}}}\n  - {{user: bob, key: {BOB}}}\n",
+        encoding="utf-8",
+    )
+    with servers.serving(
+        [folder / "briefer.yaml"],
+        cwd=folder,
+        args=["--api-keys", "keys.yaml"],
+        log=folder / "serve.log",
+    ) as server:
+        yield server.url
+
+
+def _status(url: str, data: bytes | None = None, **headers: str) -> int:
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+class Caller:
+    """An A2A client of the official SDK for one user's key."""
+
+    def __init__(self, base: str, key: str) -> None:
+        self.base, self.key = base, key
+
+    async def _client(self, http: Any) -> Any:
+        from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+
+        card = await A2ACardResolver(http, f"{self.base}/a2a/briefer").get_agent_card()
+        return card, ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+
+    def call(self, work: Any) -> Any:
+        import httpx
+
+        async def run() -> Any:
+            async with httpx.AsyncClient(headers={"x-api-key": self.key}, timeout=60) as http:
+                card, client = await self._client(http)
+                return await work(card, client)
+
+        return asyncio.run(run())
+
+
+def _send(text: str, **ids: str) -> Any:
+    from a2a.helpers import new_text_message
+    from a2a.types import Role, SendMessageRequest
+
+    return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER, **ids))
+
+
+async def _events(client: Any, request: Any) -> list[Any]:
+    return [event async for event in client.send_message(request)]
+
+
+def _state(event: Any) -> str | None:
+    from runner.tools.a2a import state_name
+
+    if event.HasField("status_update"):
+        return state_name(event.status_update.status.state)
+    if event.HasField("task"):
+        return state_name(event.task.status.state)
+    return None
+
+
+def test_the_card_names_the_agent_and_needs_a_key(served: str) -> None:
+    def card_of(card: Any, client: Any) -> Any:
+        async def read() -> Any:
+            return card
+
+        return read()
+
+    card = Caller(served, ALICE).call(card_of)
+    assert (card.name, card.description) == ("briefer", "Writes short briefs")
+    assert card.capabilities.streaming
+    (interface,) = card.supported_interfaces
+    assert interface.url == f"{served}/a2a/{assistant_id('briefer')}"
+    assert [s.description for s in card.skills] == ["Writes short briefs"]
+    card_path = f"{served}/a2a/briefer/.well-known/agent-card.json"
+    assert _status(card_path) == 401
+    assert _status(card_path, **{"x-api-key": "wrong" * 8}) == 401
+    send = b'{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{}}'
+    assert _status(f"{served}/a2a/briefer", send, **{"content-type": "application/json"}) == 401
+
+
+def test_a_streamed_round_trip_with_the_question_answered_in_the_same_task(served: str) -> None:
+    from a2a.types import GetTaskRequest
+
+    async def work(card: Any, client: Any) -> Any:
+        first = await _events(client, _send("brief me"))
+        waiting = first[-1].status_update
+        second = await _events(
+            client, _send("short", task_id=waiting.task_id, context_id=waiting.context_id)
+        )
+        done = second[-1].status_update
+        task = await client.get_task(GetTaskRequest(id=done.task_id))
+        return first, second, task
+
+    first, second, task = Caller(served, ALICE).call(work)
+    states = [_state(e) for e in first]
+    assert states[0] == "submitted" and states[-1] == "input-required"
+    assert "working" in states  # streamed: the run's progress before the question
+    interrupt = next(e.artifact_update.artifact for e in first if e.HasField("artifact_update"))
+    assert "How long?" in str(interrupt.parts[0].data)
+    assert [_state(e) for e in second][-1] == "completed"
+    answer = "".join(
+        p.text
+        for e in second
+        if e.HasField("artifact_update")
+        for p in e.artifact_update.artifact.parts
+    )
+    assert answer == "Briefed."
+    # one context: the answer continued the thread that asked
+    assert {e.status_update.context_id for e in second if e.HasField("status_update")} == {
+        first[-1].status_update.context_id
+    }
+    assert task.status.state == 3  # TASK_STATE_COMPLETED
+
+
+def test_another_user_can_neither_read_nor_continue_nor_cancel_a_task(served: str) -> None:
+    from a2a.types import CancelTaskRequest, GetTaskRequest
+
+    async def ask(card: Any, client: Any) -> Any:
+        return (await _events(client, _send("brief me")))[-1].status_update
+
+    waiting = Caller(served, ALICE).call(ask)
+
+    async def intrude(card: Any, client: Any) -> list[str]:
+        refused = []
+        for attempt in (
+            client.get_task(GetTaskRequest(id=waiting.task_id)),
+            client.cancel_task(CancelTaskRequest(id=waiting.task_id)),
+            _events(client, _send("long", task_id=waiting.task_id, context_id=waiting.context_id)),
+        ):
+            try:
+                await attempt
+            except Exception as error:  # the SDK raises the server's JSON-RPC error
+                refused.append(str(error))
+        return refused
+
+    refused = Caller(served, BOB).call(intrude)
+    assert len(refused) == 3 and all("not found" in r.lower() for r in refused), refused
+
+    async def cancel(card: Any, client: Any) -> Any:
+        return await client.cancel_task(CancelTaskRequest(id=waiting.task_id))
+
+    assert _state_of(Caller(served, ALICE).call(cancel)) == "canceled"
+
+
+def _state_of(task: Any) -> str:
+    from runner.tools.a2a import state_name
+
+    return state_name(task.status.state)
+
+
+def test_an_agentctl_agent_delegates_to_the_served_agent(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRIEFER_KEY", ALICE)
+    (tmp_path / "boss.yaml").write_text(
+        "name: boss\nmodel: openai:gpt-4.1\nprompt: You delegate.\n"
+        "general_purpose_agent: false\nsubagents:\n"
+        f"  - name: briefer\n    a2a:\n      card: {served}/a2a/briefer\n"
+        '      headers: {x-api-key: "${BRIEFER_KEY}"}\n',
+        encoding="utf-8",
+    )
+
+    def reply(messages: list[Any]) -> dict[str, Any]:
+        if messages[-1].type == "tool":
+            return ai(f"got: {messages[-1].text}")
+        return ai("", ("task", {"description": "a brief", "subagent_type": "briefer"}))
+
+    model = ScriptedChatModel(script=reply)
+    with Session(tmp_path / "boss.yaml", model=model, db=tmp_path / "db") as session:
+        first = session.run("go")
+        assert isinstance(first.interrupt, Interrupt)
+        (action,) = first.interrupt.actions
+        assert action.agent == "briefer"
+        assert action.args["question"] == "The A2A agent 'briefer' needs input: How long?"
+        done = session.run(thread_id=first.thread_id, decisions=[Decision.answer("short")])
+    result = next(e for e in done.events if isinstance(e, ToolResult) and e.name == "task")
+    assert result.content == "Briefed."
+    assert done.final is not None and done.final.content == "got: Briefed."
+
+
+def test_a_stream_split_anywhere_is_rewritten_event_by_event() -> None:
+    from runner.serve.a2a import _V1Stream
+
+    events = (
+        b'event: message\ndata: {"jsonrpc":"2.0","id":"1","result":{"task":{"id":"t"}}}\n\n'
+        b'event: message\ndata: {"jsonrpc":"2.0","id":"1","result":{"kind":"status-update",'
+        b'"taskId":"t","status":{"state":"TASK_STATE_WORKING"},"final":false}}\n\n'
+        b'data: {"jsonrpc":"2.0","id":"1","result":{"kind":"artifact-update","taskId":"t"}}\n\n'
+    )
+    sent: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])
+
+    async def play() -> None:
+        stream = _V1Stream(send)
+        await stream(
+            {"type": "http.response.start", "headers": [(b"content-type", b"text/event-stream")]}
+        )
+        for start in range(0, len(events), 37):  # chunks that cut events and lines apart
+            chunk = events[start : start + 37]
+            await stream({"type": "http.response.body", "body": chunk, "more_body": True})
+        await stream({"type": "http.response.body", "body": b"", "more_body": False})
+
+    asyncio.run(play())
+    assert b"".join(sent).decode() == (
+        'event: message\ndata: {"jsonrpc":"2.0","id":"1","result":{"task":{"id":"t"}}}\n\n'
+        'event: message\ndata: {"jsonrpc":"2.0","id":"1","result":{"statusUpdate":'
+        '{"taskId":"t","status":{"state":"TASK_STATE_WORKING"}}}}\n\n'
+        'data: {"jsonrpc":"2.0","id":"1","result":{"artifactUpdate":{"taskId":"t"}}}\n\n'
+    )
