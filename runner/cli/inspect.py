@@ -23,6 +23,12 @@ from runner.cli.options import var_options
     "--prompt", "show_prompt", is_flag=True, help="Print the fully assembled system prompt."
 )
 @click.option("--mermaid", is_flag=True, help="For a workflow: its steps as a Mermaid flowchart.")
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Reach each remote subagent (`a2a:`): fetch its card and check it answers; exit 1 "
+    "if one does not.",
+)
 @var_options
 @click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
 def inspect(
@@ -30,6 +36,7 @@ def inspect(
     as_json: bool,
     show_prompt: bool,
     mermaid: bool,
+    probe: bool,
     vars_: tuple[str, ...],
     allow_unused_var: bool,
     model: str | None,
@@ -59,15 +66,19 @@ def inspect(
         model=model,
         local_context=local_context_for(spec),
         allow_unused_vars=allow_unused_var,
+        probe=probe,
+    )
+    failed = any(
+        not s["a2a"]["probe"]["ok"] for s in info["subagents"] if "probe" in s.get("a2a", {})
     )
     if as_json:
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
-        return 0
+        return 1 if failed else 0
     if show_prompt:
         click.echo(info["system_prompt"])
         return 0
     click.echo(_text(info))
-    return 0
+    return 1 if failed else 0
 
 
 def _workflow(
@@ -127,6 +138,8 @@ def _text(info: dict[str, Any]) -> str:
         lines.append("subagents")
         for sub in info["subagents"]:
             lines.append(f"  {sub['name']}: {sub['description']}")
+            if "a2a" in sub:
+                lines.extend(_a2a_lines(sub["a2a"]))
     if info.get("inputs"):
         lines.append("inputs")
         width = max(len(name) for name in info["inputs"])
@@ -140,6 +153,23 @@ def _text(info: dict[str, Any]) -> str:
             lines.append(f"{kind if index == 0 else '':<12}{rule}")
     lines.append(f"prompt      {len(info['system_prompt'])} characters (see --prompt)")
     return "\n".join(lines)
+
+
+def _a2a_lines(remote: dict[str, Any]) -> list[str]:
+    headers = ", ".join(f"{k}: {v}" for k, v in remote["headers"].items())
+    lines = [
+        f"    A2A agent, card {remote['card']}"
+        + (f"  ({headers})" if headers else "")
+        + f", timeout {remote['timeout']:g} s"
+    ]
+    probe = remote.get("probe")
+    if probe is None:
+        return lines
+    if not probe["ok"]:
+        return [*lines, f"    probe: FAILED: {probe['error']}"]
+    streaming = "streaming" if probe["streaming"] else "no streaming"
+    lines.append(f"    probe: ok, {probe['name']!r} answers at {probe['url']} ({streaming})")
+    return lines
 
 
 def _input_text(declared: dict[str, Any]) -> str:

@@ -388,3 +388,52 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+PROBE_SECONDS = 15.0
+"""How long `agentctl inspect --probe` waits for an A2A agent."""
+
+
+async def probe(connection: A2AConnection, *, timeout: float = PROBE_SECONDS) -> dict[str, Any]:
+    """Fetch the agent card, then ask the agent for a task that does not exist: an A2A error
+    answer ("task not found") shows the agent answers and takes the credentials, running
+    nothing. Returns what the card says; raises `RuntimeError` saying what failed."""
+    from a2a.client import A2AClientError, ClientConfig, ClientFactory
+    from a2a.types import GetTaskRequest
+    from a2a.utils.errors import A2AError
+
+    try:
+        card = await fetch_card(connection, timeout=timeout)
+    except Exception as exc:
+        raise RuntimeError(f"could not fetch the agent card: {exc}") from None
+    found = {
+        "name": card.name,
+        "description": card.description,
+        "url": card.supported_interfaces[0].url if card.supported_interfaces else None,
+        "streaming": card.capabilities.streaming,
+        "skills": [skill.name for skill in card.skills],
+    }
+    async with _http_client(connection, timeout) as http:
+        try:
+            client = ClientFactory(ClientConfig(httpx_client=http)).create(card)
+        except ValueError as exc:  # no transport in common
+            raise RuntimeError(f"the agent card offers no usable interface: {exc}") from None
+        try:
+            async with asyncio.timeout(timeout):
+                await client.get_task(GetTaskRequest(id="agentctl-probe-no-such-task"))
+        except A2AClientError as exc:
+            raise RuntimeError(f"the agent at {found['url']} did not answer: {exc}") from None
+        except A2AError:
+            pass  # an error answer from the agent: it is there and let us in
+        except TimeoutError:
+            raise RuntimeError(
+                f"the agent at {found['url']} did not answer in {timeout:g} s"
+            ) from None
+        finally:
+            await client.close()
+    return found
+
+
+def probe_sync(connection: A2AConnection, *, timeout: float = PROBE_SECONDS) -> dict[str, Any]:
+    """`probe` from synchronous code."""
+    return run_sync(lambda: probe(connection, timeout=timeout))

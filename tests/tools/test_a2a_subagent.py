@@ -157,3 +157,42 @@ def test_without_a_description_an_unreachable_card_is_a_located_error(tmp_path: 
     assert (problem.line, problem.path) == (8, "subagents[0].a2a.card")
     assert "could not fetch the agent card for its description" in problem.message
     assert "give the subagent a `description:`" in problem.message
+
+
+def _inspect(*args: str) -> tuple[int, str]:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from runner.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(out):
+        try:
+            code: Any = main(["inspect", *args])
+        except SystemExit as exc:
+            code = exc.code
+    return int(code or 0), out.getvalue()
+
+
+def test_inspect_shows_the_remote_and_probe_checks_it_answers(
+    translator: tuple[str, Seen], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, seen = translator
+    spec = _spec(tmp_path, url, description="Translates", timeout="90s")
+    code, out = _inspect(str(spec))
+    assert code == 0
+    shown = f"    A2A agent, card {url}/.well-known/agent-card.json  (Authorization: ***), "
+    assert shown + "timeout 90 s" in out
+    assert TOKEN not in out and "probe" not in out
+    before = len(seen.messages)
+    code, out = _inspect(str(spec), "--probe")
+    assert code == 0, out
+    assert f"    probe: ok, 'translator' answers at {url}/ (streaming)" in out
+    assert len(seen.messages) == before  # nothing was run
+    monkeypatch.setenv("A2A_TOKEN", "wrong")
+    code, out = _inspect(str(spec), "--probe")
+    assert code == 1 and "probe: FAILED: the agent at" in out and "401" in out
+    from tests.a2a_agents import free_port
+
+    code, out = _inspect(str(_spec(tmp_path, f"http://127.0.0.1:{free_port()}")), "--probe")
+    assert code == 1 and "probe: FAILED: could not fetch the agent card: " in out
