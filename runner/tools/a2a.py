@@ -123,21 +123,21 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def _parts_text(parts: Any) -> str:
-    """The text of message or artifact parts: text parts as they are; a data part by its
-    `question` (an interrupt of a LangGraph server asks in one), else as JSON; files by URL."""
-    texts: list[str] = []
+    """The text of message or artifact parts: the text parts; without any, a data part's
+    `question` (an interrupt of a LangGraph server asks in one) or its JSON, and file URLs."""
+    texts = [part.text for part in parts if part.WhichOneof("content") == "text" and part.text]
+    if texts:
+        return "\n".join(texts)
     for part in parts:
         kind = part.WhichOneof("content")
-        if kind == "text":
-            texts.append(part.text)
-        elif kind == "data":
+        if kind == "data":
             from google.protobuf.json_format import MessageToDict
 
             data = MessageToDict(part.data)
             texts.append(_question_in(data) or json.dumps(data, ensure_ascii=False))
         elif kind == "url":
             texts.append(part.url)
-    return "\n".join(t for t in texts if t)
+    return "\n".join(texts)
 
 
 def _question_in(data: Any) -> str | None:
