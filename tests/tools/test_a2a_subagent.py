@@ -196,3 +196,47 @@ def test_inspect_shows_the_remote_and_probe_checks_it_answers(
 
     code, out = _inspect(str(_spec(tmp_path, f"http://127.0.0.1:{free_port()}")), "--probe")
     assert code == 1 and "probe: FAILED: could not fetch the agent card: " in out
+
+
+BOSS_CASSETTE = """\
+version: 1
+agents:
+  boss:
+    - tool_calls: [{name: task, args: {description: "ask: hello", subagent_type: translator}}]
+    - content: Done.
+"""
+
+
+def test_a_served_agent_delegates_over_a2a_and_its_client_answers_the_question(
+    translator: tuple[str, Seen], tmp_path: Path
+) -> None:
+    """The async path (a server runs graphs on its loop), from a LangGraph SDK client: the
+    remote agent's question is an interrupt of the served run, resumed by the client."""
+    from langgraph_sdk import get_sync_client
+
+    from tests.serve import servers
+
+    url, seen = translator
+    spec = _spec(tmp_path, url, description="Translates")
+    spec.write_text(
+        spec.read_text().replace("openai:gpt-4.1", "replay:boss.cassette.yaml"), encoding="utf-8"
+    )
+    (tmp_path / "boss.cassette.yaml").write_text(BOSS_CASSETTE, encoding="utf-8")
+    with servers.serving(
+        [spec], cwd=tmp_path, env={"A2A_TOKEN": TOKEN}, log=tmp_path / "serve.log"
+    ) as server:
+        client = get_sync_client(url=server.url)
+        thread = client.threads.create()["thread_id"]
+        message = {"messages": [{"role": "user", "content": "go"}]}
+        client.runs.wait(thread, "boss", input=message)
+        (waiting,) = client.threads.get(thread)["interrupts"].values()
+        assert waiting[0]["value"]["question"] == (
+            "The A2A agent 'translator' needs input: Which language?"
+        )
+        done = client.runs.wait(thread, "boss", command={"resume": "German"})
+        state = client.threads.get_state(thread)["values"]
+    assert isinstance(done, dict) and done["messages"][-1]["content"] == "Done."
+    results = [m["content"] for m in state["messages"] if m["type"] == "tool"]
+    assert results == ["translated into German"]
+    asked = [context for context, _, text in seen.messages if text == "ask: hello"][-1]
+    assert state["a2a_contexts"] == {"translator": asked}
