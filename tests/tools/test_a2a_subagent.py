@@ -72,10 +72,18 @@ def test_answer_comes_back_as_the_task_result_with_updates_nested(
     model = _delegating("hello there")
     with Session(_spec(tmp_path, url), model=model, db=tmp_path / "db") as session:
         events = list(session.stream("go"))
+        call = next(e for e in events if isinstance(e, ToolCall) and e.name == "task")
+        # the finished call is journaled: a run resumed after a crash answers it from there,
+        # it does not send the task to the remote agent again
+        from runner.middleware.journal import journal_for
+
+        journal = journal_for(session.home.checkpointer)
+        assert journal is not None
+        recorded = journal.lookup(events[0].thread_id, "", call.id)  # type: ignore[attr-defined]
+        assert recorded is not None and "[1] HELLO THERE" in str(recorded)
     # the card's description is the one the task tool lists
     (task,) = [t for t in model.bound_tools if getattr(t, "name", None) == "task"]
     assert "- translator: Translates text" in task.description
-    call = next(e for e in events if isinstance(e, ToolCall) and e.name == "task")
     result = next(e for e in events if isinstance(e, ToolResult) and e.name == "task")
     assert result.content == "[1] HELLO THERE"
     nested = [(e.agent, e.parent_id, e.text) for e in events if isinstance(e, TextDelta)]
