@@ -141,7 +141,10 @@ def _executor(graph_id: str, api_url: str) -> Any:
             run_input: dict[str, Any] | None = None
             command: dict[str, Any] | None = None
             if resuming:
-                command = {"resume": text}
+                # decisions on an approval come as a data part `{"resume": ...}` (as the
+                # in-memory engine takes them), an answer to a question as text
+                given = _resume_in(context.message.parts if context.message else [])
+                command = {"resume": text if given is None else given}
             else:
                 run_input = {"messages": [{"role": "user", "content": text}]}
             async for part in client.runs.stream(
@@ -183,6 +186,17 @@ def _executor(graph_id: str, api_url: str) -> Any:
             await updater.cancel()
 
     return RunsExecutor()
+
+
+def _resume_in(parts: Any) -> Any:
+    from google.protobuf.json_format import MessageToDict
+
+    for part in parts:
+        if part.WhichOneof("content") == "data":
+            data = MessageToDict(part.data)
+            if isinstance(data, dict) and "resume" in data:
+                return data["resume"]
+    return None
 
 
 def _replies(update: Mapping[str, Any]) -> list[str]:

@@ -140,6 +140,28 @@ def _parts_text(parts: Any) -> str:
     return "\n".join(texts)
 
 
+def _interrupt_value(parts: Any) -> dict[str, Any] | None:
+    """The interrupt value in a data part: `{id, value}` (the in-memory LangGraph server's
+    interrupt artifact) or `{"interrupt": {id, value}}` (serve on Aegra)."""
+    from google.protobuf.json_format import MessageToDict
+
+    for part in parts:
+        if part.WhichOneof("content") != "data":
+            continue
+        data = MessageToDict(part.data)
+        if isinstance(data, dict) and isinstance(data.get("interrupt"), dict):
+            data = data["interrupt"]
+        value = data.get("value") if isinstance(data, dict) else None
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def is_approval_request(value: Any) -> bool:
+    """Whether an interrupt value asks to approve tool calls (LangChain's human-in-the-loop)."""
+    return isinstance(value, dict) and isinstance(value.get("action_requests"), list)
+
+
 def _question_in(data: Any) -> str | None:
     if isinstance(data, dict):
         value = data.get("value")
@@ -163,6 +185,9 @@ class A2AOutcome:
     """The answer: the artifacts' text, else the last status message, else the message."""
     task_id: str | None = None
     context_id: str | None = None
+    request: dict[str, Any] | None = None
+    """When the task waits: the interrupt value behind the question, when the agent (a
+    LangGraph server) sent it as data."""
 
 
 @dataclass
@@ -176,6 +201,8 @@ class _Progress:
     message_text: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)
     last_artifact: str | None = None
+    request: dict[str, Any] | None = None
+    """The interrupt value a LangGraph server sent with its question (a data part), if any."""
 
     def read(self, event: StreamResponse) -> str:
         """Take in one event; the new text it brings (for the live stream)."""
@@ -197,6 +224,7 @@ class _Progress:
             self.status_text = ""
             if update.status.HasField("message"):
                 self.status_text = _parts_text(update.status.message.parts)
+                self.request = _interrupt_value(update.status.message.parts) or self.request
             return self.status_text
         if kind == "artifact_update":
             update = event.artifact_update
@@ -205,6 +233,7 @@ class _Progress:
             key = update.artifact.artifact_id
             self.artifacts[key] = self.artifacts.get(key, "") + text if update.append else text
             self.last_artifact = key
+            self.request = _interrupt_value(update.artifact.parts) or self.request
             return text
         if kind == "message":
             message = event.message
@@ -223,7 +252,8 @@ class _Progress:
             text = self.status_text or latest
         else:
             text = artifacts or self.status_text or self.message_text
-        return A2AOutcome(self.state, text, self.task_id, self.context_id)
+        request = self.request if self.state in WAITING_STATES else None
+        return A2AOutcome(self.state, text, self.task_id, self.context_id, request)
 
 
 class A2AAgent:
@@ -250,17 +280,19 @@ class A2AAgent:
         context_id: str | None,
         task_id: str | None,
         on_text: Callable[[str, str], None] | None = None,
+        resume: Any = None,
     ) -> A2AOutcome:
         """Send `text` (to the task `task_id` when it continues one) and follow the task until it
-        ends or waits for input. `on_text(state, text)` hears each piece of text as it comes."""
+        ends or waits for input. `on_text(state, text)` hears each piece of text as it comes.
+        `resume`: instead of text, a data part `{"resume": resume}` (decisions on an approval,
+        as a LangGraph server takes them)."""
         from a2a.client import ClientConfig, ClientFactory
-        from a2a.helpers import new_text_message
+        from a2a.helpers import new_data_part, new_message, new_text_part
         from a2a.types import Role, SendMessageRequest
 
         progress = _Progress(task_id=task_id, context_id=context_id)
-        message = new_text_message(
-            text, context_id=context_id, task_id=task_id, role=Role.ROLE_USER
-        )
+        part = new_text_part(text) if resume is None else new_data_part({"resume": resume})
+        message = new_message([part], context_id=context_id, task_id=task_id, role=Role.ROLE_USER)
         card = await self.card()
         async with _http_client(self.connection, self.timeout) as http:
             client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
@@ -323,7 +355,11 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
     async def exchange(state: A2ATaskState, on_text: Callable[[str, str], None]) -> dict[str, Any]:
         pending = state.get(PENDING) or {}
         contexts = state.get(A2A_CONTEXTS) or {}
-        if pending.get("answer") is not None:
+        resume = None
+        if "decisions" in pending:
+            text, resume = "", pending["decisions"]
+            task_id, context_id = pending.get("task_id"), pending.get("context_id")
+        elif pending.get("answer") is not None:
             text, task_id = str(pending["answer"]), pending.get("task_id")
             context_id = pending.get("context_id")
         else:
@@ -331,7 +367,7 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
             context_id = contexts.get(name)
         try:
             outcome = await agent.exchange(
-                text, context_id=context_id, task_id=task_id, on_text=on_text
+                text, context_id=context_id, task_id=task_id, on_text=on_text, resume=resume
             )
         except TimeoutError:
             return _answer(f"Error: the A2A agent {name!r} did not finish in {agent.timeout:g} s")
@@ -346,6 +382,7 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
                 "context_id": outcome.context_id,
                 "state": outcome.state,
                 "question": outcome.text,
+                "request": outcome.request,
             }
             return update
         if outcome.state in FAILED_STATES:
@@ -365,6 +402,12 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
 
     def ask(state: A2ATaskState) -> dict[str, Any]:
         pending = dict(state.get(PENDING) or {})
+        request = pending.get("request")
+        if isinstance(request, dict) and is_approval_request(request):
+            # calls of the remote agent wait for approval: the parent's approval, whose
+            # decisions go back as they are
+            decisions = interrupt(_from_remote(request, name))
+            return {PENDING: {**pending, "decisions": decisions}}
         call = TASK_CALL.get(None)
         asked = pending.get("question") or "(no question given)"
         need = "authorization" if pending.get("state") == "auth-required" else "input"
@@ -374,7 +417,8 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
 
     def after_exchange(state: A2ATaskState) -> str:
         pending = state.get(PENDING)
-        return "ask" if pending and pending.get("answer") is None else END
+        answered = pending and (pending.get("answer") is not None or "decisions" in pending)
+        return "ask" if pending and not answered else END
 
     graph = StateGraph(A2ATaskState)
     graph.add_node("exchange", RunnableLambda(sync_exchange, afunc=aexchange))
@@ -383,6 +427,16 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
     graph.add_conditional_edges("exchange", after_exchange, ["ask", END])
     graph.add_edge("ask", "exchange")
     return graph.compile(name=name)
+
+
+def _from_remote(request: dict[str, Any], name: str) -> dict[str, Any]:
+    """An approval request of the remote agent, each call's description naming the agent."""
+    calls = []
+    for call in request.get("action_requests") or []:
+        said = call.get("description") if isinstance(call, dict) else None
+        where = f"(asked by the A2A agent {name!r})"
+        calls.append({**call, "description": f"{said}\n{where}" if said else where})
+    return {**request, "action_requests": calls}
 
 
 def _reason(exc: BaseException) -> str:

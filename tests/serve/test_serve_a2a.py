@@ -42,7 +42,20 @@ agents:
       tool_calls: [{name: ask_user, args: {question: How long?}}]
     - content: Briefed.
 """
-
+SCRIBE = """\
+name: scribe
+description: Writes notes
+model: replay:scribe.cassette.yaml
+prompt: Write notes.
+interrupt_on: {write_file: true}
+"""
+SCRIBE_CASSETTE = """\
+version: 1
+agents:
+  scribe:
+    - tool_calls: [{name: write_file, args: {file_path: /notes.md, content: hi}}]
+    - content: Written.
+"""
 
 ENGINES = servers.ENGINES
 
@@ -59,6 +72,8 @@ def served(
     folder = tmp_path_factory.mktemp(f"a2a-serve-{engine}")
     (folder / "briefer.yaml").write_text(AGENT, encoding="utf-8")
     (folder / "briefer.cassette.yaml").write_text(CASSETTE, encoding="utf-8")
+    (folder / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
+    (folder / "scribe.cassette.yaml").write_text(SCRIBE_CASSETTE, encoding="utf-8")
     (folder / "keys.yaml").write_text(
         f"keys:\n  - {{user: alice, key: {ALICE}}}\n  - {{user: bob, key: {BOB}}}\n",
         encoding="utf-8",
@@ -73,7 +88,10 @@ def served(
             args += ["--db", stack.enter_context(fresh_database(postgres))]
         server = stack.enter_context(
             servers.serving(
-                [folder / "briefer.yaml"], cwd=folder, args=args, log=folder / "serve.log"
+                [folder / "briefer.yaml", folder / "scribe.yaml"],
+                cwd=folder,
+                args=args,
+                log=folder / "serve.log",
             )
         )
         yield server.url
@@ -222,25 +240,31 @@ def _state_of(task: Any) -> str:
     return state_name(task.status.state)
 
 
-def test_an_agentctl_agent_delegates_to_the_served_agent(
-    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("BRIEFER_KEY", ALICE)
+def _delegating(served: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
+    """A session of an agent whose one subagent is the served agent `name`, over A2A with
+    alice's key; its model delegates once, then says what it got."""
+    monkeypatch.setenv("SERVED_KEY", ALICE)
     (tmp_path / "boss.yaml").write_text(
         "name: boss\nmodel: openai:gpt-4.1\nprompt: You delegate.\n"
         "general_purpose_agent: false\nsubagents:\n"
-        f"  - name: briefer\n    a2a:\n      card: {served}/a2a/briefer\n"
-        '      headers: {x-api-key: "${BRIEFER_KEY}"}\n',
+        f"  - name: {name}\n    a2a:\n      card: {served}/a2a/{name}\n"
+        '      headers: {x-api-key: "${SERVED_KEY}"}\n',
         encoding="utf-8",
     )
 
     def reply(messages: list[Any]) -> dict[str, Any]:
         if messages[-1].type == "tool":
             return ai(f"got: {messages[-1].text}")
-        return ai("", ("task", {"description": "a brief", "subagent_type": "briefer"}))
+        return ai("", ("task", {"description": "some work", "subagent_type": name}))
 
     model = ScriptedChatModel(script=reply)
-    with Session(tmp_path / "boss.yaml", model=model, db=tmp_path / "db") as session:
+    return Session(tmp_path / "boss.yaml", model=model, db=tmp_path / "db")
+
+
+def test_an_agentctl_agent_delegates_to_the_served_agent(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _delegating(served, "briefer", tmp_path, monkeypatch) as session:
         first = session.run("go")
         assert isinstance(first.interrupt, Interrupt)
         (action,) = first.interrupt.actions
@@ -284,3 +308,20 @@ def test_a_stream_split_anywhere_is_rewritten_event_by_event() -> None:
         '{"taskId":"t","status":{"state":"TASK_STATE_WORKING"}}}}\n\n'
         'data: {"jsonrpc":"2.0","id":"1","result":{"artifactUpdate":{"taskId":"t"}}}\n\n'
     )
+
+
+def test_an_approval_of_the_served_agent_is_the_delegating_runs_approval(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _delegating(served, "scribe", tmp_path, monkeypatch) as session:
+        first = session.run("go")
+        assert isinstance(first.interrupt, Interrupt)
+        (action,) = first.interrupt.actions
+        assert (action.name, action.args, action.agent) == (
+            "write_file",
+            {"file_path": "/notes.md", "content": "hi"},
+            "scribe",
+        )
+        assert "asked by the A2A agent 'scribe'" in (action.description or "")
+        done = session.run(thread_id=first.thread_id, decisions=[Decision("approve")])
+    assert done.final is not None and done.final.content == "got: Written."
