@@ -23,10 +23,12 @@ TOKEN = "sekret"
 
 @dataclass
 class Seen:
-    """What the agent was sent: (context id, task id, text) per message, and canceled tasks."""
+    """What the agent was sent: (context id, task id, text) per message, canceled tasks, and
+    the `traceparent` header of each JSON-RPC request."""
 
     messages: list[tuple[str, str, str]] = field(default_factory=list)
     canceled: list[str] = field(default_factory=list)
+    traceparents: list[str | None] = field(default_factory=list)
 
 
 def free_port() -> int:
@@ -113,6 +115,8 @@ def translator_app(port: int, seen: Seen) -> Any:
 
     class NeedsToken(BaseHTTPMiddleware):
         async def dispatch(self, request: Any, call_next: Any) -> Any:
+            if request.method == "POST":
+                seen.traceparents.append(request.headers.get("traceparent"))
             if request.method == "POST" and request.headers.get("authorization") != (
                 f"Bearer {TOKEN}"
             ):

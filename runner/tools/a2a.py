@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict, TypeVar
 
@@ -78,10 +78,33 @@ def state_name(value: int) -> str:
     return TaskState.Name(value).removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
-def _http_client(connection: A2AConnection, timeout: float) -> httpx.AsyncClient:
+def _http_client(
+    connection: A2AConnection, timeout: float, extra: Mapping[str, str] | None = None
+) -> httpx.AsyncClient:
     import httpx
 
-    return httpx.AsyncClient(headers=dict(connection.headers), timeout=httpx.Timeout(timeout))
+    headers = {**(extra or {}), **connection.headers}
+    return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout))
+
+
+def trace_headers(config: Mapping[str, Any] | None) -> dict[str, str]:
+    """The W3C trace context (`traceparent`) of the span the runnable of `config` is in, when
+    runs are traced (`runner.run.telemetry`, whose span recorder is found among the run's
+    callback handlers by its `span_for`): the remote agent's spans join the same trace."""
+    callbacks = (config or {}).get("callbacks")
+    run_id = getattr(callbacks, "parent_run_id", None)
+    if run_id is None:
+        return {}
+    for handler in getattr(callbacks, "handlers", None) or ():
+        span_for = getattr(handler, "span_for", None)
+        span = span_for(run_id) if callable(span_for) else None
+        if span is not None:
+            from opentelemetry import propagate, trace
+
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier, context=trace.set_span_in_context(span))
+            return carrier
+    return {}
 
 
 async def fetch_card(connection: A2AConnection, *, timeout: float = CARD_SECONDS) -> AgentCard:
@@ -281,11 +304,13 @@ class A2AAgent:
         task_id: str | None,
         on_text: Callable[[str, str], None] | None = None,
         resume: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> A2AOutcome:
         """Send `text` (to the task `task_id` when it continues one) and follow the task until it
         ends or waits for input. `on_text(state, text)` hears each piece of text as it comes.
         `resume`: instead of text, a data part `{"resume": resume}` (decisions on an approval,
-        as a LangGraph server takes them)."""
+        as a LangGraph server takes them). `headers`: more headers for this exchange (the trace
+        context)."""
         from a2a.client import ClientConfig, ClientFactory
         from a2a.helpers import new_data_part, new_message, new_text_part
         from a2a.types import Role, SendMessageRequest
@@ -294,7 +319,7 @@ class A2AAgent:
         part = new_text_part(text) if resume is None else new_data_part({"resume": resume})
         message = new_message([part], context_id=context_id, task_id=task_id, role=Role.ROLE_USER)
         card = await self.card()
-        async with _http_client(self.connection, self.timeout) as http:
+        async with _http_client(self.connection, self.timeout, headers) as http:
             client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
             try:
                 async with asyncio.timeout(self.timeout):
@@ -332,7 +357,7 @@ def _last_text(messages: list[Any]) -> str:
 def a2a_subagent_graph(agent: A2AAgent) -> Any:
     """The compiled graph that runs `agent` as a subagent (no checkpointer: the parent's)."""
     from langchain_core.messages import AIMessage
-    from langchain_core.runnables import RunnableLambda
+    from langchain_core.runnables import RunnableConfig, RunnableLambda
     from langgraph.config import get_stream_writer
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
@@ -352,7 +377,9 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
 
         return on_text
 
-    async def exchange(state: A2ATaskState, on_text: Callable[[str, str], None]) -> dict[str, Any]:
+    async def exchange(
+        state: A2ATaskState, on_text: Callable[[str, str], None], headers: dict[str, str]
+    ) -> dict[str, Any]:
         pending = state.get(PENDING) or {}
         contexts = state.get(A2A_CONTEXTS) or {}
         resume = None
@@ -367,7 +394,12 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
             context_id = contexts.get(name)
         try:
             outcome = await agent.exchange(
-                text, context_id=context_id, task_id=task_id, on_text=on_text, resume=resume
+                text,
+                context_id=context_id,
+                task_id=task_id,
+                on_text=on_text,
+                resume=resume,
+                headers=headers,
             )
         except TimeoutError:
             return _answer(f"Error: the A2A agent {name!r} did not finish in {agent.timeout:g} s")
@@ -393,12 +425,12 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
     def _answer(text: str) -> dict[str, Any]:
         return {"messages": [AIMessage(content=text, name=name)], PENDING: None}
 
-    async def aexchange(state: A2ATaskState) -> dict[str, Any]:
-        return await exchange(state, streamer())
+    async def aexchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
+        return await exchange(state, streamer(), trace_headers(config))
 
-    def sync_exchange(state: A2ATaskState) -> dict[str, Any]:
-        on_text = streamer()
-        return run_sync(lambda: exchange(state, on_text))
+    def sync_exchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
+        on_text, headers = streamer(), trace_headers(config)
+        return run_sync(lambda: exchange(state, on_text, headers))
 
     def ask(state: A2ATaskState) -> dict[str, Any]:
         pending = dict(state.get(PENDING) or {})

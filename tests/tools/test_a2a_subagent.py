@@ -248,3 +248,28 @@ def test_a_served_agent_delegates_over_a2a_and_its_client_answers_the_question(
     assert results == ["translated into German"]
     asked = [context for context, _, text in seen.messages if text == "ask: hello"][-1]
     assert state["a2a_contexts"] == {"translator": asked}
+
+
+def test_the_trace_context_goes_to_the_remote_agent(
+    translator: tuple[str, Seen], tmp_path: Path
+) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from runner.run import telemetry
+
+    url, seen = translator
+    exporter = InMemorySpanExporter()
+    active = telemetry.enable(exporter=exporter, batch=False)
+    try:
+        with Session(_spec(tmp_path, url), model=_delegating("traced"), db=tmp_path / "db") as s:
+            assert s.run("go").final is not None
+    finally:
+        active.shutdown()
+    sent = seen.traceparents[-1]
+    assert sent is not None
+    _, trace_id, parent_id, _ = sent.split("-")
+    spans = {format(span.context.span_id, "016x"): span for span in exporter.get_finished_spans()}
+    parent = spans[parent_id]  # the remote call's parent is a span of this run
+    assert parent.name == "invoke_agent translator"
+    assert format(parent.context.trace_id, "032x") == trace_id
