@@ -158,6 +158,7 @@ def _executor(graph_id: str, api_url: str) -> Any:
                 if part.event == "metadata" and isinstance(part.data, dict):
                     runs[task_id] = (thread_id, str(part.data.get("run_id")))
                 elif part.event == "error":
+                    runs.pop(task_id, None)
                     message = updater.new_agent_message([new_text_part(str(part.data))])
                     await updater.failed(message)
                     return
@@ -166,6 +167,7 @@ def _executor(graph_id: str, api_url: str) -> Any:
                         message = updater.new_agent_message([new_text_part(said)])
                         await updater.update_status(TaskState.TASK_STATE_WORKING, message)
             state = await client.threads.get_state(thread_id)
+            runs.pop(task_id, None)  # the run is over: nothing left to cancel
             waiting = _interrupts(state)
             if waiting:
                 value = waiting[0].get("value")
