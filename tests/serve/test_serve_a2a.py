@@ -109,13 +109,15 @@ def _status(url: str, data: bytes | None = None, **headers: str) -> int:
 class Caller:
     """An A2A client of the official SDK for one user's key."""
 
+    agent = "briefer"
+
     def __init__(self, base: str, key: str) -> None:
         self.base, self.key = base, key
 
     async def _client(self, http: Any) -> Any:
         from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 
-        card = await A2ACardResolver(http, f"{self.base}/a2a/briefer").get_agent_card()
+        card = await A2ACardResolver(http, f"{self.base}/a2a/{self.agent}").get_agent_card()
         return card, ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
 
     def call(self, work: Any) -> Any:
@@ -325,3 +327,69 @@ def test_an_approval_of_the_served_agent_is_the_delegating_runs_approval(
         assert "asked by the A2A agent 'scribe'" in (action.description or "")
         done = session.run(thread_id=first.thread_id, decisions=[Decision("approve")])
     assert done.final is not None and done.final.content == "got: Written."
+
+
+BOSS = """\
+name: boss
+description: Delegates notes
+model: replay:boss.cassette.yaml
+prompt: You delegate.
+general_purpose_agent: false
+subagents:
+  - name: scribe
+    a2a:
+      card: ${CHILD}/a2a/scribe
+      headers: {x-api-key: "${SERVED_KEY}"}
+"""
+BOSS_CASSETTE = """\
+version: 1
+agents:
+  boss:
+    - tool_calls: [{name: task, args: {description: a note, subagent_type: scribe}}]
+    - content: Done.
+"""
+
+
+def test_two_servers_an_approval_in_the_child_answered_by_the_parents_clients(
+    served: str, tmp_path: Path
+) -> None:
+    """A parent `agentctl serve` whose agent delegates over A2A to an agent of the child server
+    (this module's), driven from a LangGraph SDK client and from an A2A client: the child's
+    approval waits in the parent's run, and the parent's client decides it."""
+    from langgraph_sdk import get_sync_client
+
+    (tmp_path / "boss.yaml").write_text(BOSS, encoding="utf-8")
+    (tmp_path / "boss.cassette.yaml").write_text(BOSS_CASSETTE, encoding="utf-8")
+    env = {"CHILD": served, "SERVED_KEY": ALICE}
+    with servers.serving(
+        [tmp_path / "boss.yaml"], cwd=tmp_path, env=env, log=tmp_path / "serve.log"
+    ) as parent:
+        client = get_sync_client(url=parent.url)
+        thread = client.threads.create()["thread_id"]
+        client.runs.wait(thread, "boss", input={"messages": [{"role": "user", "content": "go"}]})
+        (waiting,) = client.threads.get(thread)["interrupts"].values()
+        (call,) = waiting[0]["value"]["action_requests"]
+        assert call["name"] == "write_file" and "A2A agent 'scribe'" in call["description"]
+        approve = {"decisions": [{"type": "approve"}]}
+        done = client.runs.wait(thread, "boss", command={"resume": approve})
+        assert isinstance(done, dict) and done["messages"][-1]["content"] == "Done."
+
+        async def over_a2a(card: Any, a2a: Any) -> tuple[Any, Any]:
+            from a2a.helpers import new_data_part, new_message
+            from a2a.types import Role, SendMessageRequest
+
+            asked = _outcome(await _events(a2a, _send("go")))
+            answer = new_message(
+                [new_data_part({"resume": approve})],
+                task_id=asked.task_id,
+                context_id=asked.context_id,
+                role=Role.ROLE_USER,
+            )
+            return asked, _outcome(await _events(a2a, SendMessageRequest(message=answer)))
+
+        caller = Caller(parent.url, "no key needed")
+        caller.agent = "boss"
+        asked, answered = caller.call(over_a2a)
+    assert asked.state == "input-required" and asked.request is not None
+    assert [c["name"] for c in asked.request["action_requests"]] == ["write_file"]
+    assert (answered.state, answered.text) == ("completed", "Done.")
