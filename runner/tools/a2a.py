@@ -7,14 +7,21 @@ task(description) --> [exchange] --message/stream--> A2A agent   (status and art
                           |  ^                                     go out on the custom stream)
      input-required / auth-required                     completed / failed / ... --> answer
                           v  |
-                        [ask]  interrupt(ask_user question) -> the parent's answer is the next
-                               message of the same A2A task
+                        [ask]  interrupt(ask_user question, or the remote approval request)
+                               -> the parent's answer is the next message of the same A2A task
 ```
 
 Why a graph and not a tool: the graph has no checkpointer of its own, so it uses the parent's,
 like a local subagent. A question of the remote agent becomes an `ask_user` interrupt of the
 parent run (the question names the agent asking), the checkpoint keeps the remote task's id, and
 the answer resumes the graph at `ask`, which sends it to the same task; nothing is sent twice.
+A remote LangGraph server (`agentctl serve`) waiting on an approval sends the approval request as
+data: the parent run waits on the same request (each call naming the agent), and the decisions
+go back as a `{"resume": ...}` data part, as that server takes them.
+
+A `task` call that finished is in the parent thread's tool journal (`runner.middleware.journal`):
+a run resumed after a crash answers it from there and does not send it again. When runs are
+traced, each request carries the `traceparent` of the subagent's span.
 
 One A2A context (`contextId`) per parent thread and subagent: the graph reads it from the
 parent's state (`a2a_contexts`, subagent name -> contextId, see `runner.middleware.subagents`)
