@@ -56,9 +56,13 @@ class A2AAuthMiddleware:
         try:
             user = await self.authenticate(headers)
         except Exception as exc:
-            status = getattr(exc, "status_code", 401)
+            status = getattr(exc, "status_code", None)
+            if not isinstance(status, int):
+                raise  # not a refusal: a bug, which must not pass for one
             detail = getattr(exc, "detail", None) or "authentication required"
-            await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
+            extra = dict(getattr(exc, "headers", None) or {})
+            refusal = JSONResponse({"detail": detail}, status_code=status, headers=extra)
+            await refusal(scope, receive, send)
             return
         identity = str(user.get("identity") if isinstance(user, Mapping) else user)
         await self.app({**scope, "user": SimpleUser(identity)}, receive, send)
