@@ -270,7 +270,8 @@ def serve(
         here = "127.0.0.1" if host in ("0.0.0.0", "::") else shown_host
         mount_a2a(
             web,
-            {a.name: a.description for a in agents},
+            agents,
+            vars=variables,
             base_url=f"http://{shown_host}:{port}",
             api_url=f"http://{here}:{port}",
             authenticate=authenticate_with,

@@ -25,7 +25,7 @@ process's memory: after a restart the threads and runs remain, the A2A tasks do 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -144,10 +144,17 @@ def _executor(graph_id: str, api_url: str) -> Any:
             thread_id = _thread_id(context_id)
             run_input: dict[str, Any] | None = None
             command: dict[str, Any] | None = None
+            parts = context.message.parts if context.message else []
+            # the agent's typed inputs: a data part `{"vars": {...}}`, as a run's
+            # `configurable.vars` (the API checks them as it checks any run's)
+            given_vars = _data_in(parts, "vars")
+            config = (
+                {"configurable": {"vars": given_vars}} if isinstance(given_vars, dict) else None
+            )
             if resuming:
                 # decisions on an approval come as a data part `{"resume": ...}` (as the
                 # in-memory engine takes them), an answer to a question as text
-                given = _resume_in(context.message.parts if context.message else [])
+                given = _data_in(parts, "resume")
                 command = {"resume": text if given is None else given}
             else:
                 run_input = {"messages": [{"role": "user", "content": text}]}
@@ -156,6 +163,7 @@ def _executor(graph_id: str, api_url: str) -> Any:
                 graph_id,
                 input=run_input,
                 command=command,
+                config=config,
                 stream_mode="updates",
                 if_not_exists="create",
             ):
@@ -194,15 +202,34 @@ def _executor(graph_id: str, api_url: str) -> Any:
     return RunsExecutor()
 
 
-def _resume_in(parts: Any) -> Any:
+def _data_in(parts: Any, key: str) -> Any:
+    """`key` of the first data part that has it (`resume`, `vars`), else None."""
     from google.protobuf.json_format import MessageToDict
 
     for part in parts:
         if part.WhichOneof("content") == "data":
             data = MessageToDict(part.data)
-            if isinstance(data, dict) and "resume" in data:
-                return data["resume"]
+            if isinstance(data, dict) and key in data:
+                return data[key]
     return None
+
+
+def _inputs_text(inputs: Mapping[str, Any]) -> str:
+    """The agent's typed inputs, for its card: how to give them, and each one."""
+    if not inputs:
+        return ""
+    listed = []
+    for name, declared in inputs.items():
+        notes = [str(declared.kind)]
+        if declared.required:
+            notes.append("required")
+        elif declared.default is not None:
+            notes.append(f"default {declared.default!r}")
+        about = f": {declared.description}" if getattr(declared, "description", None) else ""
+        listed.append(f"{name} ({', '.join(notes)}){about}")
+    return (
+        '\nInputs, as a data part {"vars": {...}} with the first message: ' + "; ".join(listed) + "."
+    )
 
 
 def _replies(update: Mapping[str, Any]) -> list[str]:
@@ -221,11 +248,15 @@ def _replies(update: Mapping[str, Any]) -> list[str]:
 
 
 def a2a_routes(
-    agents: Mapping[str, str | None], *, base_url: str, api_url: str, authenticated: bool
+    agents: Mapping[str, tuple[str | None, Mapping[str, Any]]],
+    *,
+    base_url: str,
+    api_url: str,
+    authenticated: bool,
 ) -> list[Any]:
-    """Starlette routes of the A2A agents for `agents` ({name: description}): the card and the
-    JSON-RPC endpoint of each. `base_url`: the address clients reach this server at;
-    `api_url`: where the executor reaches the API."""
+    """Starlette routes of the A2A agents for `agents` ({name: (description, typed inputs)}):
+    the card and the JSON-RPC endpoint of each. `base_url`: the address clients reach this
+    server at; `api_url`: where the executor reaches the API."""
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore
@@ -242,7 +273,7 @@ def a2a_routes(
     )
 
     routes: list[Any] = []
-    for name, description in agents.items():
+    for name, (description, inputs) in agents.items():
         path = f"{A2A_PREFIX}{name}"
         about = description or f"The agent {name}"
         card = AgentCard(
@@ -258,7 +289,14 @@ def a2a_routes(
             capabilities=AgentCapabilities(streaming=True),
             default_input_modes=["text/plain"],
             default_output_modes=["text/plain"],
-            skills=[AgentSkill(id=name, name=name, description=about, tags=["agentctl"])],
+            skills=[
+                AgentSkill(
+                    id=name,
+                    name=name,
+                    description=about + _inputs_text(inputs),
+                    tags=["agentctl"],
+                )
+            ],
             version="1.0",
         )
         if authenticated:
@@ -286,20 +324,34 @@ def a2a_routes(
 
 def mount_a2a(
     app: Any,
-    agents: Mapping[str, str | None],
+    agents: Iterable[Any],
     *,
+    vars: Mapping[str, Any],
     base_url: str,
     api_url: str,
     authenticate: Callable[[Mapping[Any, Any]], Awaitable[Any]] | None,
 ) -> None:
-    """Add the A2A agents to `app` (the Starlette app served in front of Aegra's API), behind
-    `authenticate` when the server has users. Without the A2A SDK, nothing is added."""
+    """Add the A2A agents of the served agent files (`agents`: `runner.serve.agents`
+    `ServedAgent`s; workflows and files that do not load are left out) to `app` (the Starlette
+    app served in front of Aegra's API), behind `authenticate` when the server has users.
+    Without the A2A SDK, nothing is added."""
     import importlib.util
 
     if importlib.util.find_spec("a2a") is None:
         return
+    from runner.load.workflow import load_any
+    from runner.spec import AgentSpec
+
+    described: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
+    for agent in agents:
+        try:
+            spec = load_any(agent.path, vars=vars, require_inputs=False, allow_unused_vars=True)
+        except Exception:  # a broken file (--dev): served, but not as an A2A agent
+            continue
+        if isinstance(spec, AgentSpec):
+            described[agent.name] = (agent.description, spec.inputs)
     routes = a2a_routes(
-        agents, base_url=base_url, api_url=api_url, authenticated=bool(authenticate)
+        described, base_url=base_url, api_url=api_url, authenticated=bool(authenticate)
     )
     app.router.routes.extend(routes)
     if authenticate is not None:

@@ -57,6 +57,21 @@ agents:
     - content: Written.
 """
 
+LISTER = """\
+name: lister
+description: Lists things
+model: replay:lister.cassette.yaml
+prompt: List {{ vars.topic }}.
+inputs:
+  topic: {type: string, required: true}
+"""
+LISTER_CASSETTE = """\
+version: 1
+agents:
+  lister:
+    - content: Listed.
+"""
+
 ENGINES = servers.ENGINES
 
 
@@ -74,6 +89,8 @@ def served(
     (folder / "briefer.cassette.yaml").write_text(CASSETTE, encoding="utf-8")
     (folder / "scribe.yaml").write_text(SCRIBE, encoding="utf-8")
     (folder / "scribe.cassette.yaml").write_text(SCRIBE_CASSETTE, encoding="utf-8")
+    (folder / "lister.yaml").write_text(LISTER, encoding="utf-8")
+    (folder / "lister.cassette.yaml").write_text(LISTER_CASSETTE, encoding="utf-8")
     (folder / "keys.yaml").write_text(
         f"keys:\n  - {{user: alice, key: {ALICE}}}\n  - {{user: bob, key: {BOB}}}\n",
         encoding="utf-8",
@@ -88,7 +105,7 @@ def served(
             args += ["--db", stack.enter_context(fresh_database(postgres))]
         server = stack.enter_context(
             servers.serving(
-                [folder / "briefer.yaml", folder / "scribe.yaml"],
+                [folder / "briefer.yaml", folder / "scribe.yaml", folder / "lister.yaml"],
                 cwd=folder,
                 args=args,
                 log=folder / "serve.log",
@@ -393,3 +410,39 @@ def test_two_servers_an_approval_in_the_child_answered_by_the_parents_clients(
     assert asked.state == "input-required" and asked.request is not None
     assert [c["name"] for c in asked.request["action_requests"]] == ["write_file"]
     assert (answered.state, answered.text) == ("completed", "Done.")
+
+
+def test_on_aegra_typed_inputs_go_as_vars_and_the_card_lists_them(served: str, engine: str) -> None:
+    if engine != "aegra":
+        pytest.skip("the in-memory engine's A2A takes no run config (see docs/a2a.md)")
+    from a2a.helpers import new_data_part, new_message, new_text_part
+    from a2a.types import Role, SendMessageRequest
+
+    def request(*parts: Any) -> Any:
+        return SendMessageRequest(message=new_message(list(parts), role=Role.ROLE_USER))
+
+    async def work(card: Any, client: Any) -> tuple[Any, Any, Any]:
+        given = request(new_text_part("go"), new_data_part({"vars": {"topic": "birds"}}))
+        missing = request(new_text_part("go"))
+        return card, _outcome(await _events(client, given)), await _failure(client, missing)
+
+    caller = Caller(served, ALICE)
+    caller.agent = "lister"
+    card, listed, refused = caller.call(work)
+    (skill,) = card.skills
+    assert skill.description == (
+        'Lists things\nInputs, as a data part {"vars": {...}} with the first message: '
+        "topic (string, required)."
+    )
+    assert (listed.state, listed.text) == ("completed", "Listed.")
+    assert "topic" in refused
+
+
+async def _failure(client: Any, request: Any) -> str:
+    """What the agent says of a request it cannot run: the failed task's text, or the error."""
+    try:
+        outcome = _outcome(await _events(client, request))
+    except Exception as error:
+        return str(error)
+    assert outcome.state == "failed", outcome
+    return str(outcome.text)
