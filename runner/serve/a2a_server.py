@@ -227,9 +227,8 @@ def _inputs_text(inputs: Mapping[str, Any]) -> str:
             notes.append(f"default {declared.default!r}")
         about = f": {declared.description}" if getattr(declared, "description", None) else ""
         listed.append(f"{name} ({', '.join(notes)}){about}")
-    return (
-        '\nInputs, as a data part {"vars": {...}} with the first message: ' + "; ".join(listed) + "."
-    )
+    how = '\nInputs, as a data part {"vars": {...}} with the first message: '
+    return how + "; ".join(listed) + "."
 
 
 def _replies(update: Mapping[str, Any]) -> list[str]:
