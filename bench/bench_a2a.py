@@ -1,10 +1,11 @@
 """The A2A hop: a `task` call to an A2A subagent against the same call to a local one.
 
-Run: .venv/bin/python bench/bench_a2a.py [--repeat 7] [--parallel 4]
+Run: .venv/bin/python bench/bench_a2a.py [--repeat 7] [--parallel 4] [--apart]
 
 The lead agent asks for N `task` calls in one message, then answers. The worker is either an
 inline subagent whose model answers at once, or an A2A agent built with the official SDK in
-this process (served by uvicorn on loopback) whose executor answers at once. So the difference
+this process (or, with `--apart`, another one), served by uvicorn on loopback, whose executor
+answers at once. So the difference
 is the hop itself: the card (fetched once, at build), one `message/stream` request per call with
 its SSE events, the client set-up, and on the sync path an event loop per call. Both run on the
 sync (`invoke`) and async (`ainvoke`) paths, interleaved.
@@ -35,7 +36,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def serve_worker() -> tuple[str, Any]:
+def serve_worker(port: int | None = None) -> tuple[str, Any]:
     """An A2A agent that completes each task at once with its text upper-cased."""
     import uvicorn
     from a2a.helpers import new_task_from_user_message, new_text_part
@@ -58,7 +59,7 @@ def serve_worker() -> tuple[str, Any]:
         async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
             raise NotImplementedError
 
-    port = _free_port()
+    port = port or _free_port()
     url = f"http://127.0.0.1:{port}/"
     card = AgentCard(
         name="worker",
@@ -120,13 +121,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument(
+        "--apart", action="store_true", help="serve the A2A agent from another process"
+    )
+    parser.add_argument("--serve-only", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_only:
+        serve_worker(args.serve_only)
+        while True:
+            time.sleep(3600)
 
     from langgraph.checkpoint.memory import InMemorySaver
 
     import runner
 
-    url, server = serve_worker()
+    process = None
+    if args.apart:
+        import subprocess
+        import sys
+        import urllib.request
+
+        port = _free_port()
+        command = [sys.executable, __file__, "--serve-only", str(port)]
+        process = subprocess.Popen(command)
+        url, server = f"http://127.0.0.1:{port}/", None
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + ".well-known/agent-card.json", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+    else:
+        url, server = serve_worker()
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         agents = {
@@ -148,7 +174,11 @@ def main() -> None:
                         if round_:
                             times[kind].append(seconds)
                 results[f"{mode} x{count}"] = {k: median(v) for k, v in times.items()}
-    server.should_exit = True
+    if server is not None:
+        server.should_exit = True
+    if process is not None:
+        process.terminate()
+        process.wait(timeout=30)
 
     print(f"{'run':<14}{'local s':>10}{'A2A s':>10}{'added per call ms':>20}")
     for label, found in results.items():

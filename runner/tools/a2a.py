@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -91,7 +92,16 @@ def _http_client(
     import httpx
 
     headers = {**(extra or {}), **connection.headers}
-    return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout))
+    return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout), verify=_tls_context())
+
+
+@functools.cache
+def _tls_context() -> Any:
+    """One TLS context for every client: making one (loading the CA bundle) costs more CPU than
+    the rest of a call's set-up, and each call has a client of its own."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def trace_headers(config: Mapping[str, Any] | None) -> dict[str, str]:
