@@ -21,8 +21,8 @@ def describe(
     probe: bool = False,
 ) -> dict[str, Any]:
     """The resolved agent as a JSON-ready dict (no model is created, no API key needed).
-    `probe`: each remote subagent's server is asked for its assistant (`probe` or `probe_error`
-    in its entry)."""
+    `probe`: each remote subagent is reached: an Agent Server (`remote:`) is asked for its
+    assistant (`probe` or `probe_error` in its entry), an A2A agent for its card (`probe_a2a`)."""
     spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars, require_inputs=False)
     from runner.check.validate import static_problems
     from runner.errors import SpecError
@@ -44,6 +44,7 @@ def describe(
         for t in tools
     ]
     backend = resolved.backend.describe() if resolved.backend is not None else "state"
+    remotes = a2a_details(spec, probe=probe)
     return {
         "name": resolved.name,
         "description": resolved.description,
@@ -77,6 +78,7 @@ def describe(
                     if sub.remote is not None
                     else {}
                 ),
+                **({"a2a": remotes[sub.name]} if sub.name in remotes else {}),
             }
             for sub in resolved.subagents
         ],
@@ -118,6 +120,41 @@ def remote_details(server: Any, *, probe: bool = False) -> dict[str, Any]:
         except ProbeError as exc:
             details["probe_error"] = str(exc)
     return details
+
+
+def a2a_details(spec: Any, *, probe: bool = False) -> dict[str, dict[str, Any]]:
+    """What `inspect` shows of each `a2a:` subagent by name: its card URL, header names (values
+    masked) and timeout; with `probe`, whether it answers (`probe_a2a`)."""
+    from runner.spec import A2ASubagent
+    from runner.spec.a2a import DEFAULT_A2A_TIMEOUT, card_url
+
+    found: dict[str, dict[str, Any]] = {}
+    for entry in spec.subagents:
+        if isinstance(entry, A2ASubagent):
+            found[entry.name] = {
+                "card": card_url(entry.a2a.card),
+                "headers": {k: MASK for k in entry.a2a.headers},
+                "timeout": entry.a2a.timeout or DEFAULT_A2A_TIMEOUT,
+            }
+            if probe:
+                found[entry.name]["probe"] = probe_a2a(entry.a2a)
+    return found
+
+
+def probe_a2a(connection: Any) -> dict[str, Any]:
+    """`{"ok": true, name, description, url, streaming, skills}` when the A2A agent's card can
+    be fetched and the agent answers with the credentials given; `{"ok": false, "error"}`
+    saying what failed otherwise. Nothing is run on the agent."""
+    import importlib.util
+
+    if importlib.util.find_spec("a2a") is None:
+        return {"ok": False, "error": "the A2A SDK is not installed: pip install 'agentctl[serve]'"}
+    from runner.tools.a2a import probe_sync
+
+    try:
+        return {"ok": True, **probe_sync(connection)}
+    except RuntimeError as exc:
+        return {"ok": False, "error": str(exc)}
 
 
 def declared_tool_details(core: Any) -> dict[str, dict[str, Any]]:

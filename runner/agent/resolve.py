@@ -10,6 +10,7 @@ without them so it works with no API key set.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -560,7 +561,13 @@ class Resolver:
             DEFAULT_SUBAGENT_PROMPT,
             GENERAL_PURPOSE_DESCRIPTION,
         )
-        from runner.spec import ImportSubagent, InlineSubagent, RefSubagent, RemoteSubagent
+        from runner.spec import (
+            A2ASubagent,
+            ImportSubagent,
+            InlineSubagent,
+            RefSubagent,
+            RemoteSubagent,
+        )
         from runner.spec.checks import GENERAL_PURPOSE
 
         found: list[ResolvedSubagent] = []
@@ -602,6 +609,8 @@ class Resolver:
                 found.append(
                     ResolvedSubagent(entry.name, entry.description, "remote", remote=entry.remote)
                 )
+            elif isinstance(entry, A2ASubagent):
+                found.append(self._a2a_subagent(entry, at, locator))
         gp = spec.general_purpose_agent
         if gp.enabled:
             # The main agent's tools and approvals (unset keys inherit), a default prompt.
@@ -628,6 +637,42 @@ class Resolver:
                 )
             )
         return found
+
+    def _a2a_subagent(self, entry: Any, at: KeyPath, locator: Locator) -> ResolvedSubagent:
+        """An A2A agent as a subagent. Without `description:` its card's description is used,
+        fetched now when the agent is built to run (described only: a placeholder)."""
+        description = entry.description
+        if not self.with_models:
+            return ResolvedSubagent(
+                entry.name,
+                description or f"(the description of the agent card at {entry.a2a.card})",
+                "a2a",
+            )
+        if importlib.util.find_spec("a2a") is None:
+            raise ResolutionError.at(
+                locator(
+                    (*at, "a2a"),
+                    "A2A subagents need the A2A SDK, which is not installed: "
+                    "pip install 'agentctl[serve]'",
+                )
+            )
+        from runner.tools.a2a import A2AAgent, a2a_subagent_graph, fetch_card_sync
+
+        card = None
+        if description is None:
+            try:
+                card = fetch_card_sync(entry.a2a)
+            except Exception as exc:
+                raise ResolutionError.at(
+                    locator(
+                        (*at, "a2a", "card"),
+                        f"could not fetch the agent card for its description: {exc}; give the "
+                        "subagent a `description:` to build without the card",
+                    )
+                ) from None
+            description = card.description or f"The A2A agent {card.name or entry.name}"
+        agent = A2AAgent(entry.name, entry.a2a, card=card)
+        return ResolvedSubagent(entry.name, description, "a2a", runnable=a2a_subagent_graph(agent))
 
     def _import_runnable(self, entry: Any, at: KeyPath, locator: Locator) -> Any:
         from runner.tools.imports import call_imported, import_object

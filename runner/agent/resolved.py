@@ -98,7 +98,7 @@ class ResolvedSubagent:
 
     name: str
     description: str
-    kind: str  # inline | ref | import | general-purpose | remote
+    kind: str  # inline | ref | import | remote | a2a | general-purpose
     agent: ResolvedAgent | None = None
     runnable: Any = None
     remote: Any = None

@@ -26,8 +26,9 @@ from runner.cli.options import var_options
 @click.option(
     "--probe",
     is_flag=True,
-    help="Ask each remote subagent's server for its assistant and input schema; exit 1 when "
-    "one does not answer.",
+    help="Reach each remote subagent: ask an Agent Server (`remote:`) for its assistant and "
+    "input schema, fetch an A2A agent's card (`a2a:`) and check it answers; exit 1 when one "
+    "does not.",
 )
 @var_options
 @click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
@@ -76,6 +77,11 @@ def inspect(
         f"{info.get('source') or spec}: subagents.{sub['name']}.remote: {remote['probe_error']}"
         for sub in info["subagents"]
         if "probe_error" in (remote := sub.get("remote") or {})
+    ]
+    failed += [
+        f"{info.get('source') or spec}: subagents.{sub['name']}.a2a: {found['error']}"
+        for sub in info["subagents"]
+        if not (found := (sub.get("a2a") or {}).get("probe", {"ok": True}))["ok"]
     ]
     if as_json:
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
@@ -147,6 +153,8 @@ def _text(info: dict[str, Any]) -> str:
             lines.append(f"  {sub['name']}: {sub['description']}")
             if "remote" in sub:
                 lines.extend(_remote_lines(sub["remote"]))
+            if "a2a" in sub:
+                lines.extend(_a2a_lines(sub["a2a"]))
     if info.get("inputs"):
         lines.append("inputs")
         width = max(len(name) for name in info["inputs"])
@@ -178,6 +186,23 @@ def _remote_lines(remote: dict[str, Any]) -> list[str]:
         )
     elif "probe_error" in remote:
         lines.append(f"      does not answer: {remote['probe_error']}")
+    return lines
+
+
+def _a2a_lines(remote: dict[str, Any]) -> list[str]:
+    headers = ", ".join(f"{k}: {v}" for k, v in remote["headers"].items())
+    lines = [
+        f"    A2A agent, card {remote['card']}"
+        + (f"  ({headers})" if headers else "")
+        + f", timeout {remote['timeout']:g} s"
+    ]
+    probe = remote.get("probe")
+    if probe is None:
+        return lines
+    if not probe["ok"]:
+        return [*lines, f"    probe: FAILED: {probe['error']}"]
+    streaming = "streaming" if probe["streaming"] else "no streaming"
+    lines.append(f"    probe: ok, {probe['name']!r} answers at {probe['url']} ({streaming})")
     return lines
 
 

@@ -266,6 +266,18 @@ def serve(
             guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
         ],
     )
+    if engine.database is not None:  # the in-memory engine has A2A of its own
+        from runner.serve.a2a_server import mount_a2a
+
+        here = "127.0.0.1" if host in ("0.0.0.0", "::") else shown_host
+        mount_a2a(
+            web,
+            agents,
+            vars=variables,
+            base_url=f"http://{shown_host}:{port}",
+            api_url=f"http://{here}:{port}",
+            authenticate=authenticate_with,
+        )
     # SIGTERM (how service managers and containers stop a process) stops cleanly like Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
     try:

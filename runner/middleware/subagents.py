@@ -29,9 +29,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Final, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.tools import ToolRuntime
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
@@ -79,6 +79,21 @@ the goal, the inputs (file paths, names, constraints), and exactly what to repor
 this tool's result; it is not shown to the user."""
 
 
+A2A_CONTEXTS: Final = "a2a_contexts"
+"""The state key of the A2A context each A2A subagent continues (subagent name -> contextId),
+kept with the parent's thread so a later `task` call to the same agent continues it (see
+`runner.tools.a2a`)."""
+
+
+def merge_contexts(old: Mapping[str, str] | None, new: Mapping[str, str] | None) -> dict[str, str]:
+    """The reducer of `a2a_contexts`: parallel calls to different agents each add theirs."""
+    return {**(old or {}), **(new or {})}
+
+
+class RemoteContextsState(AgentState):
+    a2a_contexts: NotRequired[Annotated[dict[str, str], merge_contexts]]
+
+
 @dataclass
 class Subagent:
     """A subagent the `task` tool can run. `graph` is None only when described, not built."""
@@ -86,7 +101,7 @@ class Subagent:
     name: str
     description: str
     graph: Any = None
-    kind: str = "inline"  # inline | ref | import | general-purpose | remote
+    kind: str = "inline"  # inline | ref | import | remote | a2a | general-purpose
 
 
 def _state_update(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,6 +224,8 @@ class SubAgentMiddleware(AgentMiddleware):
         self.subagents = {s.name: s for s in subagents}
         self.parallel_changes = ParallelChanges()
         self.system_prompt = system_prompt
+        if any(s.kind == "a2a" for s in subagents):
+            self.state_schema = RemoteContextsState
         listing = "\n".join(f"- {s.name}: {s.description}" for s in subagents)
         description = task_tool_description(task_description or TASK_DESCRIPTION, listing)
         self.tools = [harness_tool("task", description, self._task, self._atask)]

@@ -156,6 +156,12 @@ class SpanRecorder(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._lock = threading.Lock()
 
+    def span_for(self, run_id: UUID) -> Span | None:
+        """The span a LangChain run is in (its own, or its agent's for an inner runnable): what
+        a call to another host passes on as the trace context (`runner.tools.a2a`)."""
+        run = self._parent(run_id)
+        return run.span if run is not None else None
+
     # ----------------------------------------------------------------------- bookkeeping
 
     def _parent(self, parent_run_id: UUID | None) -> _Run | None:

@@ -164,6 +164,10 @@ class EventTranslator:
             root = ns.split("|")[0] if ns else None
             if root:
                 self.subagents[root] = (str(data.get("agent")), data.get("tool_call_id"))
+        elif data.get("agentctl") == "a2a_update" and data.get("text"):
+            # a status message or an artifact of an A2A subagent's remote task, as it comes
+            agent, parent = self._agent(namespace)
+            yield TextDelta(agent=agent, parent_id=parent, text=str(data["text"]))
         elif data.get("agentctl") == "warning":
             agent, parent = self._agent(namespace)
             yield RunWarning(

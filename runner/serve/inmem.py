@@ -104,6 +104,10 @@ def run_inmem(
     # The engine merges its routes into this app (ours come first, `/` included) and puts its
     # middleware before the engine's own (CORS, logging, auth), around every route it serves.
     web_app = _without_dev_routes(web_app)
+    from runner.serve.a2a import A2AMiddleware
+
+    # Agents by name under /a2a/, and A2A 1.0 streams for 1.0 clients (see runner.serve.a2a).
+    web_app.add_middleware(A2AMiddleware, graphs=list(graphs))
     # Outermost, so the guard sees each request first. In-process calls the engine makes to
     # itself (its MCP and A2A endpoints) carry the root path `/noauth`.
     web_app.add_middleware(

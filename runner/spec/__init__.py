@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from runner.spec.a2a import A2AConnection, A2ASubagent
 from runner.spec.agent import (
     FILESYSTEM_TOOLS,
     AgentCore,
@@ -137,6 +138,8 @@ __all__ = [
     "BACKEND_KINDS",
     "FILESYSTEM_TOOLS",
     "KNOWN_PROVIDERS",
+    "A2AConnection",
+    "A2ASubagent",
     "AgentCore",
     "AgentSpec",
     "BackendSpec",

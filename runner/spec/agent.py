@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from runner.errors import Problem
+from runner.spec.a2a import A2ASubagent
 from runner.spec.ask_user import AskUserSpec
 from runner.spec.backend import BackendInput
 from runner.spec.base import (
@@ -446,11 +447,15 @@ def _subagent_kind(value: Any) -> str | None:
             return "import subagent"
         if "remote" in value:
             return "remote subagent"
+        if "a2a" in value:
+            return "a2a subagent"
         return "inline subagent"
     if isinstance(value, RefSubagent):
         return "ref subagent"
     if isinstance(value, ImportSubagent):
         return "import subagent"
+    if isinstance(value, A2ASubagent):
+        return "a2a subagent"
     if isinstance(value, InlineSubagent):
         return "inline subagent"
     if isinstance(value, RemoteSubagent):
@@ -462,13 +467,15 @@ SubagentEntry = Annotated[
     Annotated[InlineSubagent, Tag("inline subagent")]
     | Annotated[RefSubagent, Tag("ref subagent")]
     | Annotated[ImportSubagent, Tag("import subagent")]
-    | Annotated[RemoteSubagent, Tag("remote subagent")],
+    | Annotated[RemoteSubagent, Tag("remote subagent")]
+    | Annotated[A2ASubagent, Tag("a2a subagent")],
     Discriminator(
         _subagent_kind,
         custom_error_type=ENTRY_ERROR,
         custom_error_message=(
             "expected a subagent: a mapping with `name:` and `description:`, or with `ref:` "
-            "(another agent file), `import:` (a prebuilt graph) or `remote:` (an Agent Server)"
+            "(another agent file), `import:` (a prebuilt graph), `remote:` (an Agent Server) or "
+            "`a2a:` (an A2A agent)"
         ),
     ),
 ]
@@ -562,9 +569,10 @@ class AgentSpec(AgentCore):
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
 
 
-SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent | RemoteSubagent
+SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent | RemoteSubagent | A2ASubagent
 __all__ = [
     "FILESYSTEM_TOOLS",
+    "A2ASubagent",
     "AgentCore",
     "AgentSpec",
     "FilesystemSpec",

@@ -14,7 +14,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
+
+ENGINES = [
+    "inmem",
+    pytest.param(
+        "aegra",
+        marks=pytest.mark.skipif(
+            sys.version_info < (3, 12), reason="Aegra needs Python 3.12 or newer"
+        ),
+    ),
+]
+"""The engines a test of both runs on (Aegra needs Python 3.12 and a Postgres server)."""
 
 START_LIMIT = 180
 """Seconds a server may take to answer (a wait limit for a loaded machine, not a measurement)."""

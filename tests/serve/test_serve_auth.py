@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import http.server
 import json
-import sys
 import threading
 import time
 import urllib.request
@@ -146,15 +145,7 @@ def _folder(root: Path) -> Path:
     return root
 
 
-ENGINES = [
-    "inmem",
-    pytest.param(
-        "aegra",
-        marks=pytest.mark.skipif(
-            sys.version_info < (3, 12), reason="Aegra needs Python 3.12 or newer"
-        ),
-    ),
-]
+ENGINES = servers.ENGINES
 
 
 @pytest.fixture(scope="module", params=ENGINES)
