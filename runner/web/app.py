@@ -26,7 +26,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -155,6 +155,8 @@ def create_app(
     authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
     thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
     middleware: Sequence[Any] = (),
+    routes: Sequence[BaseRoute] = (),
+    api_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
     an agent file (blocking; it is called in a worker thread), for the tools' schemas.
@@ -164,7 +166,9 @@ def create_app(
     401 the engines answer. The page and its assets stay public: they hold no data.
     `thread_visible(request, thread_id)`: whether the caller may see that thread (a server with
     authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
-    `middleware`: Starlette `Middleware` entries the engine's routes go behind too."""
+    `middleware`: Starlette `Middleware` entries the engine's routes go behind too.
+    `routes` and `api_routes`: more pages, and more side API routes (behind its guard), such as
+    the editor's (`runner.edit`)."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
@@ -241,6 +245,7 @@ def create_app(
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),
+            *routes,
             Mount("/web/static", app=StaticFiles(directory=STATIC_DIR), name="web-static"),
             Mount(
                 "/web/api",
@@ -249,6 +254,7 @@ def create_app(
                     Route("/agents/{name}/tools", tools, methods=["GET"]),
                     Route("/agents/{name}/files", files, methods=["GET"]),
                     Route("/agents/{name}/file", file, methods=["GET"]),
+                    *api_routes,
                 ],
                 middleware=_api_middleware(authenticate),
             ),
