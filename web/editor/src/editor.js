@@ -208,6 +208,7 @@ function makeEditor(parent) {
       doc: "",
       extensions: [
         basicSetup,
+        EditorView.lineWrapping,
         keymap.of([indentWithTab, { key: "Mod-s", run: () => (save(), true) }]),
         yaml(),
         lintGutter(),
@@ -468,8 +469,8 @@ function showEvents(result) {
   let reply = "";
   for (const event of result.events) {
     if (event.type === "text" && !event.parent_id) reply += event.text;
-    else if (event.type === "tool_call") logLine("tool", `→ ${event.name}(${JSON.stringify(event.args).slice(0, 120)})`);
-    else if (event.type === "tool_result") logLine("tool", `← ${event.name}: ${String(event.content).slice(0, 200)}`);
+    else if (event.type === "tool_call") logLine("tool", `→ ${event.name}(${JSON.stringify(event.args).slice(0, 200)})`).title = JSON.stringify(event.args, null, 2);
+    else if (event.type === "tool_result") logLine("tool", `← ${event.name}: ${String(event.content).slice(0, 200)}`).title = String(event.content);
     else if (event.type === "error") logLine("error", event.message);
     else if (event.type === "final") logLine("agent", event.content || reply);
   }
