@@ -10,6 +10,7 @@ With AGENTCTL_EDITOR_SHOTS=FOLDER (scripts/editor-screenshots), the pictures of 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -123,7 +124,9 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
 ) -> None:
     expect = playwright.expect
     context, page, errors = _page(browser, server, 1280)
-    page.goto("/edit")
+    page.goto("/")  # the chat page leads to the editor when the server edits
+    page.get_by_role("link", name="Edit agents").click()
+    expect(page).to_have_url(re.compile(r"/edit$"))
     expect(page.locator("#ed-status")).to_contain_text("open a file, or make a new agent")
 
     # a new agent, from the starter `agentctl init` writes
