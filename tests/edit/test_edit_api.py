@@ -179,3 +179,49 @@ def test_test_runs_the_test_file_beside_the_agent(client: TestClient) -> None:
     assert results["summary"]["passed"] == 1
     assert results["cases"][0]["status"] == "passed"
     assert results["cases"][0]["name"] == "planner/agent.test.yaml::writes a plan"
+
+
+LIVE = """\
+name: live
+description: Answers live
+model:
+  id: openai:test-model
+  params: {{base_url: "{base_url}", api_key: sk-local, max_retries: 0}}
+prompt: You answer.
+todos: false
+general_purpose_agent: false
+"""
+
+
+def test_record_saves_a_live_run_as_the_agents_cassette(client: TestClient, folder: Path) -> None:
+    from tests.wire import OpenAIServer, Turn
+
+    with OpenAIServer([Turn(text="Hello from the live model.")]) as server:
+        text = LIVE.format(base_url=server.base_url)
+        recorded = client.post(
+            "/web/api/edit/try",
+            json={"path": "live.yaml", "text": text, "message": "hi", "record": True},
+        )
+    assert recorded.status_code == 200, recorded.text
+    assert recorded.json()["recorded"] == "live.cassette.yaml"
+    assert recorded.json()["events"][-1]["content"].strip() == "Hello from the live model."
+    assert "Hello from the live model." in (folder / "live.cassette.yaml").read_text("utf-8")
+    # the recording plays back offline
+    offline = text.split("model:")[0] + "model: replay:live.cassette.yaml\nprompt: You answer.\n"
+    replayed = client.post(
+        "/web/api/edit/try", json={"path": "live.yaml", "text": offline, "message": "hi"}
+    ).json()
+    assert replayed["events"][-1]["content"].strip() == "Hello from the live model."
+
+
+def test_try_takes_the_agents_inputs(client: TestClient) -> None:
+    text = _text(client).replace(
+        "vars:\n  team: a small team\n", "inputs:\n  team: {type: string, required: true}\n"
+    )
+    path = {"path": "planner/agent.yaml", "text": text, "message": "Plan it"}
+    missing = client.post("/web/api/edit/try", json=path)
+    assert missing.status_code == 422
+    assert "team" in missing.json()["error"]
+    given = client.post("/web/api/edit/try", json={**path, "vars": {"team": "the docs team"}})
+    assert given.status_code == 200, given.text
+    assert given.json()["events"][0]["type"] == "start"

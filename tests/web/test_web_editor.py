@@ -157,12 +157,12 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     expect(option).to_be_visible()
     expect(page.locator(".cm-completionInfo")).to_contain_text("approval")
     _shot(page, "web-editor-completion")
-    page.keyboard.press("Enter")
+    option.click()
     page.keyboard.type("{write_file: true}")
+    written = page.evaluate("window.agentctlEditor.state.view.state.doc.toString()")
+    assert "\nbackend: state\ninterrupt_on: {write_file: true}\n" in written, written
     expect(page.locator("#ed-problems")).to_have_text("no problems")
     expect(problem).to_have_count(0)
-    written = page.evaluate("window.agentctlEditor.state.view.state.doc.toString()")
-    assert "\nbackend: state\ninterrupt_on: {write_file: true}\n" in written
 
     # tried on its cassette (unsaved), with an approval answered in the chat beside it
     page.get_by_label("message to the agent").fill("Plan the launch of our new website")
@@ -199,6 +199,23 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     _shot(page, "web-editor-form")
     page.get_by_role("tab", name="YAML").click()
     expect(page.locator(".cm-content")).to_contain_text("description: Plans launches")
+
+    # someone else changes the file meanwhile: the save stops and shows both
+    theirs = text + "# a line someone else added\n"
+    saved.write_text(theirs, encoding="utf-8")
+    page.get_by_role("button", name="Save…").click()
+    dialog.get_by_role("button", name="Save", exact=True).click()
+    expect(dialog).to_contain_text("changed on disk since you opened it")
+    assert saved.read_text(encoding="utf-8") == theirs
+    dialog.get_by_role("button", name="Keep yours (overwrite)").click()
+    expect(page.locator("#ed-status")).to_contain_text("saved planner/agent.yaml")
+    assert "description: Plans launches" in saved.read_text(encoding="utf-8")
+    assert list(validate_file(saved)) == []
+
+    # its test file, run on the saved files
+    page.get_by_role("button", name="Test").click()
+    expect(page.locator("#ed-tests h3")).to_contain_text("agent.test.yaml: ")
+    expect(page.locator("#ed-tests .ed-case")).to_have_count(1)
     assert not errors, f"the page raised: {errors}"
     context.close()
 

@@ -261,6 +261,7 @@ function loaded(file) {
   document.title = `${file.path} · agentctl editor`;
   showDirty();
   forceLinting(state.view);
+  inputFields();
   if (state.mode === "form") showForm();
   say(`opened ${file.path}`);
 }
@@ -520,13 +521,50 @@ async function run(request) {
   }
 }
 
-function tryIt(record = false) {
+/** The agent's typed inputs as fields above the message (kept while their names stay). */
+async function inputFields() {
+  let inputs = [];
+  try {
+    inputs = (await call("/form", { text: text() })).inputs;
+  } catch {
+    inputs = []; // a workflow, or a file the form cannot read: no fields
+  }
+  const box = $("ed-vars");
+  const names = inputs.map((i) => i.name).join(",");
+  if (box.dataset.names !== names) {
+    box.dataset.names = names;
+    box.replaceChildren(
+      ...inputs.map((input) => {
+        const id = `ed-var-${input.name}`;
+        const control =
+          input.type === "boolean"
+            ? h("select", { id, "data-name": input.name }, h("option", { value: "" }, ""), h("option", { value: "true" }, "true"), h("option", { value: "false" }, "false"))
+            : h("input", { id, "data-name": input.name, value: input.default ?? "", placeholder: input.description || input.type || "string", autocomplete: "off" });
+        control.required = !!input.required;
+        return h("div", { class: "ed-field" }, h("label", { for: id }, `${input.name}${input.required ? " (required)" : ""}`), control);
+      }),
+    );
+  }
+  const vars = {};
+  for (const control of box.querySelectorAll("[data-name]")) {
+    if (control.value !== "") vars[control.dataset.name] = control.value;
+    else if (control.required) {
+      control.focus();
+      return null;
+    }
+  }
+  return vars;
+}
+
+async function tryIt(record = false) {
   const message = $("ed-message").value.trim();
   if (!state.path) return say("open or create an agent first", "error");
+  const vars = await inputFields();
+  if (vars === null) return say("give the required inputs first", "error");
   if (!message) return $("ed-message").focus();
   logLine("user", message);
   $("ed-message").value = "";
-  return run(() => call("/try", { path: state.path, text: text(), message, record }));
+  return run(() => call("/try", { path: state.path, text: text(), message, record, vars }));
 }
 
 async function runTests() {
@@ -606,6 +644,7 @@ function page() {
         h("h2", {}, "Try it"),
         h("p", { class: "ed-muted ed-small" }, "Runs the text in the editor, saved or not, on its model: a replay: cassette offline, or a real model when its key is set."),
         h("div", { id: "ed-log", "aria-live": "polite" }),
+        h("div", { id: "ed-vars", role: "group", "aria-label": "inputs of the agent" }),
         h("p", { id: "ed-busy", hidden: true, class: "ed-muted" }, "running…"),
         h(
           "form",
