@@ -269,10 +269,15 @@ def serve(
         authenticate_with, owns = authenticate, thread_visible
     pages: list[Any] = []
     api: list[Any] = []
+    tries = None
     if edited is not None:
         from runner.edit import AgentsFolder, edit_routes
+        from runner.edit.trying import TryRuns
 
-        pages, api = edit_routes(AgentsFolder(edited), authenticated=settings is not None)
+        tries = TryRuns()  # the editor's tries: their threads, apart from the server's
+        pages, api = edit_routes(
+            AgentsFolder(edited), authenticated=settings is not None, runs=tries
+        )
         banner.append(f"  editing {display_path(edited)} at http://{shown_host}:{port}/edit")
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
@@ -305,6 +310,8 @@ def serve(
         pass
     finally:
         factory.close()
+        if tries is not None:
+            tries.close()
     click.echo("stopped", err=True)
     return 0
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,22 +18,19 @@ from runner.starter import plan_starter, write_starter
 from runner.web.app import create_app
 
 KEYS = {"admin-key": "ada", "user-key": "bob"}
-
-
-async def authenticate(headers: Any) -> dict[str, Any]:
-    """The engines' hook as `runner.serve.auth` answers it: ada is an admin, bob is not."""
-    from langgraph_sdk import Auth
-
-    from runner.serve.auth import ADMIN
-
-    key = headers.get(b"x-api-key", b"").decode()
-    if key not in KEYS:
-        raise Auth.exceptions.HTTPException(status_code=401, detail="no")
-    user = KEYS[key]
-    return {"identity": user, "permissions": [ADMIN] if user == "ada" else []}
+"""The server's users: ada is an admin (`--admin ada`), bob is not."""
 
 
 def served(folder: Path, runs: TryRuns, *, edit: bool = True, users: bool = False) -> TestClient:
+    """The page's app with the editor of `folder`; with `users`, behind the engines' own
+    authentication (`runner.serve.auth`) with KEYS published as serve publishes them."""
+    check: Any = None
+    if users:
+        from runner.serve.auth import AuthSettings, authenticate, publish
+
+        check = authenticate
+        keys = tuple((user, hashlib.sha256(key.encode()).digest()) for key, user in KEYS.items())
+        publish(AuthSettings(keys=keys, admins=frozenset({"ada"})))
     pages: list[Any] = []
     api: list[Any] = []
     if edit:
@@ -39,11 +38,22 @@ def served(folder: Path, runs: TryRuns, *, edit: bool = True, users: bool = Fals
     app = create_app(
         [],
         graph_for=lambda path: None,
-        authenticate=authenticate if users else None,
+        authenticate=check,
         routes=pages,
         api_routes=api,
     )
     return TestClient(app)
+
+
+@pytest.fixture(autouse=True)
+def _unpublished(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Auth settings a test publishes go with it."""
+    from runner.serve.auth import ENV_VAR, _settings
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    yield
+    os.environ.pop(ENV_VAR, None)
+    _settings.cache_clear()
 
 
 @pytest.fixture

@@ -151,3 +151,18 @@ def test_a_new_agent_is_the_starter_in_a_folder_of_its_name(
     assert client.post("/web/api/edit/new", json={"name": "helper"}).status_code == 409
     for bad in ("../up", "Has Space", "", "a/b"):
         assert client.post("/web/api/edit/new", json={"name": bad}).status_code == 400
+
+
+def test_edit_takes_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import click
+
+    from runner.cli.serve import _edited_folder
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("name: x\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert _edited_folder(["a"]) == (tmp_path / "a").resolve()
+    assert _edited_folder(["a/x.yaml"]) == (tmp_path / "a").resolve()
+    with pytest.raises(click.BadParameter, match="edits one folder"):
+        _edited_folder(["a", "b"])
