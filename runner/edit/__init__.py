@@ -5,6 +5,7 @@ an agent file of the served folder.
                   saves that never overwrite a file changed meanwhile
     language.py   the language server's checks, completion and hover, over HTTP
     form.py       the common settings as a form, written back with comments and order kept
+    newagent.py   "new agent": the starter of `agentctl init`, as NAME.yaml and its companions
     trying.py     "try it", "record" and "test" on the edited file
     app.py        the routes, admins only when the server has users
 

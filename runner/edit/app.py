@@ -11,7 +11,8 @@ its authentication) and the editor page at `/edit`.
     POST /web/api/edit/hover           {path, text, line, character} -> markdown
     POST /web/api/edit/form            {text} -> the form's values
     POST /web/api/edit/form/write      {text, values} -> the text with them written
-    POST /web/api/edit/new             {name} -> `agentctl init`'s files in NAME/, agent opened
+    POST /web/api/edit/new             {name} -> `agentctl init`'s files as NAME.yaml and the
+                                       rest, the agent opened
     POST /web/api/edit/save            {path, text, base} -> version; 409 with the disk's text
     POST /web/api/edit/try             {path, text, message, vars?, record?} -> events
     POST /web/api/edit/answer          {thread_id, decisions} -> events
@@ -24,6 +25,7 @@ Without `--edit` none of them exist (404).
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -36,6 +38,7 @@ from starlette.routing import BaseRoute, Route
 from runner.edit.folder import AgentsFolder, Conflict, OutsideFolder
 from runner.edit.form import FormError, available_tools, read_form, write_form
 from runner.edit.language import Language
+from runner.edit.newagent import new_agent_files
 from runner.edit.trying import TryError, TryRuns, cassette_of, run_tests
 
 __all__ = ["EDITOR_PAGE", "edit_routes"]
@@ -200,21 +203,35 @@ class _EditApi:
         return JSONResponse({"text": text})
 
     async def new(self, request: Request) -> Response:
-        from runner.starter import plan_starter, write_starter
-
         data = await _body(request)
         name = str(data.get("name", "")).strip()
         if not _NAME.match(name):
             raise OutsideFolder(
                 f"{name!r}: a name is lowercase letters, digits, '-' and '_' (at most 64)"
             )
-        target = self.folder.resolve(f"{name}/agent.yaml", writing=True)
-        if target.parent.exists():
-            return _error(409, f"{name}/ exists already: open its files instead")
-        await asyncio.to_thread(write_starter, plan_starter(target.parent, name=name))
-        text, version = await asyncio.to_thread(self.folder.read, f"{name}/agent.yaml")
-        body = {"path": f"{name}/agent.yaml", "text": text, "version": version}
+        created = await asyncio.to_thread(self._new_agent, name)
+        if isinstance(created, str):
+            return _error(409, created)
+        text, version = created
+        body = {"path": f"{name}.yaml", "text": text, "version": version}
         return JSONResponse(body, status_code=201)
+
+    def _new_agent(self, name: str) -> tuple[str, str] | str:
+        """Write the new agent's files: (its text, version), or why not (a file in the way)."""
+        files = new_agent_files(self.folder.root, name)
+        taken = [
+            rel
+            for rel in (f"{name}.yaml", f"{name}.cassette.yaml", f"{name}.test.yaml", name)
+            if os.path.lexists(self.folder.root / rel)
+        ]
+        if taken:
+            return f"{', '.join(taken)} exists already: choose another name, or open it"
+        for relative, text in files.items():
+            path = self.folder.resolve(relative)  # inside the folder, whatever is on the way
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.folder.resolve(relative)
+            path.write_text(text, encoding="utf-8")
+        return self.folder.read(f"{name}.yaml")
 
     async def save(self, request: Request) -> Response:
         data = await _body(request)

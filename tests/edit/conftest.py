@@ -13,8 +13,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from runner.edit import AgentsFolder, edit_routes
+from runner.edit.newagent import new_agent_files
 from runner.edit.trying import TryRuns
-from runner.starter import plan_starter, write_starter
 from runner.web.app import create_app
 
 KEYS = {"admin-key": "ada", "user-key": "bob"}
@@ -65,9 +65,11 @@ def runs() -> Iterator[TryRuns]:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    """A served agents folder holding `agentctl init`'s starter in `planner/`."""
+    """A served agents folder holding a new agent `planner` (the starter of `agentctl init`)."""
     root = tmp_path / "agents"
-    write_starter(plan_starter(root / "planner", name="planner"))
+    for relative, text in new_agent_files(root, "planner").items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
     return root
 
 

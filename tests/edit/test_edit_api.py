@@ -50,12 +50,12 @@ def test_the_page_is_served_at_edit(client: TestClient) -> None:
 
 
 def _text(client: TestClient) -> str:
-    return client.get("/web/api/edit/file", params={"path": "planner/agent.yaml"}).json()["text"]
+    return client.get("/web/api/edit/file", params={"path": "planner.yaml"}).json()["text"]
 
 
 def test_a_typo_is_reported_where_validate_reports_it(client: TestClient, folder: Path) -> None:
     text = _text(client).replace("\nprompt: |", "\npromt: |")
-    found = client.post("/web/api/edit/check", json={"path": "planner/agent.yaml", "text": text})
+    found = client.post("/web/api/edit/check", json={"path": "planner.yaml", "text": text})
     problems = found.json()["problems"]
     line = text.splitlines().index("promt: |")
     assert problems == [
@@ -67,16 +67,14 @@ def test_a_typo_is_reported_where_validate_reports_it(client: TestClient, folder
         }
     ]
     # validate on the same text saved says the same, at the same place (1-based)
-    (folder / "planner" / "agent.yaml").write_text(text, encoding="utf-8")
-    [problem] = validate_file(folder / "planner" / "agent.yaml")
+    (folder / "planner.yaml").write_text(text, encoding="utf-8")
+    [problem] = validate_file(folder / "planner.yaml")
     assert (problem.line, problem.col) == (line + 1, 1)
     assert problem.message in problems[0]["message"]
 
 
 def test_a_sound_file_has_no_problems(client: TestClient) -> None:
-    found = client.post(
-        "/web/api/edit/check", json={"path": "planner/agent.yaml", "text": _text(client)}
-    )
+    found = client.post("/web/api/edit/check", json={"path": "planner.yaml", "text": _text(client)})
     assert found.json() == {"problems": []}
 
 
@@ -85,7 +83,7 @@ def test_completion_offers_the_schema_keys_with_their_descriptions(client: TestC
     line = len(text.splitlines()) - 1
     items = client.post(
         "/web/api/edit/complete",
-        json={"path": "planner/agent.yaml", "text": text, "line": line, "character": 6},
+        json={"path": "planner.yaml", "text": text, "line": line, "character": 6},
     ).json()["items"]
     chosen = next(i for i in items if i["label"] == "interrupt_on")
     assert chosen["apply"] == "interrupt_on: "
@@ -96,12 +94,12 @@ def test_completion_offers_the_schema_keys_with_their_descriptions(client: TestC
 
 def test_completion_offers_the_agents_tool_names_under_interrupt_on(client: TestClient) -> None:
     text = _text(client)
-    client.post("/web/api/edit/check", json={"path": "planner/agent.yaml", "text": text})
+    client.post("/web/api/edit/check", json={"path": "planner.yaml", "text": text})
     text += "interrupt_on:\n  "
     line = len(text.splitlines()) - 1
     items = client.post(
         "/web/api/edit/complete",
-        json={"path": "planner/agent.yaml", "text": text, "line": line, "character": 2},
+        json={"path": "planner.yaml", "text": text, "line": line, "character": 2},
     ).json()["items"]
     assert {"write_file", "edit_file", "write_todos"} <= {i["label"] for i in items}
 
@@ -111,7 +109,7 @@ def test_hover_shows_the_schema_description(client: TestClient) -> None:
     line = text.splitlines().index("backend: state")
     shown = client.post(
         "/web/api/edit/hover",
-        json={"path": "planner/agent.yaml", "text": text, "line": line, "character": 3},
+        json={"path": "planner.yaml", "text": text, "line": line, "character": 3},
     ).json()["markdown"]
     assert shown.startswith("**backend**")
 
@@ -119,9 +117,9 @@ def test_hover_shows_the_schema_description(client: TestClient) -> None:
 @pytest.mark.parametrize(
     "payload",
     [
-        {"path": "planner/agent.yaml", "text": "", "line": -1, "character": 0},
-        {"path": "planner/agent.yaml", "text": "", "line": "2", "character": 0},
-        {"path": "planner/agent.yaml", "text": 12, "line": 0, "character": 0},
+        {"path": "planner.yaml", "text": "", "line": -1, "character": 0},
+        {"path": "planner.yaml", "text": "", "line": "2", "character": 0},
+        {"path": "planner.yaml", "text": 12, "line": 0, "character": 0},
     ],
 )
 def test_bad_requests_are_told_what_is_wrong(client: TestClient, payload: dict) -> None:
@@ -136,7 +134,7 @@ def test_try_runs_the_unsaved_text_on_its_cassette_and_takes_an_approval(
     text = _text(client) + "interrupt_on:\n  write_file: true\n"
     started = client.post(
         "/web/api/edit/try",
-        json={"path": "planner/agent.yaml", "text": text, "message": "Plan the launch"},
+        json={"path": "planner.yaml", "text": text, "message": "Plan the launch"},
     ).json()
     assert started["waiting"] is True
     assert started["events"][-1]["type"] == "interrupt"
@@ -158,7 +156,7 @@ def test_try_runs_the_unsaved_text_on_its_cassette_and_takes_an_approval(
 def test_try_reports_the_files_problems(client: TestClient) -> None:
     text = _text(client).replace("\nprompt: |", "\npromt: |")
     answer = client.post(
-        "/web/api/edit/try", json={"path": "planner/agent.yaml", "text": text, "message": "hi"}
+        "/web/api/edit/try", json={"path": "planner.yaml", "text": text, "message": "hi"}
     )
     assert answer.status_code == 422
     assert "promt: unknown key" in answer.json()["error"]
@@ -167,18 +165,18 @@ def test_try_reports_the_files_problems(client: TestClient) -> None:
 def test_record_needs_a_real_model(client: TestClient) -> None:
     answer = client.post(
         "/web/api/edit/try",
-        json={"path": "planner/agent.yaml", "text": _text(client), "message": "hi", "record": True},
+        json={"path": "planner.yaml", "text": _text(client), "message": "hi", "record": True},
     )
     assert answer.status_code == 422
     assert "record runs a real model" in answer.json()["error"]
 
 
 def test_test_runs_the_test_file_beside_the_agent(client: TestClient) -> None:
-    results = client.post("/web/api/edit/test", json={"path": "planner/agent.yaml"}).json()
-    assert results["file"] == "agent.test.yaml"
+    results = client.post("/web/api/edit/test", json={"path": "planner.yaml"}).json()
+    assert results["file"] == "planner.test.yaml"
     assert results["summary"]["passed"] == 1
     assert results["cases"][0]["status"] == "passed"
-    assert results["cases"][0]["name"] == "planner/agent.test.yaml::writes a plan"
+    assert results["cases"][0]["name"] == "planner.test.yaml::writes a plan"
 
 
 LIVE = """\
@@ -218,7 +216,7 @@ def test_try_takes_the_agents_inputs(client: TestClient) -> None:
     text = _text(client).replace(
         "vars:\n  team: a small team\n", "inputs:\n  team: {type: string, required: true}\n"
     )
-    path = {"path": "planner/agent.yaml", "text": text, "message": "Plan it"}
+    path = {"path": "planner.yaml", "text": text, "message": "Plan it"}
     missing = client.post("/web/api/edit/try", json=path)
     assert missing.status_code == 422
     assert "team" in missing.json()["error"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from runner.check.validate import validate_file
 from runner.edit.folder import AgentsFolder, Conflict, OutsideFolder, version_of
 
 ATTACKS = [
@@ -59,10 +60,8 @@ def test_a_path_out_of_the_folder_is_refused_for_reading_and_writing(
 
 
 def test_a_symlink_inside_the_folder_to_a_file_inside_is_followed(folder: Path) -> None:
-    os.symlink(folder / "planner" / "agent.yaml", folder / "alias.yaml")
-    assert (
-        AgentsFolder(folder).resolve("alias.yaml") == (folder / "planner" / "agent.yaml").resolve()
-    )
+    os.symlink(folder / "planner.yaml", folder / "alias.yaml")
+    assert AgentsFolder(folder).resolve("alias.yaml") == (folder / "planner.yaml").resolve()
 
 
 def test_only_yaml_files_are_written(client: TestClient, folder: Path) -> None:
@@ -76,39 +75,39 @@ def test_only_yaml_files_are_written(client: TestClient, folder: Path) -> None:
 
 def test_the_files_are_listed_relative_to_the_folder(client: TestClient, outside: Path) -> None:
     files = client.get("/web/api/edit/files").json()["files"]
-    assert "planner/agent.yaml" in files
-    assert "planner/agent.cassette.yaml" in files
+    assert "planner.yaml" in files
+    assert "planner.cassette.yaml" in files
     assert not any("outside" in f or f.startswith("escape") for f in files)
 
 
 def test_a_save_from_the_version_on_disk_writes_and_returns_the_new_version(
     client: TestClient, folder: Path
 ) -> None:
-    opened = client.get("/web/api/edit/file", params={"path": "planner/agent.yaml"}).json()
+    opened = client.get("/web/api/edit/file", params={"path": "planner.yaml"}).json()
     text = opened["text"].replace("a small team", "the docs team")
     saved = client.post(
         "/web/api/edit/save",
-        json={"path": "planner/agent.yaml", "text": text, "base": opened["version"]},
+        json={"path": "planner.yaml", "text": text, "base": opened["version"]},
     )
     assert saved.status_code == 200, saved.text
     assert saved.json()["version"] == version_of(text)
-    assert (folder / "planner" / "agent.yaml").read_text(encoding="utf-8") == text
+    assert (folder / "planner.yaml").read_text(encoding="utf-8") == text
 
 
 def test_a_file_changed_on_disk_meanwhile_is_not_overwritten(
     client: TestClient, folder: Path
 ) -> None:
-    opened = client.get("/web/api/edit/file", params={"path": "planner/agent.yaml"}).json()
+    opened = client.get("/web/api/edit/file", params={"path": "planner.yaml"}).json()
     theirs = opened["text"] + "# someone else's line\n"
-    (folder / "planner" / "agent.yaml").write_text(theirs, encoding="utf-8")
+    (folder / "planner.yaml").write_text(theirs, encoding="utf-8")
     saved = client.post(
         "/web/api/edit/save",
-        json={"path": "planner/agent.yaml", "text": "name: mine\n", "base": opened["version"]},
+        json={"path": "planner.yaml", "text": "name: mine\n", "base": opened["version"]},
     )
     assert saved.status_code == 409
     assert saved.json()["text"] == theirs
     assert saved.json()["version"] == version_of(theirs)
-    assert (folder / "planner" / "agent.yaml").read_text(encoding="utf-8") == theirs
+    assert (folder / "planner.yaml").read_text(encoding="utf-8") == theirs
 
 
 def test_a_new_file_is_created_only_when_it_does_not_exist(
@@ -123,12 +122,12 @@ def test_a_new_file_is_created_only_when_it_does_not_exist(
 
 def test_a_deleted_file_is_a_conflict_too(folder: Path) -> None:
     agents = AgentsFolder(folder)
-    text, version = agents.read("planner/agent.yaml")
-    (folder / "planner" / "agent.yaml").unlink()
+    text, version = agents.read("planner.yaml")
+    (folder / "planner.yaml").unlink()
     with pytest.raises(Conflict) as caught:
-        agents.save("planner/agent.yaml", text, base=version)
+        agents.save("planner.yaml", text, base=version)
     assert caught.value.content is None
-    assert not (folder / "planner" / "agent.yaml").exists()
+    assert not (folder / "planner.yaml").exists()
 
 
 def test_a_folder_made_into_a_symlink_out_is_refused_at_save(folder: Path) -> None:
@@ -139,17 +138,31 @@ def test_a_folder_made_into_a_symlink_out_is_refused_at_save(folder: Path) -> No
     assert not (folder.parent / "x.yaml").exists()
 
 
-def test_a_new_agent_is_the_starter_in_a_folder_of_its_name(
+def test_a_new_agent_is_the_starter_laid_out_as_the_served_agents_are(
     client: TestClient, folder: Path
 ) -> None:
     made = client.post("/web/api/edit/new", json={"name": "helper"})
     assert made.status_code == 201, made.text
-    assert made.json()["path"] == "helper/agent.yaml"
-    assert "name: helper" in made.json()["text"]
-    assert (folder / "helper" / "agent.cassette.yaml").is_file()
-    assert (folder / "helper" / "agent.test.yaml").is_file()
-    assert client.post("/web/api/edit/new", json={"name": "helper"}).status_code == 409
-    for bad in ("../up", "Has Space", "", "a/b"):
+    assert made.json()["path"] == "helper.yaml"
+    text = made.json()["text"]
+    assert "name: helper" in text
+    assert "model: replay:helper.cassette.yaml" in text
+    assert "memory: [./helper/AGENTS.md]" in text
+    assert "agent.yaml" not in text and "agent.cassette.yaml" not in text
+    assert "agent: ./helper.yaml" in (folder / "helper.test.yaml").read_text(encoding="utf-8")
+    assert (folder / "helper" / "skills" / "planning" / "SKILL.md").is_file()
+    # served as the others are (serve takes the agent files directly in its folder), and sound
+    from runner.check.validate import find_specs
+
+    assert folder / "helper.yaml" in [path for path, _ in find_specs([folder])]
+    assert list(validate_file(folder / "helper.yaml")) == []
+    results = client.post("/web/api/edit/test", json={"path": "helper.yaml"}).json()
+    assert results["summary"]["passed"] == 1, results
+    # never over what is there
+    again = client.post("/web/api/edit/new", json={"name": "helper"})
+    assert again.status_code == 409
+    assert "helper.yaml" in again.json()["error"]
+    for bad in ("../up", "Has Space", "", "a/b", ".hidden"):
         assert client.post("/web/api/edit/new", json={"name": bad}).status_code == 400
 
 

@@ -134,7 +134,7 @@ def test_bad_values_are_refused_with_the_reason() -> None:
 
 
 def test_a_saved_form_passes_validate(client: TestClient, folder: Path) -> None:
-    opened = client.get("/web/api/edit/file", params={"path": "planner/agent.yaml"}).json()
+    opened = client.get("/web/api/edit/file", params={"path": "planner.yaml"}).json()
     written = client.post(
         "/web/api/edit/form/write",
         json={
@@ -147,9 +147,9 @@ def test_a_saved_form_passes_validate(client: TestClient, folder: Path) -> None:
     assert "# The model. `replay:` plays the recorded replies" in text
     saved = client.post(
         "/web/api/edit/save",
-        json={"path": "planner/agent.yaml", "text": text, "base": opened["version"]},
+        json={"path": "planner.yaml", "text": text, "base": opened["version"]},
     )
     assert saved.status_code == 200
-    assert list(validate_file(folder / "planner" / "agent.yaml")) == []
+    assert list(validate_file(folder / "planner.yaml")) == []
     refused = client.post("/web/api/edit/form/write", json={"text": text, "values": {"x": 1}})
     assert refused.status_code == 422

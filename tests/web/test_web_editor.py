@@ -177,16 +177,16 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     # saved only after the diff is shown
     page.get_by_role("button", name="Save…").click()
     dialog = page.locator(".ed-dialog")
-    expect(dialog).to_contain_text("Save planner/agent.yaml?")
+    expect(dialog).to_contain_text("Save planner.yaml?")
     expect(dialog.locator(".cm-changedLine")).to_contain_text("interrupt_on: {write_file: true}")
     dialog.get_by_role("button", name="Save", exact=True).click()
-    expect(page.locator("#ed-status")).to_contain_text("saved planner/agent.yaml")
+    expect(page.locator("#ed-status")).to_contain_text("saved planner.yaml")
     expect(page.locator("#ed-dirty")).to_have_text("saved")
 
-    saved = folder / "agents" / "planner" / "agent.yaml"
+    saved = folder / "agents" / "planner.yaml"
     assert list(validate_file(saved)) == []
     text = saved.read_text(encoding="utf-8")
-    assert "# The model. `replay:` plays the recorded replies in agent.cassette.yaml" in text
+    assert "# The model. `replay:` plays the recorded replies in planner.cassette.yaml" in text
     assert "interrupt_on: {write_file: true}" in text
 
     # the form shows the same file; a change there is written into the YAML
@@ -208,13 +208,13 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     expect(dialog).to_contain_text("changed on disk since you opened it")
     assert saved.read_text(encoding="utf-8") == theirs
     dialog.get_by_role("button", name="Keep yours (overwrite)").click()
-    expect(page.locator("#ed-status")).to_contain_text("saved planner/agent.yaml")
+    expect(page.locator("#ed-status")).to_contain_text("saved planner.yaml")
     assert "description: Plans launches" in saved.read_text(encoding="utf-8")
     assert list(validate_file(saved)) == []
 
     # its test file, run on the saved files
     page.get_by_role("button", name="Test").click()
-    expect(page.locator("#ed-tests h3")).to_contain_text("agent.test.yaml: ")
+    expect(page.locator("#ed-tests h3")).to_contain_text("planner.test.yaml: ")
     expect(page.locator("#ed-tests .ed-case")).to_have_count(1)
     assert not errors, f"the page raised: {errors}"
     context.close()
@@ -222,10 +222,10 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
 
 def test_the_editor_and_form_on_a_phone(browser: Any, server: str, folder: Path) -> None:
     """390 px wide: every control reachable, the try panel under the editor."""
-    if not (folder / "agents" / "planner" / "agent.yaml").exists():
+    if not (folder / "agents" / "planner.yaml").exists():
         pytest.skip("needs the agent the first test made")
     context, page, errors = _page(browser, server, 390)
-    page.goto("/edit?file=planner/agent.yaml")
+    page.goto("/edit?file=planner.yaml")
     playwright.expect(page.locator(".cm-content")).to_contain_text("name: planner")
     playwright.expect(page.locator("#ed-problems")).to_have_text("no problems")
     for name in ("New agent", "Save…", "Try it", "Record", "Test"):
