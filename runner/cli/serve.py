@@ -131,8 +131,8 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Let the page edit the agent files of the served folder: a YAML editor with "
     "validate's problems as you type, completion and hover, a form of the common settings, "
-    "new agents, try, record and test, saves that show the diff first (at /edit). With "
-    "users, admins only. See docs/web-editor.md.",
+    "new agents, try, record and test, saves that show the diff first (at /edit). The "
+    "folder may be empty. With users, admins only. See docs/web-editor.md.",
 )
 @click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
@@ -215,7 +215,11 @@ def serve(
     from runner.serve.agents import collect_agents
 
     agents = collect_agents(
-        paths or ("agents",), vars=variables, shared_workspace=shared_workspace, keep_broken=dev
+        paths or ("agents",),
+        vars=variables,
+        shared_workspace=shared_workspace,
+        keep_broken=dev,
+        allow_empty=edit,
     )
     engine.check()
     if settings is not None and settings.jwt is not None:

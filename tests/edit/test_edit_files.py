@@ -179,3 +179,14 @@ def test_edit_takes_one_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert _edited_folder(["a/x.yaml"]) == (tmp_path / "a").resolve()
     with pytest.raises(click.BadParameter, match="edits one folder"):
         _edited_folder(["a", "b"])
+
+
+def test_with_edit_an_empty_folder_is_served(tmp_path: Path) -> None:
+    from runner.errors import SpecError
+    from runner.serve.agents import collect_agents
+
+    assert collect_agents([tmp_path], allow_empty=True) == []
+    with pytest.raises(SpecError, match="no agent files"):
+        collect_agents([tmp_path])
+    with pytest.raises(SpecError, match=r"missing\.yaml"):
+        collect_agents([tmp_path / "missing.yaml"], allow_empty=True)

@@ -38,7 +38,6 @@ if CHROMIUM is None:
     )
 
 AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
-GREETER = "name: greeter\ndescription: Says hello\nmodel: replay:greeter.cassette.yaml\nprompt: You greet.\n"
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 DOCS_SHOTS = os.environ.get("AGENTCTL_EDITOR_SHOTS")
 playwright.expect.set_options(timeout=WAIT)
@@ -46,10 +45,9 @@ playwright.expect.set_options(timeout=WAIT)
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty agents folder: with --edit, serve starts on it."""
     root = tmp_path_factory.mktemp("editor")
     (root / "agents").mkdir()
-    (root / "agents" / "greeter.yaml").write_text(GREETER, encoding="utf-8")
-    (root / "agents" / "greeter.cassette.yaml").write_text("- content: Hello.\n", encoding="utf-8")
     return root
 
 
@@ -60,7 +58,7 @@ def server(folder: Path) -> Iterator[str]:
     port = free_port("127.0.0.1")
     env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
     proc = subprocess.Popen(
-        [AGENTCTL, "serve", "agents", "--port", str(port), "--dev", "--edit"],
+        [AGENTCTL, "serve", "agents", "--port", str(port), "--edit"],
         cwd=folder,
         env=env,
         stdout=subprocess.PIPE,
@@ -127,7 +125,7 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     page.goto("/")  # the chat page leads to the editor when the server edits
     page.get_by_role("link", name="Edit agents").click()
     expect(page).to_have_url(re.compile(r"/edit$"))
-    expect(page.locator("#ed-status")).to_contain_text("open a file, or make a new agent")
+    expect(page.locator("#ed-status")).to_contain_text("no agent files yet: make a new agent")
 
     # a new agent, from the starter `agentctl init` writes
     page.get_by_role("button", name="New agent").click()
