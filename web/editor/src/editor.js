@@ -7,7 +7,8 @@
 // Built by scripts/build-web into runner/web/static/editor/editor.js (one file, committed):
 // nothing is fetched from elsewhere at run time.
 import { EditorView, basicSetup } from "codemirror";
-import { EditorState, StateEffect, StateField } from "@codemirror/state";
+import { Compartment, EditorState, StateEffect, StateField } from "@codemirror/state";
+import { oneDark } from "@codemirror/theme-one-dark";
 import { Decoration, WidgetType, hoverTooltip, keymap } from "@codemirror/view";
 import { yaml } from "@codemirror/lang-yaml";
 import { linter, lintGutter, forceLinting } from "@codemirror/lint";
@@ -201,13 +202,20 @@ const serverHover = hoverTooltip(async (view, pos) => {
   return { pos, above: true, create: () => ({ dom: markdown(found.markdown) }) };
 });
 
+// The editor's colours follow the system's light or dark setting, as the page's do.
+const darkScheme = window.matchMedia("(prefers-color-scheme: dark)");
+const theme = new Compartment();
+const themeFor = () => (darkScheme.matches ? oneDark : []);
+
 function makeEditor(parent) {
+  darkScheme.addEventListener("change", () => state.view.dispatch({ effects: theme.reconfigure(themeFor()) }));
   return new EditorView({
     parent,
     state: EditorState.create({
       doc: "",
       extensions: [
         basicSetup,
+        theme.of(themeFor()),
         EditorView.lineWrapping,
         keymap.of([indentWithTab, { key: "Mod-s", run: () => (save(), true) }]),
         yaml(),
@@ -288,7 +296,7 @@ function diffDialog({ title, left, right, leftLabel, rightLabel, actions }) {
     h("div", { class: "ed-row" }, ...actions.map(([label, value, primary]) => h("button", { type: "button", class: primary ? "ed-primary" : "", onclick: () => dialog.close(value) }, label))),
   );
   document.body.append(dialog);
-  const readOnly = [EditorState.readOnly.of(true), EditorView.editable.of(false), yaml()];
+  const readOnly = [EditorState.readOnly.of(true), EditorView.editable.of(false), yaml(), themeFor()];
   const merge = new MergeView({ a: { doc: left, extensions: readOnly }, b: { doc: right, extensions: readOnly }, parent: host, collapseUnchanged: { margin: 2, minSize: 4 }, gutter: true });
   dialog.showModal();
   return new Promise((resolve) => {
@@ -570,7 +578,8 @@ async function tryIt(record = false) {
 async function runTests() {
   if (!state.path) return;
   const box = $("ed-tests");
-  box.replaceChildren(h("p", { class: "ed-muted" }, "Running the test file on the saved files…"));
+  const unsaved = text() !== state.saved ? " (your unsaved changes are not in them: save first to test them)" : "";
+  box.replaceChildren(h("p", { class: "ed-muted" }, `Running the test file on the saved files…${unsaved}`));
   try {
     const result = await call("/test", { path: state.path });
     const s = result.summary;
