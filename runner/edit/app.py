@@ -102,8 +102,6 @@ def _admins_only(handler: Handler, *, authenticated: bool) -> Handler:
             return await handler(request)
         except OutsideFolder as exc:
             return _error(400, str(exc))
-        except FileNotFoundError as exc:
-            return _error(404, f"{exc.filename or 'file'}: no such file")
         except (FormError, TryError) as exc:
             return _error(422, str(exc))
         except LookupError as exc:

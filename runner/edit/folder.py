@@ -72,11 +72,18 @@ class AgentsFolder:
         return Path(os.path.realpath(path)).relative_to(self.root).as_posix()
 
     def read(self, relative: str) -> tuple[str, str]:
-        """(text, version) of a file of the folder; FileNotFoundError when it is not there."""
+        """(text, version) of a file of the folder; LookupError when it is not there."""
         path = self.resolve(relative)
+        if path.is_dir():
+            raise OutsideFolder(f"{relative}: a folder, not a file")
+        if not path.exists():
+            raise LookupError(f"{relative}: no such file in the agents folder")
         if path.stat().st_size > MAX_FILE_BYTES:
             raise OutsideFolder(f"{relative}: larger than {MAX_FILE_BYTES // 1024} KB")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise OutsideFolder(f"{relative}: not UTF-8 text") from None
         return text, version_of(text)
 
     def files(self) -> list[str]:
@@ -99,8 +106,10 @@ class AgentsFolder:
         if len(text.encode("utf-8")) > MAX_FILE_BYTES:
             raise OutsideFolder(f"{relative}: larger than {MAX_FILE_BYTES // 1024} KB")
         with self._saving:
+            if path.is_dir():
+                raise OutsideFolder(f"{relative}: a folder, not a file")
             try:
-                current: str | None = path.read_text(encoding="utf-8")
+                current: str | None = path.read_text(encoding="utf-8", errors="replace")
             except FileNotFoundError:
                 current = None
             now = None if current is None else version_of(current)

@@ -190,3 +190,20 @@ def test_with_edit_an_empty_folder_is_served(tmp_path: Path) -> None:
         collect_agents([tmp_path])
     with pytest.raises(SpecError, match=r"missing\.yaml"):
         collect_agents([tmp_path / "missing.yaml"], allow_empty=True)
+
+
+def test_what_is_not_a_text_file_is_refused_with_the_reason(
+    client: TestClient, folder: Path
+) -> None:
+    (folder / "binary.yaml").write_bytes(b"\xff\xfe\x00name")
+    (folder / "sub.yaml").mkdir()
+    for path, reason in (
+        ("binary.yaml", "not UTF-8 text"),
+        ("sub.yaml", "a folder"),
+        ("missing.yaml", "no such file"),
+    ):
+        answer = client.get("/web/api/edit/file", params={"path": path})
+        assert answer.status_code in (400, 404), answer.text
+        assert reason in answer.json()["error"]
+    saved = client.post("/web/api/edit/save", json={"path": "sub.yaml", "text": "", "base": None})
+    assert saved.status_code == 400
