@@ -36,7 +36,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from runner.edit.folder import AgentsFolder, Conflict, OutsideFolder
-from runner.edit.form import FormError, available_tools, read_form, write_form
+from runner.edit.form import FormError, available_agents, available_tools, read_form, write_form
 from runner.edit.language import Language
 from runner.edit.newagent import new_agent_files
 from runner.edit.trying import TryError, TryRuns, cassette_of, run_tests
@@ -183,6 +183,7 @@ class _EditApi:
         names = {t for spec in specs[:1] for agent in static_agents(spec)[:1] for t in agent.tools}
         return {
             "tools": available_tools(path.parent),
+            "agents": available_agents(path),
             "tool_names": sorted(names),
             "backends": list(BACKENDS),
             "input_types": list(INPUT_TYPES),

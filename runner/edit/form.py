@@ -22,7 +22,14 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 from ruamel.yaml.util import load_yaml_guess_indent
 
-__all__ = ["FIELDS", "FormError", "available_tools", "read_form", "write_form"]
+__all__ = [
+    "FIELDS",
+    "FormError",
+    "available_agents",
+    "available_tools",
+    "read_form",
+    "write_form",
+]
 
 FIELDS = (
     "name",
@@ -33,8 +40,10 @@ FIELDS = (
     "interrupt_on",
     "backend",
     "inputs",
+    "subagents",
 )
-"""What the form edits (subagents are listed, and edited in the YAML)."""
+"""What the form edits. Of `tools` and `subagents`, the form edits the entries that name a file
+(`import: ./file.py:function`, `ref: ./agent.yaml`); the others are listed and kept."""
 
 ORDER = (
     "version",
@@ -114,6 +123,7 @@ def read_form(text: str) -> dict[str, Any]:
     tools = data.get("tools") or []
     approvals = data.get("interrupt_on") or {}
     inputs = data.get("inputs") or {}
+    subagents = data.get("subagents") or []
     return {
         "name": _text(data.get("name")),
         "description": _text(data.get("description")),
@@ -135,7 +145,10 @@ def read_form(text: str) -> dict[str, Any]:
             }
             for name, spec in (inputs.items() if isinstance(inputs, dict) else [])
         ],
-        "subagents": [_describe_subagent(s) for s in data.get("subagents") or []],
+        "subagents": [str(s["ref"]) for s in subagents if isinstance(s, dict) and "ref" in s],
+        "other_subagents": [
+            _describe_subagent(s) for s in subagents if not (isinstance(s, dict) and "ref" in s)
+        ],
     }
 
 
@@ -175,7 +188,9 @@ def write_form(text: str, values: dict[str, Any]) -> str:
             prompt += "\n"
         _set(data, "prompt", LiteralScalarString(prompt) if "\n" in prompt else prompt or None)
     if "tools" in values:
-        _write_tools(data, [str(t) for t in values["tools"]])
+        _write_entries(data, "tools", "import", [str(t) for t in values["tools"]])
+    if "subagents" in values:
+        _write_entries(data, "subagents", "ref", [str(t) for t in values["subagents"]])
     if "interrupt_on" in values:
         _write_approvals(data, [str(t) for t in values["interrupt_on"]])
     if "backend" in values:
@@ -226,19 +241,21 @@ def _without(yaml: YAML, text: str) -> str:
     return "".join(line for number, line in enumerate(lines) if number not in gone)
 
 
-def _write_tools(data: CommentedMap, chosen: list[str]) -> None:
-    current = data.get("tools")
+def _write_entries(data: CommentedMap, key: str, kind: str, chosen: list[str]) -> None:
+    """The `kind:` entries of the list `key` (`import:` tools, `ref:` subagents) made `chosen`:
+    those not chosen removed, new ones appended; the other entries kept as they are."""
+    current = data.get(key)
     entries = current if isinstance(current, CommentedSeq) else CommentedSeq()
-    have = {str(e["import"]) for e in entries if isinstance(e, dict) and "import" in e}
+    have = {str(e[kind]) for e in entries if isinstance(e, dict) and kind in e}
     # Removed from the end, so the comments of the entries kept stay on their lines.
     for index in reversed(range(len(entries))):
         entry = entries[index]
-        if isinstance(entry, dict) and "import" in entry and str(entry["import"]) not in chosen:
+        if isinstance(entry, dict) and kind in entry and str(entry[kind]) not in chosen:
             del entries[index]
     for ref in chosen:
         if ref not in have:
-            entries.append(CommentedMap([("import", ref)]))
-    _set(data, "tools", entries if entries else None)
+            entries.append(CommentedMap([(kind, ref)]))
+    _set(data, key, entries if entries else None)
 
 
 def _write_approvals(data: CommentedMap, chosen: list[str]) -> None:
@@ -295,6 +312,18 @@ def _write_inputs(data: CommentedMap, rows: list[Any]) -> None:
         if name not in names:
             del inputs[name]
     _set(data, "inputs", inputs if inputs else None)
+
+
+def available_agents(agent: Path) -> list[str]:
+    """`./other.yaml` for each agent file beside `agent` (as serve finds them): what the form
+    offers as subagents."""
+    from runner.check.validate import find_specs
+
+    return [
+        f"./{path.name}"
+        for path, problem in find_specs([agent.parent])
+        if problem is None and path.resolve() != agent.resolve()
+    ]
 
 
 def available_tools(folder: Path) -> list[str]:

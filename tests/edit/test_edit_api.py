@@ -223,3 +223,14 @@ def test_try_takes_the_agents_inputs(client: TestClient) -> None:
     given = client.post("/web/api/edit/try", json={**path, "vars": {"team": "the docs team"}})
     assert given.status_code == 200, given.text
     assert given.json()["events"][0]["type"] == "start"
+
+
+def test_the_form_offers_the_folders_tools_and_other_agents(
+    client: TestClient, folder: Path
+) -> None:
+    (folder / "tools.py").write_text("def word_count(text: str) -> int:\n    return 0\n")
+    (folder / "critic.yaml").write_text("name: critic\ndescription: Critiques\nprompt: Hi.\n")
+    offered = client.get("/web/api/edit/options", params={"path": "planner.yaml"}).json()
+    assert offered["tools"] == ["./tools.py:word_count"]
+    assert offered["agents"] == ["./critic.yaml"]
+    assert {"write_file", "write_todos"} <= set(offered["tool_names"])

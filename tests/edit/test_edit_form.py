@@ -51,6 +51,7 @@ def test_the_form_reads_the_common_settings() -> None:
     assert values["tools"] == ["./tools.py:word_count"]
     assert values["other_tools"] == ["mcp: docs"]
     assert values["interrupt_on"] == ["write_file", "edit_file"]
+    assert values["subagents"] == values["other_subagents"] == []
     assert values["inputs"] == [
         {"name": "topic", "type": "string", "description": None, "required": True, "default": None}
     ]
@@ -65,8 +66,11 @@ def test_a_changed_description_changes_its_line_only() -> None:
 
 
 def test_every_field_written_back_unchanged_changes_nothing() -> None:
-    values = {k: v for k, v in read_form(AGENT).items() if k not in ("other_tools", "subagents")}
-    values.pop("backend_editable")
+    values = {
+        k: v
+        for k, v in read_form(AGENT).items()
+        if k not in ("other_tools", "other_subagents", "backend_editable")
+    }
     assert write_form(AGENT, values) == AGENT
 
 
@@ -120,6 +124,21 @@ def test_the_example_agents_go_through_the_form_unchanged(path: Path) -> None:
     values = read_form(text)
     values = {k: values[k] for k in ("name", "description", "model", "tools", "interrupt_on")}
     assert write_form(text, values) == text
+
+
+def test_subagents_from_other_files_are_added_and_removed_inline_ones_kept() -> None:
+    text = AGENT.replace(
+        "limits:",
+        "subagents:\n  - name: critic   # inline\n    description: Critiques\n"
+        "    prompt: You critique.\n  - ref: ./old.yaml\nlimits:",
+    )
+    values = read_form(text)
+    assert values["subagents"] == ["./old.yaml"]
+    assert values["other_subagents"] == ["critic"]
+    after = write_form(text, {"subagents": ["./helper.yaml"]})
+    assert "  - name: critic   # inline\n" in after
+    assert "./old.yaml" not in after
+    assert "  - ref: ./helper.yaml\nlimits:" in after
 
 
 def test_bad_values_are_refused_with_the_reason() -> None:

@@ -453,7 +453,8 @@ function renderForm(values) {
     checkboxes("interrupt_on", options.tool_names, values.interrupt_on, "Ask for approval before"),
     field("Backend (where its files live)", backend),
     h("fieldset", {}, h("legend", {}, "Inputs"), inputsEditor(values.inputs)),
-    h("p", { class: "ed-muted ed-small" }, values.subagents.length ? `Subagents: ${values.subagents.join(", ")} (edit them in YAML)` : "No subagents (add them in YAML)."),
+    checkboxes("subagents", options.agents, values.subagents, "Subagents (the other agent files here) it may delegate to"),
+    values.other_subagents.length ? h("p", { class: "ed-muted ed-small" }, `Other subagents (edit them in YAML): ${values.other_subagents.join(", ")}`) : null,
   );
 }
 
