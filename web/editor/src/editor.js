@@ -502,15 +502,18 @@ function askApproval(interrupt) {
       action.description && !action.description.startsWith("Tool execution requires approval") ? h("span", { class: "ed-muted ed-small" }, action.description) : null,
       h("pre", {}, JSON.stringify(action.args, null, 2)),
     );
+    const choices = h("div", { class: "ed-row" });
     for (const kind of ["approve", "reject"].filter((k) => action.allowed_decisions.includes(k))) {
-      const button = h("button", { type: "button", class: kind === "approve" ? "ed-primary" : "", onclick: () => decide(index, kind) }, kind === "approve" ? "Approve" : "Reject");
+      const button = h("button", { type: "button", class: kind === "approve" ? "ed-primary" : "", onclick: () => decide(index, kind, choices) }, kind === "approve" ? "Approve" : "Reject");
       buttons.push(button);
-      row.append(button);
+      choices.append(button);
     }
+    row.append(choices);
     box.append(row);
   });
-  async function decide(index, kind) {
+  async function decide(index, kind, choices) {
     decisions[index] = { type: kind };
+    choices.replaceChildren(h("span", { class: "ed-muted" }, kind === "approve" ? "approved" : "rejected"));
     if (decisions.filter(Boolean).length < interrupt.actions.length) return;
     buttons.forEach((b) => (b.disabled = true));
     await run(() => call("/answer", { thread_id: state.thread, decisions }));
