@@ -234,3 +234,17 @@ def test_the_form_offers_the_folders_tools_and_other_agents(
     assert offered["tools"] == ["./tools.py:word_count"]
     assert offered["agents"] == ["./critic.yaml"]
     assert {"write_file", "write_todos"} <= set(offered["tool_names"])
+
+
+def test_completion_offers_a_workflows_step_ids(client: TestClient, folder: Path) -> None:
+    from tests.conftest import ROOT
+
+    text = (ROOT / "workflows" / "release-notes.yaml").read_text(encoding="utf-8")
+    text = text.replace("on_reject: end", "on_reject: ")
+    line = next(i for i, row in enumerate(text.splitlines()) if "on_reject:" in row)
+    character = len(text.splitlines()[line])
+    items = client.post(
+        "/web/api/edit/complete",
+        json={"path": "notes.yaml", "text": text, "line": line, "character": character},
+    ).json()["items"]
+    assert {"draft", "review", "again", "approve", "publish", "end"} <= {i["label"] for i in items}
