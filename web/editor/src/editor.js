@@ -12,7 +12,7 @@ import { oneDark } from "@codemirror/theme-one-dark";
 import { Decoration, WidgetType, hoverTooltip, keymap } from "@codemirror/view";
 import { yaml } from "@codemirror/lang-yaml";
 import { linter, lintGutter, forceLinting } from "@codemirror/lint";
-import { autocompletion, startCompletion } from "@codemirror/autocomplete";
+import { autocompletion } from "@codemirror/autocomplete";
 import { indentWithTab } from "@codemirror/commands";
 import { MergeView } from "@codemirror/merge";
 import { fetchWithKey } from "/web/static/js/key.js";
@@ -696,6 +696,6 @@ async function start() {
   }
 }
 
-// exposed for the browser test and the screenshots script
-window.agentctlEditor = { state, startCompletion: () => startCompletion(state.view) };
+// read by the browser test (tests/web/test_web_editor.py)
+window.agentctlEditor = { state };
 start();
