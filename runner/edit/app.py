@@ -4,8 +4,9 @@ its authentication) and the editor page at `/edit`.
     GET  /edit                         the editor page (public, like `/`: it holds no data)
     GET  /web/api/edit/files           the YAML files of the folder
     GET  /web/api/edit/file?path=      one file: text and version
-    GET  /web/api/edit/options?path=   what the form offers: tools of the folder, the agent's
-                                       tool names, input types, backends
+    GET  /web/api/edit/options?path=   what the form offers: the folder's Python tools and
+                                       other agent files, the agent's tool names, input types,
+                                       backends
     POST /web/api/edit/check           {path, text} -> located problems (validate's)
     POST /web/api/edit/complete        {path, text, line, character} -> completion items
     POST /web/api/edit/hover           {path, text, line, character} -> markdown
@@ -40,10 +41,12 @@ from runner.edit.form import FormError, available_agents, available_tools, read_
 from runner.edit.language import Language
 from runner.edit.newagent import new_agent_files
 from runner.edit.trying import TryError, TryRuns, cassette_of, run_tests
+from runner.web.app import STATIC_DIR
 
 __all__ = ["EDITOR_PAGE", "edit_routes"]
 
-EDITOR_PAGE = Path(__file__).resolve().parents[1] / "web" / "static" / "editor" / "index.html"
+EDITOR_PAGE = STATIC_DIR / "editor" / "index.html"
+"""The editor's page; its bundle (editor.js, editor.css) is built by scripts/build-web."""
 MAX_TEXT = 1024 * 1024
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 

@@ -1,4 +1,4 @@
-""" "Try it", "record" and "test" for the file in the editor.
+"""Try it, record and test: the buttons beside the editor.
 
 A try runs the editor's text (saved or not): the file is loaded with the buffer laid over the
 disk, as the checks read it, and run in a `Session` of its own whose threads live in a
@@ -58,14 +58,14 @@ class TryRuns:
         """Run `text` (the file at `path`) on `message`: its events, as `agentctl run --jsonl`
         writes them, and the thread to answer on."""
         from runner.errors import RunnerError, SpecError
-        from runner.load.loader import load_spec
         from runner.load.source import SOURCE_OVERLAY
+        from runner.load.workflow import load_any
         from runner.lsp.documents import Overlay
         from runner.run.session import Session
 
         token = SOURCE_OVERLAY.set(Overlay({str(path): text}))
         try:
-            spec = load_spec(path, vars=dict(vars or {}))
+            spec = load_any(path, vars=dict(vars or {}))  # an agent, or a workflow
         except SpecError as exc:
             raise TryError("\n".join(str(p) for p in exc.problems)) from None
         finally:
