@@ -61,7 +61,8 @@ class TryRuns:
         from runner.load.source import SOURCE_OVERLAY
         from runner.load.workflow import load_any
         from runner.lsp.documents import Overlay
-        from runner.run.session import Session
+        from runner.run.session import Session, WorkflowSession
+        from runner.spec.workflow import WorkflowSpec
 
         token = SOURCE_OVERLAY.set(Overlay({str(path): text}))
         try:
@@ -78,7 +79,10 @@ class TryRuns:
                 "openai:gpt-4.1) and its API key in the server's environment"
             )
         try:
-            session = Session(spec, db=self.home / "threads.db", record=record)
+            if isinstance(spec, WorkflowSpec):
+                session: Session = WorkflowSession(spec, db=self.home / "threads.db", record=record)
+            else:
+                session = Session(spec, db=self.home / "threads.db", record=record)
         except RunnerError as exc:
             raise TryError(str(exc)) from None
         return self._turn(session, message=message)

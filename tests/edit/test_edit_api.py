@@ -248,3 +248,37 @@ def test_completion_offers_a_workflows_step_ids(client: TestClient, folder: Path
         json={"path": "notes.yaml", "text": text, "line": line, "character": character},
     ).json()["items"]
     assert {"draft", "review", "again", "approve", "publish", "end"} <= {i["label"] for i in items}
+
+
+PIPELINE = """\
+version: 1
+name: pipeline
+description: Drafts, then checks
+model: replay:pipeline.cassette.yaml
+state: {draft: {type: string}, check: {type: string}}
+agents: {drafter: {prompt: You draft.}, checker: {prompt: You check.}}
+workflow:
+  steps:
+    - {id: draft, agent: drafter, input: Draft it., output: draft}
+    - {id: check, agent: checker, input: "Check {{ state.draft }}", output: check}
+  output: check
+"""
+PIPELINE_REPLIES = """\
+version: 1
+agents:
+  drafter:
+    - content: drafter wrote this
+  checker:
+    - content: checker approves
+"""
+
+
+def test_try_runs_a_workflow_as_its_steps(client: TestClient, folder: Path) -> None:
+    (folder / "pipeline.cassette.yaml").write_text(PIPELINE_REPLIES, encoding="utf-8")
+    ran = client.post(
+        "/web/api/edit/try", json={"path": "pipeline.yaml", "text": PIPELINE, "message": "go"}
+    )
+    assert ran.status_code == 200, ran.text
+    events = ran.json()["events"]
+    assert [e["step"] for e in events if e["type"] == "step_end"] == ["draft", "check"]
+    assert events[-1]["type"] == "final"

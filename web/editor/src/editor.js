@@ -481,6 +481,7 @@ function showEvents(result) {
     if (event.type === "text" && !event.parent_id) reply += event.text;
     else if (event.type === "tool_call") logLine("tool", `→ ${event.name}(${JSON.stringify(event.args).slice(0, 200)})`).title = JSON.stringify(event.args, null, 2);
     else if (event.type === "tool_result") logLine("tool", `← ${event.name}: ${String(event.content).slice(0, 200)}`).title = String(event.content);
+    else if (event.type === "step_end") logLine("tool", `step ${event.step}: ${event.status} (${Number(event.seconds).toFixed(1)} s)`);
     else if (event.type === "error") logLine("error", event.message);
     else if (event.type === "final") logLine("agent", event.content || reply);
   }
