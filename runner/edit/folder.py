@@ -5,6 +5,9 @@ part, a backslash or a NUL is refused before the disk is touched, and the path t
 it to (symlinks followed) must still be inside the folder's own resolved path, so a symlink
 pointing out is refused too. Only YAML files are written.
 
+A saved file always gets a newer modification time than the file it replaces, so a server
+that rebuilds an agent when its file's mtime changes (`agentctl serve`) takes every save.
+
 A save names the version it was made from (the SHA-256 of the text the editor loaded); when the
 file on disk is no longer that version, nothing is written and the caller gets the file as it is
 now (`Conflict`): someone else's edit is never overwritten silently.
@@ -122,9 +125,14 @@ class AgentsFolder:
             try:
                 with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
                     out.write(text)
-                if current is not None:
-                    os.chmod(temporary, path.stat().st_mode & 0o777)
+                before = path.stat() if current is not None else None
+                if before is not None:
+                    os.chmod(temporary, before.st_mode & 0o777)
                 os.replace(temporary, path)
+                if before is not None and path.stat().st_mtime_ns <= before.st_mtime_ns:
+                    # Serve rebuilds an agent when its file's mtime changes: two saves within
+                    # one tick of a coarse clock (or a file dated ahead) must still differ.
+                    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1000))
             except BaseException:
                 Path(temporary).unlink(missing_ok=True)
                 raise

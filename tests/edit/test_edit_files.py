@@ -207,3 +207,15 @@ def test_what_is_not_a_text_file_is_refused_with_the_reason(
         assert reason in answer.json()["error"]
     saved = client.post("/web/api/edit/save", json={"path": "sub.yaml", "text": "", "base": None})
     assert saved.status_code == 400
+
+
+def test_a_save_always_moves_the_files_mtime_forward(folder: Path) -> None:
+    """Serve rebuilds an agent when its file's mtime changes: a save must change it even when
+    the clock has not (a coarse clock, or a file dated in the future)."""
+    agents = AgentsFolder(folder)
+    path = folder / "planner.yaml"
+    ahead = path.stat().st_mtime_ns + 3600 * 10**9
+    os.utime(path, ns=(ahead, ahead))
+    text, version = agents.read("planner.yaml")
+    agents.save("planner.yaml", text + "# more\n", base=version)
+    assert path.stat().st_mtime_ns > ahead
