@@ -134,6 +134,11 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     expect(page.locator(".cm-content")).to_contain_text("name: planner")
     expect(page.locator("#ed-problems")).to_have_text("no problems")
 
+    # hover: the schema's description of a key
+    page.locator(".cm-line", has_text="backend: state").get_by_text("backend", exact=True).hover()
+    expect(page.locator(".cm-tooltip-hover")).to_contain_text("Where the agent's files live")
+    page.mouse.move(0, 0)
+
     # a typo: the located problem shows under its line, as `agentctl validate` words it
     page.locator(".cm-line", has_text="backend: state").click()
     page.keyboard.press("End")
