@@ -15,7 +15,7 @@ its authentication) and the editor page at `/edit`.
     POST /web/api/edit/new             {name} -> `agentctl init`'s files as NAME.yaml and the
                                        rest, the agent opened
     POST /web/api/edit/save            {path, text, base} -> version; 409 with the disk's text
-    POST /web/api/edit/try             {path, text, message, vars?, record?} -> events
+    POST /web/api/edit/try             {path, text, message, vars?, model?, record?} -> events
     POST /web/api/edit/answer          {thread_id, decisions} -> events
     POST /web/api/edit/test            {path} -> the test file's results
 
@@ -262,10 +262,13 @@ class _EditApi:
         variables = data.get("vars") or {}
         if not isinstance(variables, dict):
             raise TryError("vars: expected {name: value}")
+        model = data.get("model") or None
+        if model is not None and (not isinstance(model, str) or ":" not in model):
+            raise TryError(f"model: expected provider:model, found {model!r}")
         record = cassette_of(path) if data.get("record") else None
         text = data.get("text") or ""
         result = await asyncio.to_thread(
-            self.tries.start, path, text, message, vars=variables, record=record
+            self.tries.start, path, text, message, vars=variables, model=model, record=record
         )
         if record is not None:
             result["recorded"] = self.folder.relative(record)

@@ -53,14 +53,17 @@ class TryRuns:
         message: str,
         *,
         vars: dict[str, Any] | None = None,
+        model: str | None = None,
         record: Path | None = None,
     ) -> dict[str, Any]:
         """Run `text` (the file at `path`) on `message`: its events, as `agentctl run --jsonl`
-        writes them, and the thread to answer on."""
+        writes them, and the thread to answer on. `model` instead of the file's (as
+        `agentctl run --model`); `record`: the cassette to save the live replies in."""
         from runner.errors import RunnerError, SpecError
         from runner.load.source import SOURCE_OVERLAY
         from runner.load.workflow import load_any
         from runner.lsp.documents import Overlay
+        from runner.run.options import RunOptions
         from runner.run.session import Session, WorkflowSession
         from runner.spec.workflow import WorkflowSpec
 
@@ -71,18 +74,21 @@ class TryRuns:
             raise TryError("\n".join(str(p) for p in exc.problems)) from None
         finally:
             SOURCE_OVERLAY.reset(token)
-        model = getattr(spec, "model", None)
-        model_id = model if isinstance(model, str) else getattr(model, "id", None)
+        declared = getattr(spec, "model", None)
+        model_id = model or (
+            declared if isinstance(declared, str) else getattr(declared, "id", None)
+        )
         if record is not None and (not model_id or model_id.startswith("replay:")):
             raise TryError(
-                "record runs a real model: set `model:` to provider:model (such as "
-                "openai:gpt-4.1) and its API key in the server's environment"
+                "record runs a real model: give one for the try (such as openai:gpt-4.1), or "
+                "set `model:` to it, with its API key in the server's environment"
             )
+        options = RunOptions(db=self.home / "threads.db", record=record, model=model or None)
         try:
             if isinstance(spec, WorkflowSpec):
-                session: Session = WorkflowSession(spec, db=self.home / "threads.db", record=record)
+                session: Session = WorkflowSession(spec, options=options)
             else:
-                session = Session(spec, db=self.home / "threads.db", record=record)
+                session = Session(spec, options=options)
         except RunnerError as exc:
             raise TryError(str(exc)) from None
         return self._turn(session, message=message)

@@ -162,6 +162,29 @@ def test_try_reports_the_files_problems(client: TestClient) -> None:
     assert "promt: unknown key" in answer.json()["error"]
 
 
+def test_a_try_may_use_another_model_than_the_files(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    answer = client.post(
+        "/web/api/edit/try",
+        json={
+            "path": "planner.yaml",
+            "text": _text(client),
+            "message": "hi",
+            "model": "openai:gpt-4.1",
+        },
+    )
+    assert answer.status_code == 422  # no key here: the other model cannot start, and says why
+    assert "OPENAI_API_KEY" in answer.json()["error"]
+    bad = client.post(
+        "/web/api/edit/try",
+        json={"path": "planner.yaml", "text": _text(client), "message": "hi", "model": "gpt"},
+    )
+    assert bad.status_code == 422
+    assert "provider:model" in bad.json()["error"]
+
+
 def test_record_needs_a_real_model(client: TestClient) -> None:
     answer = client.post(
         "/web/api/edit/try",

@@ -575,9 +575,10 @@ async function tryIt(record = false) {
   const vars = await inputFields();
   if (vars === null) return say("give the required inputs first", "error");
   if (!message) return $("ed-message").focus();
+  const model = $("ed-model").value.trim() || null;
   logLine("user", message);
   $("ed-message").value = "";
-  return run(() => call("/try", { path: state.path, text: text(), message, record, vars }));
+  return run(() => call("/try", { path: state.path, text: text(), message, record, vars, model }));
 }
 
 async function runTests() {
@@ -663,9 +664,11 @@ function page() {
         h(
           "form",
           { class: "ed-composer", onsubmit: (e) => (e.preventDefault(), tryIt()) },
+          h("label", { for: "ed-model", class: "ed-small ed-muted" }, "Model for tries (empty: the file's)"),
+          h("input", { id: "ed-model", autocomplete: "off", placeholder: "e.g. openai:gpt-4.1 (its API key set on the server)" }),
           h("label", { for: "ed-message", class: "ed-visually-hidden" }, "message to the agent"),
           h("textarea", { id: "ed-message", rows: 2, placeholder: "Ask the agent something" }),
-          h("div", { class: "ed-row" }, h("button", { type: "submit", id: "ed-try", class: "ed-primary" }, "Try it"), h("button", { type: "button", id: "ed-record", onclick: () => tryIt(true), title: "Run on the live model and save its replies as the agent's cassette" }, "Record"), h("button", { type: "button", id: "ed-test", onclick: runTests, title: "Run the agent's test file (saved files)" }, "Test")),
+          h("div", { class: "ed-row" }, h("button", { type: "submit", id: "ed-try", class: "ed-primary" }, "Try it"), h("button", { type: "button", id: "ed-record", onclick: () => tryIt(true), title: "Run on a live model (the one for tries, or the file's) and save its replies as the agent's cassette" }, "Record"), h("button", { type: "button", id: "ed-test", onclick: runTests, title: "Run the agent's test file (saved files)" }, "Test")),
         ),
         h("div", { id: "ed-tests", "aria-live": "polite" }),
       ),
