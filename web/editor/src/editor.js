@@ -576,6 +576,8 @@ async function tryIt(record = false) {
   if (vars === null) return say("give the required inputs first", "error");
   if (!message) return $("ed-message").focus();
   const model = $("ed-model").value.trim() || null;
+  const cassette = state.path.replace(/\.ya?ml$/, ".cassette.yaml");
+  if (record && !confirm(`Record this run into ${cassette}? It replaces the replies recorded there.`)) return;
   logLine("user", message);
   $("ed-message").value = "";
   return run(() => call("/try", { path: state.path, text: text(), message, record, vars, model }));
