@@ -17,6 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "agents"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """In-process runs keep what they write under `$AGENTCTL_HOME` (the MCP tool names they
+    list, a default thread database) out of the user's `~/.agentctl`."""
+    os.environ.setdefault("AGENTCTL_HOME", str(tmp_path_factory.mktemp("agentctl-home")))
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT

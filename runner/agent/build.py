@@ -166,6 +166,10 @@ def subagent_middleware(
             # No checkpointer of its own: a subagent uses its parent's, so its approvals pause
             # and resume with the parent's thread.
             graph = build_graph(sub.agent, checkpointer=None, store=store)
+        elif sub.remote is not None:
+            from runner.middleware.remote_subagents import RemoteAgent
+
+            graph = RemoteAgent(sub.name, sub.remote, budget=agent.harness.get("budget"))
         subagents.append(Subagent(sub.name, sub.description, graph, sub.kind))
     return SubAgentMiddleware(
         subagents, task_description=getattr(agent.spec, "task_description", None)

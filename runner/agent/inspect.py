@@ -18,8 +18,11 @@ def describe(
     model: str | None = None,
     local_context: LocalContext | None = None,
     allow_unused_vars: bool = False,
+    probe: bool = False,
 ) -> dict[str, Any]:
-    """The resolved agent as a JSON-ready dict (no model is created, no API key needed)."""
+    """The resolved agent as a JSON-ready dict (no model is created, no API key needed).
+    `probe`: each remote subagent's server is asked for its assistant (`probe` or `probe_error`
+    in its entry)."""
     spec = _as_spec(spec_or_path, vars, allow_unused_vars=allow_unused_vars, require_inputs=False)
     from runner.check.validate import static_problems
     from runner.errors import SpecError
@@ -69,6 +72,11 @@ def describe(
                 "approvals": sorted(k for k, v in sub.agent.interrupt_on.items() if v)
                 if sub.agent
                 else [],
+                **(
+                    {"remote": remote_details(sub.remote, probe=probe)}
+                    if sub.remote is not None
+                    else {}
+                ),
             }
             for sub in resolved.subagents
         ],
@@ -87,6 +95,29 @@ def describe(
 
 
 MASK = "***"
+
+
+def remote_details(server: Any, *, probe: bool = False) -> dict[str, Any]:
+    """A remote subagent's server for `inspect`, its secrets shown as `***`; with `probe`, what
+    the server says of the assistant (`probe`) or why it did not answer (`probe_error`)."""
+    headers = {k: MASK for k in server.headers}
+    if server.api_key:
+        headers = {"x-api-key": MASK, **headers}
+    details: dict[str, Any] = {
+        "url": server.url,
+        "assistant": server.assistant,
+        "headers": headers,
+        "timeout": server.timeout,
+    }
+    if probe:
+        from runner.middleware.remote_subagents import ProbeError
+        from runner.middleware.remote_subagents import probe as ask
+
+        try:
+            details["probe"] = ask(server)
+        except ProbeError as exc:
+            details["probe_error"] = str(exc)
+    return details
 
 
 def declared_tool_details(core: Any) -> dict[str, dict[str, Any]]:

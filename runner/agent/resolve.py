@@ -38,7 +38,6 @@ from runner.errors import BuildError, Problem, ResolutionError
 from runner.middleware.prompt import BASE_PROMPT, PromptSection
 from runner.spec import AgentSpec, ImportTool, ModelSpec
 from runner.spec.agent import AgentCore
-from runner.spec.budgets import PriceSpec
 from runner.spec.model import _check_model_id
 
 if TYPE_CHECKING:
@@ -63,13 +62,6 @@ __all__ = [
     "Resource",
     "resolve",
 ]
-
-
-def _prices(spec_model: ModelSpec) -> dict[str, PriceSpec]:
-    """Model id -> price, for the spec's model and fallbacks that have one."""
-    found = {spec_model.id: spec_model.price} if spec_model.price is not None else {}
-    found.update({f.id: f.price for f in spec_model.fallbacks if f.price is not None})
-    return found
 
 
 class Resolver:
@@ -149,7 +141,7 @@ class Resolver:
                 resolved.images = source.images if source is not None else None
             if replays_all:  # a replay of the spec's models: their prices still apply
                 resolved.prices = (
-                    _prices(spec_model)
+                    spec_model.prices()
                     if spec_model is not None
                     else dict(inherited.prices)
                     if inherited is not None
@@ -168,7 +160,7 @@ class Resolver:
             fallback_ids=[f.id for f in spec_model.fallbacks],
             context_window=spec_model.context_window,
             images=spec_model.images,
-            prices=_prices(spec_model),
+            prices=spec_model.prices(),
             parse_text_tool_calls=spec_model.parse_text_tool_calls,
         )
         fallback_specs = [(f.id, dict(f.params)) for f in spec_model.fallbacks]
@@ -568,7 +560,7 @@ class Resolver:
             DEFAULT_SUBAGENT_PROMPT,
             GENERAL_PURPOSE_DESCRIPTION,
         )
-        from runner.spec import ImportSubagent, InlineSubagent, RefSubagent
+        from runner.spec import ImportSubagent, InlineSubagent, RefSubagent, RemoteSubagent
         from runner.spec.checks import GENERAL_PURPOSE
 
         found: list[ResolvedSubagent] = []
@@ -605,6 +597,10 @@ class Resolver:
                 runnable = self._import_runnable(entry, at, locator)
                 found.append(
                     ResolvedSubagent(entry.name, entry.description, "import", runnable=runnable)
+                )
+            elif isinstance(entry, RemoteSubagent):
+                found.append(
+                    ResolvedSubagent(entry.name, entry.description, "remote", remote=entry.remote)
                 )
         gp = spec.general_purpose_agent
         if gp.enabled:

@@ -93,13 +93,15 @@ class Resource(Protocol):
 
 @dataclass
 class ResolvedSubagent:
-    """A subagent of a resolved agent: resolved from a spec (`agent`) or imported (`runnable`)."""
+    """A subagent of a resolved agent: resolved from a spec (`agent`), imported (`runnable`) or
+    served elsewhere (`remote`, a `runner.spec.remote.RemoteAgentServer`)."""
 
     name: str
     description: str
-    kind: str  # inline | ref | import | general-purpose
+    kind: str  # inline | ref | import | general-purpose | remote
     agent: ResolvedAgent | None = None
     runnable: Any = None
+    remote: Any = None
 
 
 @dataclass

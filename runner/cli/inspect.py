@@ -23,6 +23,12 @@ from runner.cli.options import var_options
     "--prompt", "show_prompt", is_flag=True, help="Print the fully assembled system prompt."
 )
 @click.option("--mermaid", is_flag=True, help="For a workflow: its steps as a Mermaid flowchart.")
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Ask each remote subagent's server for its assistant and input schema; exit 1 when "
+    "one does not answer.",
+)
 @var_options
 @click.option("--model", metavar="MODEL", help="Inspect with this model instead of the spec's.")
 def inspect(
@@ -30,13 +36,15 @@ def inspect(
     as_json: bool,
     show_prompt: bool,
     mermaid: bool,
+    probe: bool,
     vars_: tuple[str, ...],
     allow_unused_var: bool,
     model: str | None,
 ) -> int:
     """Show the agent in SPEC as agentctl assembles it: the model, the tools with their
     descriptions, the middleware chain in order, subagents, the backend and its routes, and with
-    --prompt the system prompt. Needs no API key: models are named, not created.
+    --prompt the system prompt. Needs no API key: models are named, not created. --probe asks
+    each remote subagent's Agent Server for its assistant and input schema.
 
     A workflow is shown as its state, agents, tools and steps (with where each goes next);
     --mermaid prints it as a Mermaid flowchart instead, --json as the spec's data.
@@ -59,15 +67,22 @@ def inspect(
         model=model,
         local_context=local_context_for(spec),
         allow_unused_vars=allow_unused_var,
+        probe=probe,
     )
+    failed = [
+        f"{info.get('source') or spec}: subagents.{sub['name']}.remote: {remote['probe_error']}"
+        for sub in info["subagents"]
+        if "probe_error" in (remote := sub.get("remote") or {})
+    ]
     if as_json:
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
-        return 0
-    if show_prompt:
+    elif show_prompt:
         click.echo(info["system_prompt"])
-        return 0
-    click.echo(_text(info))
-    return 0
+    else:
+        click.echo(_text(info))
+    for line in failed:
+        click.echo(line, err=True)
+    return 1 if failed else 0
 
 
 def _workflow(
@@ -127,6 +142,8 @@ def _text(info: dict[str, Any]) -> str:
         lines.append("subagents")
         for sub in info["subagents"]:
             lines.append(f"  {sub['name']}: {sub['description']}")
+            if "remote" in sub:
+                lines.extend(_remote_lines(sub["remote"]))
     if info.get("inputs"):
         lines.append("inputs")
         width = max(len(name) for name in info["inputs"])
@@ -140,6 +157,25 @@ def _text(info: dict[str, Any]) -> str:
             lines.append(f"{kind if index == 0 else '':<12}{rule}")
     lines.append(f"prompt      {len(info['system_prompt'])} characters (see --prompt)")
     return "\n".join(lines)
+
+
+def _remote_lines(remote: dict[str, Any]) -> list[str]:
+    """Where a remote subagent runs and, probed, what its server answered."""
+    headers = ", ".join(f"{k}: {v}" for k, v in remote["headers"].items())
+    lines = [
+        f"      remote {remote['url']} assistant {remote['assistant']!r}"
+        + (f"  ({headers})" if headers else "")
+    ]
+    found = remote.get("probe")
+    if found:
+        inputs = ", ".join(found["input"]) or "none"
+        lines.append(
+            f"      answers: graph {found['graph_id']!r}, assistant {found['assistant_id']}, "
+            f"inputs: {inputs}"
+        )
+    elif "probe_error" in remote:
+        lines.append(f"      does not answer: {remote['probe_error']}")
+    return lines
 
 
 def _input_text(declared: dict[str, Any]) -> str:

@@ -251,7 +251,7 @@ def serve(
     # Said once the port accepts connections: a browser opened at once is not refused.
     when_listening(host, port, lambda: click.echo("\n".join(banner), err=True))
     from runner.serve.guard import Guard
-    from runner.serve.thread_guard import guard_middleware
+    from runner.serve.thread_guard import guard_middleware, thread_state
     from runner.web.app import WebAgent, create_app
 
     guard = Guard.serving(
@@ -291,6 +291,7 @@ def serve(
         vars=variables,
         authenticate=authenticate_with,
         thread_visible=owns,
+        thread_state=thread_state,
         middleware=[
             guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
         ],

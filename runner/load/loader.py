@@ -319,7 +319,7 @@ class _Loader:
                 self._resolve_core(entry, where, smap, variables)
             elif isinstance(entry, ImportSubagent):
                 entry.import_ = self._import_ref(entry.import_, smap, (*where, "import"))
-            else:
+            elif isinstance(entry, RefSubagent):
                 self._load_ref(entry, where, smap, stack)
         gp = spec.general_purpose_agent
         if gp.model is not None:

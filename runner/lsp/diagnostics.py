@@ -22,6 +22,7 @@ from runner.lsp._deps import (
     LoadCache,
     Problem,
     SpecError,
+    WorkflowSpec,
     check_file,
     is_agent_file_name,
     load_test_file,
@@ -38,6 +39,7 @@ class Checked:
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     reads: set[str] = field(default_factory=set)
     spec: AgentSpec | None = None
+    workflow: WorkflowSpec | None = None
 
 
 def check(path: Path, kind: str, overlay: Overlay, *, includers: Iterable[Path] = ()) -> Checked:
@@ -60,22 +62,21 @@ def check(path: Path, kind: str, overlay: Overlay, *, includers: Iterable[Path] 
                 own = [p for p in checked[0] if _abs(p.file, agent) == str(path)]
                 _add(found, path, own)
         else:
-            problems, found.spec = _check_file(path)
+            problems, found.spec, found.workflow = _check_file(path)
             _add(found, path, problems)
     found.reads = set(overlay.reads) | {str(path)}
     return found
 
 
-def _check_file(path: Path) -> tuple[list[Problem], AgentSpec | None]:
-    """`check_file` as `agentctl validate` calls it, and the agent it loaded on the way (from a
-    cache of this one check: buffers change without the files' times changing)."""
+def _check_file(path: Path) -> tuple[list[Problem], AgentSpec | None, WorkflowSpec | None]:
+    """`check_file` as `agentctl validate` calls it, and the agent or workflow it loaded on the
+    way (from a cache of this one check: buffers change without the files' times changing)."""
     cache: LoadCache = {}
     problems = check_file(path, allow_unused_vars=True, cache=cache).problems
-    spec = next(
-        (v for k, v in cache.items() if k[0] == str(path.resolve()) and isinstance(v, AgentSpec)),
-        None,
-    )
-    return problems, spec
+    own = [v for k, v in cache.items() if k[0] == str(path.resolve())]
+    spec = next((v for v in own if isinstance(v, AgentSpec)), None)
+    workflow = next((v for v in own if isinstance(v, WorkflowSpec)), None)
+    return problems, spec, workflow
 
 
 def _includers(fragment: Path, extra: Iterable[Path]) -> list[Path]:

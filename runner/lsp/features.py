@@ -25,6 +25,7 @@ from runner.lsp._deps import (
     STEP_KINDS,
     AgentSpec,
     StaticAgent,
+    WorkflowSpec,
     discover_skills,
     read_yaml,
     static_agents,
@@ -32,6 +33,7 @@ from runner.lsp._deps import (
 from runner.lsp.context import Cursor, cursor_at
 from runner.lsp.diagnostics import resolve
 from runner.lsp.documents import path_to_uri
+from runner.tools.known import known_tools, server_key
 
 # --------------------------------------------------------------------------- names
 
@@ -45,19 +47,60 @@ def agent_at(specs: list[AgentSpec], path: tuple[Any, ...]) -> StaticAgent | Non
     return next((a for a in agents if a.where == where and a.locate == specs[0].problem), None)
 
 
-def tool_names(specs: list[AgentSpec], path: tuple[Any, ...], text: str = "") -> list[str]:
+def tool_names(
+    specs: list[AgentSpec], path: tuple[Any, ...], text: str = "", written: Any = None
+) -> list[str]:
     """The tools of the agent at `path`; for a file that never loaded, those its text shows
-    (the harness's, and the declared tools' names)."""
+    (the harness's, and the declared tools' names), or those of `written`, the agent's mapping
+    as typed (an agent written in a workflow)."""
     agent = agent_at(specs, path)
     if agent is not None:
-        return sorted(set(agent.tools))
+        return sorted({*agent.tools, *_known_mcp(agent, specs)})
     if specs:
-        return sorted({t for spec in specs[:1] for a in static_agents(spec) for t in a.tools})
-    return _written_tools(text)
+        return sorted(
+            {t for a in static_agents(specs[0]) for t in (*a.tools, *_known_mcp(a, specs))}
+        )
+    if written is None:
+        written = read_yaml(text, "", env={}).value if text else None
+    return _written_tools(written)
 
 
-def _written_tools(text: str) -> list[str]:
-    value = read_yaml(text, "", env={}).value if text else None
+def _known_mcp(agent: StaticAgent, specs: list[AgentSpec]) -> list[str]:
+    """The tools of the agent's MCP servers without `include:` (its own `tools:`, else the main
+    agent's, which it inherits) as they listed them when they last started here."""
+    entries = agent.core.tools if "tools" in agent.core.model_fields_set or agent.is_main else []
+    if not entries and not agent.is_main and specs:
+        entries = specs[0].tools
+    names: list[str] = []
+    for entry in entries:
+        server = getattr(entry, "mcp", None)
+        if server is not None and server.include is None:
+            names += mcp_tool_names(server.model_dump(by_alias=True))
+    return names
+
+
+def mcp_tool_names(server: dict[str, Any]) -> list[str]:
+    """The final names of an MCP server's tools (`include`, `exclude`, `prefix` applied): those
+    it lists in `include:`, else those it listed when it last started (`runner.tools.known`)."""
+    include = server.get("include")
+    if isinstance(include, list):
+        listed = [str(t) for t in include]
+    else:
+        key = server_key(
+            url=server.get("url"), command=server.get("command"), args=server.get("args") or ()
+        )
+        listed = known_tools(key) or []
+    exclude = server.get("exclude")
+    if not isinstance(exclude, list):
+        exclude = []
+    prefix = server.get("prefix")
+    start = (
+        f"{server.get('name')}_" if prefix is True else prefix if isinstance(prefix, str) else ""
+    )
+    return [f"{start}{t}" for t in listed if t not in exclude]
+
+
+def _written_tools(value: Any) -> list[str]:
     if not isinstance(value, dict):
         value = {}
     names = {*FILE_TOOLS, "execute", "write_todos"}
@@ -68,6 +111,12 @@ def _written_tools(text: str) -> list[str]:
             names.add(entry["name"])
         elif isinstance(entry, dict) and isinstance(entry.get("import"), str):
             names.add(entry["import"].rpartition(":")[2].rpartition(".")[2])
+        elif isinstance(entry, dict) and len(entry) == 1:  # http:, script:, mcp: as typed
+            ((kind, body),) = entry.items()
+            if isinstance(body, dict) and kind in ("http", "script") and body.get("name"):
+                names.add(str(body["name"]))
+            elif kind == "mcp" and isinstance(body, dict):
+                names.update(mcp_tool_names(body))
     return sorted(n for n in names if n)
 
 
@@ -115,7 +164,13 @@ _FILE_VALUES = {"include", "ref", "file", "agent", "spec"}
 
 
 def complete(
-    text: str, file: Path, kind: str, line: int, character: int, specs: list[AgentSpec]
+    text: str,
+    file: Path,
+    kind: str,
+    line: int,
+    character: int,
+    specs: list[AgentSpec],
+    workflow: WorkflowSpec | None = None,
 ) -> list[lsp.CompletionItem]:
     cursor = cursor_at(text, line, character)
     path = tuple(p for p in cursor.path)
@@ -129,7 +184,12 @@ def complete(
         )
     rng = _edit_range(line, character, cursor.prefix)
     names = _workflow_names(cursor, path, text) if kind == "workflow" else None
-    if names is None:
+    if names is None and kind == "workflow":
+        inner = workflow_agent(text, path, workflow)
+        if inner is not None:
+            agent_specs, rest, written = inner
+            names = _names_for(cursor, rest, "agent", agent_specs, file, text, written)
+    elif names is None:
         names = _names_for(cursor, path, kind, specs, file, text)
     if names is not None:
         return _items(names, lsp.CompletionItemKind.Value, rng)
@@ -163,8 +223,10 @@ def _names_for(
     specs: list[AgentSpec],
     file: Path,
     text: str,
+    written: Any = None,
 ) -> list[str] | None:
-    """Names (tools, subagents, skills, models, files) where the spec wants one; None elsewhere."""
+    """Names (tools, subagents, skills, models, files) where the spec wants one; None elsewhere.
+    `written` is the agent's mapping as typed when it is not the whole file (a workflow's)."""
     last = next((p for p in reversed(path) if isinstance(p, str)), None)
     item = bool(path) and isinstance(path[-1], int)
     container = path[:-1] if item else path
@@ -187,13 +249,13 @@ def _names_for(
             return _files(file, cursor.prefix, (".yaml", ".yml"), tag="replay:")
         return None
     if cursor.kind == "key" and container and container[-1] in _TOOL_KEYS and not item:
-        return tool_names(specs, path, text)
+        return tool_names(specs, path, text, written)
     if cursor.kind == "value" and last == "tool" and "permissions" in path:
-        return tool_names(specs, path, text)
+        return tool_names(specs, path, text, written)
     if last == "tools" and (item or cursor.in_list) and "filesystem" in path:
         return [*FILE_TOOLS, "execute"]
     if last == "tools" and (item or cursor.in_list) and path[:1] == ("subagents",):
-        return tool_names(specs, (), text)
+        return tool_names(specs, (), text, written)
     if last == "skills" and (item or cursor.in_list):
         return _files(file, cursor.prefix, ("/",))
     if cursor.kind == "value" and (last == "model" or (last == "id" and "model" in path)):
@@ -245,6 +307,45 @@ def _workflow_names(cursor: Cursor, path: tuple[Any, ...], text: str) -> list[st
             for spec in entry.values()
             if isinstance(spec, dict) and isinstance(spec.get("name"), str)
         )
+    return None
+
+
+def workflow_agent(
+    text: str, path: tuple[Any, ...], workflow: WorkflowSpec | None
+) -> tuple[list[AgentSpec], tuple[Any, ...], Any] | None:
+    """For a `path` inside an agent written in a workflow file (under `agents:`, or a step's
+    `agent:` mapping): that agent's loaded spec (none when the workflow did not load), the path
+    within the agent, and its mapping as typed. None outside such an agent."""
+    value = read_yaml(text, "", env={}).value
+    if not isinstance(value, dict):
+        return None
+    key: str | None = None
+    at = 0
+    if path[:1] == ("agents",) and len(path) >= 2 and isinstance(path[1], str):
+        key, at = path[1], 2
+        agents = value.get("agents")
+        written = agents.get(key) if isinstance(agents, dict) else None
+    else:
+        node: Any = value
+        written = None
+        for index, part in enumerate(path):
+            if part == "agent" and isinstance(node, dict) and isinstance(node.get("agent"), dict):
+                key, at, written = node.get("id"), index + 1, node["agent"]
+                break
+            node = _child(node, part)
+            if node is None:
+                return None
+    if not isinstance(key, str) or not isinstance(written, dict) or "ref" in written:
+        return None
+    loaded = workflow.agent_specs().get(key) if workflow is not None else None
+    return ([loaded] if loaded is not None else []), tuple(path[at:]), written
+
+
+def _child(node: Any, part: Any) -> Any:
+    if isinstance(node, dict) and isinstance(part, str):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
     return None
 
 

@@ -16,7 +16,14 @@ from pygls.lsp.server import LanguageServer
 
 from runner import __version__
 from runner.lsp import features
-from runner.lsp._deps import AgentSpec, SpecError, agents_playing, load_spec, load_test_file
+from runner.lsp._deps import (
+    AgentSpec,
+    SpecError,
+    WorkflowSpec,
+    agents_playing,
+    load_spec,
+    load_test_file,
+)
 from runner.lsp.diagnostics import Checked, check, diagnostics_by_file
 from runner.lsp.documents import Overlay, file_kind, overlaid, path_to_uri, uri_to_path
 
@@ -33,6 +40,7 @@ class AgentLanguageServer(LanguageServer):
         self.published: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
         """Diagnostics by the file they are in, then by the file whose check found them."""
         self.specs: dict[str, list[AgentSpec]] = {}
+        self.workflows: dict[str, WorkflowSpec] = {}
         """The agents each open file last loaded (kept while the file does not load)."""
 
     # ----------------------------------------------------------------------- documents
@@ -103,6 +111,8 @@ class AgentLanguageServer(LanguageServer):
         specs = self._specs(path, kind, checked, overlay)
         if specs:
             self.specs[str(path)] = specs
+        if checked.workflow is not None:
+            self.workflows[str(path)] = checked.workflow
         self._publish(str(path), diagnostics_by_file(path, checked, overlay))
 
     def _specs(self, path: Path, kind: str, checked: Checked, overlay: Overlay) -> list[AgentSpec]:
@@ -146,6 +156,7 @@ class AgentLanguageServer(LanguageServer):
             return
         self.checks.pop(str(path), None)
         self.specs.pop(str(path), None)
+        self.workflows.pop(str(path), None)
         self._publish(str(path), {})
 
     def context(self, uri: str) -> tuple[str, Path, str, list[AgentSpec]] | None:
@@ -210,7 +221,13 @@ def completion(ls: AgentLanguageServer, params: lsp.CompletionParams) -> lsp.Com
         if kind != "other":
             with overlaid(ls.overlay()):
                 items = features.complete(
-                    text, path, kind, params.position.line, params.position.character, specs
+                    text,
+                    path,
+                    kind,
+                    params.position.line,
+                    params.position.character,
+                    specs,
+                    ls.workflows.get(str(path)),
                 )
     return lsp.CompletionList(is_incomplete=False, items=items)
 

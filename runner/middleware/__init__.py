@@ -15,7 +15,7 @@ The chain, in order (assembled in one place, `runner.agent.build.middleware_chai
 |   |                       | the result recorded is the one the graph got                         |
 | 4 | Filesystem            | file tools; evicts large results (the first tool wrapper inside the  |
 |   |                       | journal, so it sees the final result after retries)                  |
-| 5 | SubAgents             | the `task` tool                                                      |
+| 5 | SubAgents             | the `task` tool (a `remote:` subagent's calls: `remote_subagents`)   |
 | - | Permissions           | `permissions:` deny rules answer a denied call as soon as the reply  |
 |   |                       | arrives (outside ReplyCheck: it sees checked calls), so approvals    |
 |   |                       | never ask about it; checked again just before a tool runs            |

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +86,7 @@ class Subagent:
     name: str
     description: str
     graph: Any = None
-    kind: str = "inline"  # inline | ref | import | general-purpose
+    kind: str = "inline"  # inline | ref | import | general-purpose | remote
 
 
 def _state_update(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,6 +173,15 @@ def _final_text(result: Mapping[str, Any], name: str) -> str:
     if not messages:
         return f"Error: subagent {name!r} finished without a message"
     return str(messages[-1].text)
+
+
+def _remote_error(exc: Exception, runtime: ToolRuntime) -> ToolMessage:
+    return ToolMessage(
+        content=f"Error: {exc}",
+        tool_call_id=runtime.tool_call_id or "",
+        name="task",
+        status="error",
+    )
 
 
 AGENTS_PLACEHOLDERS = ("{available_agents}", "{agents}")
@@ -268,6 +277,18 @@ class SubAgentMiddleware(AgentMiddleware):
         message = ToolMessage(content=text, tool_call_id=runtime.tool_call_id or "", name="task")
         return Command(update={**update, "messages": [message]})
 
+    def _remote_result(
+        self, subagent: Subagent, runtime: ToolRuntime, call: Callable[[], str]
+    ) -> ToolMessage:
+        """A remote subagent's answer (`runner.middleware.remote_subagents`) as the result."""
+        from runner.middleware.remote_subagents import RemoteCallError
+
+        try:
+            text = call()
+        except RemoteCallError as exc:
+            return _remote_error(exc, runtime)
+        return ToolMessage(content=text, tool_call_id=runtime.tool_call_id or "", name="task")
+
     def _task(
         self, description: str, subagent_type: str, runtime: ToolRuntime
     ) -> Command | ToolMessage:
@@ -275,6 +296,10 @@ class SubAgentMiddleware(AgentMiddleware):
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
+        if subagent.kind == "remote":
+            return self._remote_result(
+                subagent, runtime, lambda: subagent.graph.call(description, runtime, subagent_type)
+            )
         token = TASK_CALL.set(task_call(runtime, subagent.name, description))
         try:
             result = subagent.graph.invoke(inputs)
@@ -289,6 +314,14 @@ class SubAgentMiddleware(AgentMiddleware):
         subagent, inputs = self._prepare(subagent_type, description, runtime)
         if subagent is None:
             return self._unknown(subagent_type, runtime)
+        if subagent.kind == "remote":
+            from runner.middleware.remote_subagents import RemoteCallError
+
+            try:
+                text = await subagent.graph.acall(description, runtime, subagent_type)
+            except RemoteCallError as exc:
+                return _remote_error(exc, runtime)
+            return ToolMessage(content=text, tool_call_id=runtime.tool_call_id or "", name="task")
         token = TASK_CALL.set(task_call(runtime, subagent.name, description))
         try:
             result = await subagent.graph.ainvoke(inputs)

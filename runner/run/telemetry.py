@@ -6,6 +6,11 @@ span of the subagent, which holds that subagent's own model and tool spans. Para
 nest correctly because the spans follow LangChain's run tree (each callback names its parent
 run), not a context variable that threads and asyncio tasks would have to carry.
 
+Across hosts: a remote subagent's `task` call sends its span's `traceparent` with the remote run
+(`SpanRecorder.trace_headers`), and a run whose metadata carries one (as `agentctl serve` gives
+it the run's config) starts its trace under it, so the remote agent's spans join the caller's
+trace.
+
 The spans are made by a LangChain callback handler that `enable` adds to every run started in the
 process (a configure hook, as LangChain's own tracers are added). When tracing is off nothing is
 registered: runs pay nothing for it.
@@ -166,10 +171,13 @@ class SpanRecorder(BaseCallbackHandler):
         attributes: dict[str, Any],
         *,
         client: bool = False,
+        remote_parent: Any = None,
     ) -> Span:
         from opentelemetry import trace
 
         context = trace.set_span_in_context(parent.span) if parent and parent.span else None
+        if context is None and remote_parent is not None:
+            context = remote_parent
         kind = trace.SpanKind.CLIENT if client else trace.SpanKind.INTERNAL
         return self.tracer.start_span(name, context=context, kind=kind, attributes=attributes)
 
@@ -248,8 +256,22 @@ class SpanRecorder(BaseCallbackHandler):
             sent = _messages_of(inputs)  # the turn's new message (none when resuming)
             if sent:
                 attributes[INPUT_MESSAGES] = self._text(_split_system(sent)[1])
-        span = self._start(f"invoke_agent {agent}", parent, attributes)
+        remote_parent = _propagated(metadata) if parent_run_id is None else None
+        span = self._start(f"invoke_agent {agent}", parent, attributes, remote_parent=remote_parent)
         self._track(run_id, _Run(span, True))
+
+    def trace_headers(self, run_id: UUID) -> dict[str, str]:
+        """The W3C trace context (`traceparent`) of a run's span, for a call that continues the
+        trace elsewhere: a remote subagent's run (`runner.middleware.remote_subagents`)."""
+        from opentelemetry import propagate, trace
+
+        with self._lock:
+            run = self._runs.get(run_id)
+        if run is None or run.span is None:
+            return {}
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=trace.set_span_in_context(run.span))
+        return carrier
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         if self.content:
@@ -369,6 +391,21 @@ class SpanRecorder(BaseCallbackHandler):
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._finish(run_id, error)
+
+
+PROPAGATED = ("traceparent", "tracestate")
+"""The W3C trace context keys a run's metadata may carry from the caller (a remote subagent's
+parent on another host): its root span then continues the caller's trace."""
+
+
+def _propagated(metadata: Mapping[str, Any] | None) -> Any:
+    """The OpenTelemetry context a run's metadata carries from its caller, or None."""
+    carrier = {k: str(v) for k in PROPAGATED if (v := (metadata or {}).get(k))}
+    if "traceparent" not in carrier:
+        return None
+    from opentelemetry import propagate
+
+    return propagate.extract(carrier)
 
 
 def _is_interrupt(error: BaseException) -> bool:

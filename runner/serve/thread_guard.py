@@ -42,6 +42,7 @@ __all__ = [
     "guard_middleware",
     "remove_thread_folders",
     "thread_folder",
+    "thread_state",
     "thread_visible",
     "visible_thread",
 ]
@@ -187,6 +188,18 @@ async def thread_visible(request: Any, thread_id: str) -> bool:
     """Whether the caller of `request` (a Starlette request) may see the thread: asked of the
     whole app the request came through (`scope["app"]`), so the engine decides."""
     return await visible_thread(request.scope["app"], request.scope, thread_id) is not None
+
+
+async def thread_state(request: Any, thread_id: str) -> dict[str, Any] | None:
+    """`{"thread": ..., "state": ...}` as the engine shows them to the caller of `request` (a
+    Starlette request), or None when it does not show that thread (the web page's usage)."""
+    app, scope = request.scope["app"], request.scope
+    thread = await visible_thread(app, scope, thread_id)
+    if thread is None:
+        return None
+    status, body = await _call(app, scope, "GET", f"/threads/{thread_id}/state")
+    state = json.loads(body) if status == 200 else None
+    return {"thread": thread, "state": state if isinstance(state, dict) else {}}
 
 
 class ThreadGuard:

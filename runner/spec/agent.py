@@ -42,6 +42,7 @@ from runner.spec.inputs import InputSpec
 from runner.spec.json_schema import json_schema_problem
 from runner.spec.model import ModelInput
 from runner.spec.permissions import PermissionsSpec
+from runner.spec.remote import RemoteSubagent
 from runner.spec.tools import MiddlewareRef, ToolEntry
 
 FILESYSTEM_TOOLS = ("ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute")
@@ -443,6 +444,8 @@ def _subagent_kind(value: Any) -> str | None:
             return "ref subagent"
         if "import" in value or "import_" in value:
             return "import subagent"
+        if "remote" in value:
+            return "remote subagent"
         return "inline subagent"
     if isinstance(value, RefSubagent):
         return "ref subagent"
@@ -450,19 +453,22 @@ def _subagent_kind(value: Any) -> str | None:
         return "import subagent"
     if isinstance(value, InlineSubagent):
         return "inline subagent"
+    if isinstance(value, RemoteSubagent):
+        return "remote subagent"
     return None
 
 
 SubagentEntry = Annotated[
     Annotated[InlineSubagent, Tag("inline subagent")]
     | Annotated[RefSubagent, Tag("ref subagent")]
-    | Annotated[ImportSubagent, Tag("import subagent")],
+    | Annotated[ImportSubagent, Tag("import subagent")]
+    | Annotated[RemoteSubagent, Tag("remote subagent")],
     Discriminator(
         _subagent_kind,
         custom_error_type=ENTRY_ERROR,
         custom_error_message=(
             "expected a subagent: a mapping with `name:` and `description:`, or with `ref:` "
-            "(another agent file) or `import:` (a prebuilt graph)"
+            "(another agent file), `import:` (a prebuilt graph) or `remote:` (an Agent Server)"
         ),
     ),
 ]
@@ -517,8 +523,8 @@ class AgentSpec(AgentCore):
     """Files merged under this one before validation (relative paths); later files and this one
     win, `tools` and `subagents` lists are joined."""
     subagents: list[SubagentEntry] = Field(default_factory=list)
-    """Agents the main agent can delegate to with the `task` tool: inline, `ref: file.yaml`, or
-    `import:` of a prebuilt graph."""
+    """Agents the main agent can delegate to with the `task` tool: inline, `ref: file.yaml`,
+    `import:` of a prebuilt graph, or `remote:` on an Agent Server."""
     general_purpose_agent: Annotated[
         GeneralPurposeAgentSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | GeneralPurposeAgentSpec),
@@ -549,7 +555,7 @@ class AgentSpec(AgentCore):
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
 
 
-SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent
+SubagentSpec = InlineSubagent | RefSubagent | ImportSubagent | RemoteSubagent
 __all__ = [
     "FILESYSTEM_TOOLS",
     "AgentCore",
@@ -564,6 +570,7 @@ __all__ = [
     "PromptCachingSpec",
     "PromptFile",
     "RefSubagent",
+    "RemoteSubagent",
     "RetriesSpec",
     "RetryPolicy",
     "SubagentSpec",

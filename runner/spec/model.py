@@ -160,6 +160,13 @@ class ModelSpec(SpecModel):
 
     _check_id = field_validator("id")(classmethod(lambda cls, v: _check_model_id(v)))
 
+    def prices(self) -> dict[str, PriceSpec]:
+        """Model id -> price, for this model and those of its fallbacks that have one (what a
+        reply is priced by: `runner.middleware.budgets.price_for`)."""
+        found = {self.id: self.price} if self.price is not None else {}
+        found.update({f.id: f.price for f in self.fallbacks if f.price is not None})
+        return found
+
 
 ModelInput = Annotated[
     ModelSpec,

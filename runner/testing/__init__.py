@@ -10,6 +10,11 @@ judge.py         the LLM-as-judge check (openevals), skipped without a judge mod
 suite.py         find, select, run (in parallel) and collect
 report.py        text and JSON lines
 junit.py         JUnit XML
+evals.py         live evals (`--live`): each case N times per version, pass rates, figures
+baseline.py      `--save-baseline` / `--baseline`: regressions (Fisher's exact test, growth)
+compare.py       `--compare`: the other version, trajectory and answer diffs
+live_report.py   live evals as text and JSON lines
+html_report.py   the self-contained HTML report (`--report`)
 pytest_plugin.py pytest collects `*.test.yaml`, one item per case
 ```
 

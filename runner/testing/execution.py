@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from runner.errors import RunError, RunnerError, SpecError
-from runner.events import Error, Final, Interrupt, RunEvent, TextDelta, ToolCall, ToolResult
+from runner.events import (
+    Error,
+    Final,
+    Interrupt,
+    RunEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from runner.spec.budgets import PriceSpec
 from runner.testing.expectations import Call, Check, Observed, check_expectations
 from runner.testing.judge import Judge
 from runner.testing.loader import LoadedTestFile
@@ -41,6 +51,12 @@ class RunOptions:
     record: bool = False
     """With `model`: write each case's replies to a cassette."""
     judge_model: str | None = None
+    live: bool = False
+    """Run on the agent's own model (or `model`), not on the case's `replay:` cassette."""
+    price: PriceSpec | None = None
+    """The price of `model` (an override has none of its own), for the cost of live runs."""
+    judge_price: PriceSpec | None = None
+    """The price of the judge model, for the judge's cost (counted apart from the agent's)."""
 
 
 @dataclass
@@ -63,6 +79,19 @@ class CaseResult:
     """The cassette written (with --record)."""
     runs: int = 1
     passes: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tokens: int = 0
+    """The agent's tokens (subagents included) as the model reports them."""
+    cost: float | None = None
+    """The agent's cost in US dollars; None when no price is known (`model.price`, `--price`)."""
+    judge_tokens: int = 0
+    judge_cost: float | None = None
+    """The judge's tokens and cost: grading is not the agent's spending."""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The tool-call trajectory: (tool, arguments) in the order the calls were made."""
+    final: str | None = None
+    """The final answer (or the error's message when the run failed)."""
 
     @property
     def id(self) -> str:
@@ -97,7 +126,10 @@ def run_case(
     started = time.monotonic()
     folder.mkdir(parents=True, exist_ok=True)
     model = options.model or case.model
-    record = _cassette_for(loaded, case) if options.record and options.model else None
+    if options.live and model is not None and model.startswith("replay:"):
+        model = None  # live: the agent's own model, not the case's cassette
+    live = options.live or options.model is not None
+    record = _cassette_for(loaded, case) if options.record and live else None
     session = None
     try:
         from runner.load.workflow import is_workflow_file
@@ -124,7 +156,11 @@ def run_case(
         with _counting() as counter:
             events, inputs = _play(session, case, thread_id)
         seen = _observe(session, thread_id, events, inputs, counter)
-        result.checks = check_expectations(case.expect, seen, judge)
+        with _counting() as judged:
+            result.checks = check_expectations(case.expect, seen, judge)
+        _spending(result, events, counter, judged, options)
+        result.calls = [(c.name, c.args) for c in seen.calls]
+        result.final = seen.final if seen.final is not None else seen.error
         result.transcript = transcript(events)
         result.status = _status(result.checks)
         result.recorded = str(record) if record is not None else None
@@ -138,6 +174,27 @@ def run_case(
         result.duration = time.monotonic() - started
     result.passes = int(result.status in ("passed", "skipped"))
     return result
+
+
+def _spending(
+    result: CaseResult,
+    events: list[RunEvent],
+    counter: _Counter,
+    judged: _Counter,
+    options: RunOptions,
+) -> None:
+    """Tokens and cost of the agent (its `usage` events' cost when the spec prices its model,
+    else `options.price`) and, apart, of the judge."""
+    result.input_tokens, result.output_tokens = counter.input_tokens, counter.output_tokens
+    result.tokens = counter.tokens
+    costs = [e.cost for e in events if isinstance(e, Usage) and e.cost is not None]
+    if costs:
+        result.cost = round(sum(costs), 10)
+    elif options.price is not None:
+        result.cost = options.price.cost(counter.input_tokens, counter.output_tokens)
+    result.judge_tokens = judged.tokens
+    if options.judge_price is not None and judged.calls:
+        result.judge_cost = options.judge_price.cost(judged.input_tokens, judged.output_tokens)
 
 
 def _workflow_spec(loaded: LoadedTestFile, case: CaseSpec) -> Any:
@@ -315,6 +372,8 @@ class _Counter:
         self.lock = threading.Lock()
         self.calls = 0
         self.tokens = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
         self.without_usage = 0
 
 
@@ -343,6 +402,8 @@ def _handler(counter: _Counter) -> Any:
                         usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
                     )
                     counter.tokens += int(self_total)
+                    counter.input_tokens += int(usage.get("input_tokens", 0))
+                    counter.output_tokens += int(usage.get("output_tokens", 0))
                 else:
                     counter.without_usage += 1
 

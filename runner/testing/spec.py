@@ -313,6 +313,9 @@ class CaseSpec(SpecModel):
     workflow's run starts before its first turn when that is a `decisions:` turn."""
     expect: ExpectSpec = Field(default_factory=ExpectSpec)
     """What must hold after the run."""
+    pass_rate: float | None = Field(default=None, ge=0, le=1)
+    """For live runs (`agentctl test --live`): the share of runs that must pass (e.g. 0.8);
+    default the file's `pass_rate`, else 1.0. A replayed case is deterministic and ignores it."""
 
     @field_validator("files")
     @classmethod
@@ -358,6 +361,9 @@ class TestFileSpec(SpecModel):
     """Files every case starts with: a folder in the agent's files (starting with '/') -> a
     folder on disk (relative to this file) whose files (text, recursively) are put there before
     the case's own `files`."""
+    pass_rate: float | None = Field(default=None, ge=0, le=1)
+    """For live runs (`agentctl test --live`): the share of each case's runs that must pass,
+    unless the case sets its own; default 1.0 (every run)."""
     cases: list[CaseSpec] = Field(min_length=1)
     """The cases, run each on its own thread, in its own copy of the agent's files."""
 

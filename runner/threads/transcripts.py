@@ -276,6 +276,9 @@ def pending_actions(
     for interrupt in getattr(state, "interrupts", ()) or ():
         value = interrupt.value
         agent = (agents or {}).get(interrupt.id)
+        remote = value.get("remote") if isinstance(value, dict) else None
+        if isinstance(remote, dict) and remote.get("agent"):
+            agent = str(remote["agent"])  # a remote subagent's request, passed up by `task`
         actions: list[Action] = []
         if isinstance(value, dict) and value.get("type") == "ask_user":
             actions.append(question_action(value, agent))

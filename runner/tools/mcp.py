@@ -290,6 +290,7 @@ class _RunningServer:
                         await session.initialize()
                         listed = await load_mcp_tools(session, server_name=self.name)
                         self.tools = cast("list[StructuredTool]", listed)  # what it makes
+                        self._remember([t.name for t in self.tools])
                 except TimeoutError:
                     raise McpStartError(
                         f"no answer to the MCP handshake within {self.owner.start_timeout:g} s"
@@ -303,6 +304,14 @@ class _RunningServer:
                 self._mark_gone(f"its connection failed: {_reason(exc)}")
             if isinstance(exc, asyncio.CancelledError):
                 raise
+
+    def _remember(self, names: list[str]) -> None:
+        """What the server listed, for the language server's completion (`runner.tools.known`):
+        the server's own names, before `prefix`, `include` and `exclude`."""
+        from runner.tools.known import remember_tools, server_key
+
+        spec = self.spec
+        remember_tools(server_key(url=spec.url, command=spec.command, args=spec.args), names)
 
     def _session(self) -> contextlib.AbstractAsyncContextManager[ClientSession]:
         spec = self.spec

@@ -6,11 +6,13 @@ API under `/web/api/` for what the LangGraph API cannot tell the page.
     GET /web/api/agents/{name}/tools        the argument schema of each tool of the agent
     GET /web/api/agents/{name}/files        the files of its filesystem routes, for ?thread_id=
     GET /web/api/agents/{name}/file         one of them: ?thread_id=&path=/agent/path
+    GET /web/api/threads/{id}/usage         a thread's model calls, tokens and cost
 
 Files are read through `FilesystemBackend`, the backend the agent's own tools use, so a path is
 confined to its route's root exactly as the agent's are (descriptor walk, no symlink escape); a
-route outside virtual mode (host paths) is never listed or read. Nothing here writes, creates a
-folder or starts a run.
+route outside virtual mode (host paths) is never listed or read. A thread's usage is counted
+from its state as the engine gives it to the caller (`thread_state`, the caller's credentials), so
+it follows the engine's ownership rules. Nothing here writes, creates a folder or starts a run.
 """
 
 from __future__ import annotations
@@ -154,6 +156,7 @@ def create_app(
     vars: dict[str, Any] | None = None,
     authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
     thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
+    thread_state: Callable[[Request, str], Awaitable[dict[str, Any] | None]] | None = None,
     middleware: Sequence[Any] = (),
     routes: Sequence[BaseRoute] = (),
     api_routes: Sequence[BaseRoute] = (),
@@ -166,6 +169,8 @@ def create_app(
     401 the engines answer. The page and its assets stay public: they hold no data.
     `thread_visible(request, thread_id)`: whether the caller may see that thread (a server with
     authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
+    `thread_state(request, thread_id)`: the thread and its state as the engine shows them to the
+    caller (`{"thread": ..., "state": ...}`), None when it does not; the usage route needs it.
     `middleware`: Starlette `Middleware` entries the engine's routes go behind too.
     `routes` and `api_routes`: more pages, and more side API routes (behind its guard), such as
     the editor's (`runner.edit`)."""
@@ -254,6 +259,11 @@ def create_app(
                     Route("/agents/{name}/tools", tools, methods=["GET"]),
                     Route("/agents/{name}/files", files, methods=["GET"]),
                     Route("/agents/{name}/file", file, methods=["GET"]),
+                    Route(
+                        "/threads/{thread_id}/usage",
+                        _usage_route(served, thread_state),
+                        methods=["GET"],
+                    ),
                     *api_routes,
                 ],
                 middleware=_api_middleware(authenticate),
@@ -261,6 +271,35 @@ def create_app(
         ],
         middleware=list(middleware),
     )
+
+
+def _usage_route(
+    served: _Agents,
+    thread_state: Callable[[Request, str], Awaitable[dict[str, Any] | None]] | None,
+) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /web/api/threads/{thread_id}/usage`: 404 for a thread the engine does not show the
+    caller (or with no engine to ask)."""
+
+    async def usage(request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        found = await thread_state(request, thread_id) if thread_state is not None else None
+        if found is None:
+            return _error(404, f"thread {thread_id} not found")
+        counted = await asyncio.to_thread(_thread_usage, served, found)
+        return JSONResponse({"thread_id": thread_id, **counted})
+
+    return usage
+
+
+def _thread_usage(served: _Agents, found: dict[str, Any]) -> dict[str, Any]:
+    """The usage of a thread (`{"thread": ..., "state": ...}`), priced with its agent's file."""
+    from runner.web.usage import spec_prices, thread_usage
+
+    graph = ((found.get("thread") or {}).get("metadata") or {}).get("graph_id")
+    agent = served.by_name.get(str(graph))
+    prices = spec_prices(served.load(agent).spec) if agent is not None else {}
+    messages = ((found.get("state") or {}).get("values") or {}).get("messages") or []
+    return thread_usage(messages, prices)
 
 
 class _RequireUser:

@@ -144,3 +144,56 @@ workflow:
     assert labels("agent: wr") == ["judge", "writer"]
     assert labels("tool: pu") == ["publish"]
     assert labels("to: dr") == ["draft", "fan", "inner", "again", "end"]
+
+
+def test_an_agent_written_in_a_workflow_completes_its_own_tool_names(tmp_path: Path) -> None:
+    """`interrupt_on` of an agent under `agents:` or in a step's `agent:` offers that agent's
+    tools: from the loaded workflow (its MCP/declared tools), or as typed when it did not load."""
+    from runner.lsp.diagnostics import check
+    from runner.lsp.documents import Overlay
+    from runner.lsp.features import complete
+
+    text = """\
+version: 1
+name: wf
+model: openai:gpt-4.1-mini
+agents:
+  writer:
+    prompt: x
+    tools:
+      - http: {name: publish, description: P, url: "http://127.0.0.1:1/"}
+    interrupt_on:
+      pu
+workflow:
+  steps:
+    - id: draft
+      agent: writer
+      input: x
+    - id: inline
+      agent:
+        prompt: y
+        tools:
+          - http: {name: fetch_page, description: F, url: "http://127.0.0.1:1/"}
+        interrupt_on:
+          fe
+      input: y
+"""
+    file = tmp_path / "wf.yaml"  # as last saved, before the author typed `pu` and `fe`
+    saved = text.replace("      pu\n", "      publish: true\n")
+    file.write_text(saved.replace("          fe\n", "          fetch_page: true\n"), "utf-8")
+    checked = check(file, "workflow", Overlay({}))
+    assert not checked.problems.get(str(file))
+    assert checked.workflow is not None and set(checked.workflow.agent_specs()) >= {"writer"}
+    lines = text.splitlines()
+
+    def labels(word: str, workflow: object) -> list[str]:
+        line = next(i for i, t in enumerate(lines) if t.strip() == word)
+        column = lines[line].index(word) + len(word)
+        items = complete(text, file, "workflow", line, column, [], workflow)  # type: ignore[arg-type]
+        return [i.label for i in items]
+
+    for workflow in (checked.workflow, None):  # loaded, and as typed
+        writer = labels("pu", workflow)
+        assert "publish" in writer and "fetch_page" not in writer and "read_file" in writer
+        inline = labels("fe", workflow)
+        assert "fetch_page" in inline and "publish" not in inline

@@ -432,3 +432,38 @@ def test_an_unreachable_collector_costs_one_warning_not_the_run(lead: Path, tmp_
     assert otel_lines[-1] == "warning: OpenTelemetry: the last spans were not sent within 3 s"
     assert len(otel_lines) == 2, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_trace_continues_on_the_host_of_a_remote_subagent() -> None:
+    """The `task` call's span goes out as `traceparent` (`trace_headers`), and a run whose
+    metadata carries it (a served run, given it by the caller) starts under that span."""
+    from uuid import uuid4
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    caller = telemetry.SpanRecorder(provider.get_tracer("caller"))
+    callee = telemetry.SpanRecorder(provider.get_tracer("callee"))
+
+    root, tool, remote = uuid4(), uuid4(), uuid4()
+    caller.on_chain_start({}, {}, run_id=root, name="parent")
+    caller.on_tool_start({"name": "task"}, "", run_id=tool, parent_run_id=root)
+    headers = caller.trace_headers(tool)
+    assert set(headers) == {"traceparent"}
+    callee.on_chain_start({}, {}, run_id=remote, name="child", metadata=headers)
+    callee.on_chain_end({}, run_id=remote)
+    caller.on_tool_end("done", run_id=tool)
+    caller.on_chain_end({}, run_id=root)
+
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    task, child = spans["execute_tool task"], spans["invoke_agent child"]
+    assert child.parent is not None and child.parent.span_id == task.context.span_id
+    assert (
+        child.context.trace_id
+        == task.context.trace_id
+        == spans["invoke_agent parent"].context.trace_id
+    )
+    assert caller.trace_headers(uuid4()) == {}  # a run it does not know: nothing to send

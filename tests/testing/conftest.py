@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.testing.evals_fixture import scripted  # noqa: F401 (a fixture of test_evals*.py)
 
 AGENT = """\
 version: 1

@@ -507,3 +507,32 @@ def test_settings_for_a_tool_the_server_lacks_are_located(
         "agent.yaml:12:9: tools[0].mcp.tools.serch: MCP server 'notes' has no tool 'serch'; "
         "did you mean 'search'? it has: search, read_note, fail, crash, nap, whoami"
     )
+
+
+def test_the_tools_a_server_listed_are_offered_by_the_language_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a build lists an MCP server without `include:`, completion in `interrupt_on` offers
+    its tools (prefixed, less `exclude`), for the agent as loaded and as typed."""
+    from runner.lsp.features import complete, mcp_tool_names
+    from runner.tools.known import known_tools, server_key
+
+    monkeypatch.setenv("AGENTCTL_HOME", str(tmp_path / "home"))
+    server = stdio_server(prefix=True, exclude=["read_note"])
+    path = write_agent(tmp_path, [server], [{"content": "ok"}])
+    assert mcp_tool_names(server) == []  # never started here: nothing known
+    with Session(path, db=tmp_path / "db.sqlite") as session:
+        session.run("hi")
+    listed = known_tools(server_key(command=sys.executable, args=[str(SERVER)]))
+    assert listed is not None and {"search", "read_note"} <= set(listed)
+    assert "notes_search" in mcp_tool_names(server)
+    assert "notes_read_note" not in mcp_tool_names(server)
+
+    text = path.read_text(encoding="utf-8") + "interrupt_on:\n  notes_\n"
+    line = len(text.splitlines()) - 1
+    from runner.load.loader import load_spec
+
+    for specs in ([load_spec(path)], []):
+        items = complete(text, path, "agent", line, len("  notes_"), specs)
+        labels = [i.label for i in items]
+        assert "notes_search" in labels and "notes_read_note" not in labels, labels

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,6 +122,18 @@ ASKER_REPLIES = """\
     - {name: ask_user, args: {question: How long?, choices: [short, long]}}
 - content: Long notes it is.
 """
+PRICED = """\
+name: priced
+description: Answers at a known price
+model: {id: "replay:priced.cassette.yaml", price: {input: 2, output: 8}}
+prompt: You answer.
+"""
+PRICED_REPLIES = """\
+- {content: First answer., usage: {input_tokens: 1000, output_tokens: 500}}
+- {content: Second answer., usage: {input_tokens: 3000, output_tokens: 250}}
+"""
+SLOW = "name: slow\ndescription: Takes its time\nmodel: replay:slow.cassette.yaml\nprompt: p\n"
+SLOW_REPLIES = "- {content: Done at last., delay: 2}\n"
 BROKEN_GREETER = GREETER.replace("prompt:", "promt:")
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 playwright.expect.set_options(timeout=WAIT)
@@ -150,6 +163,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "agents" / "pipeline.cassette.yaml").write_text(PIPELINE_REPLIES, encoding="utf-8")
     (root / "agents" / "asker.yaml").write_text(ASKER, encoding="utf-8")
     (root / "agents" / "asker.cassette.yaml").write_text(ASKER_REPLIES, encoding="utf-8")
+    (root / "agents" / "priced.yaml").write_text(PRICED, encoding="utf-8")
+    (root / "agents" / "priced.cassette.yaml").write_text(PRICED_REPLIES, encoding="utf-8")
+    (root / "agents" / "slow.yaml").write_text(SLOW, encoding="utf-8")
+    (root / "agents" / "slow.cassette.yaml").write_text(SLOW_REPLIES, encoding="utf-8")
     return root
 
 
@@ -235,7 +252,7 @@ def _start(page: Any, agent: str = "showcase") -> None:
     page.fill("#message", ASK)
     page.press("#message", "Enter")
     page.wait_for_selector('.approval[data-tool="write_file"]')
-    _expect_text(page, "#threads .thread.selected", "1 approval waiting")
+    _expect_text(page, "#threads .thread.selected", "waiting for approval")
 
 
 def _expect_text(page: Any, selector: str, text: str) -> None:
@@ -311,7 +328,7 @@ def test_reject_with_a_reason_on_a_second_thread(page: Any) -> None:
     _start(page)
     page.fill(".approval .reason", "Not now: no release this week")
     page.shots("rejecting")
-    page.click(".approval button.reject")
+    page.press(".approval .reason", "Enter")  # Enter in the reason rejects with it
     _expect_text(page, '.call[data-tool="write_file"] .result', "Not now: no release this week")
     playwright.expect(page.locator("#status")).to_have_text("idle")
     playwright.expect(page.locator('.file[data-path="/RELEASE_NOTES.md"]')).to_have_count(0)
@@ -491,5 +508,261 @@ def test_usable_at_390_px(browser: Any, server: str) -> None:
         page.click('#tabs button[data-show="files"]')
         playwright.expect(page.locator('.file[data-path="/RELEASE_NOTES.md"]')).to_be_visible()
         shots("files")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # the thread list is a panel of its own, its buttons inside the screen; Escape leaves it
+        page.click('#tabs button[data-show="side"]')
+        row = page.locator("#threads .thread.selected")
+        playwright.expect(row.locator(".title")).to_have_text(ASK)
+        playwright.expect(row.locator("button.delete")).to_be_in_viewport()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shots("threads")
+        page.keyboard.press("Escape")
+        playwright.expect(page.locator("#message")).to_be_visible()
     finally:
         context.close()
+
+
+def _thread_id(page: Any) -> str:
+    return re.sub("^#thread=", "", page.evaluate("location.hash"))
+
+
+def test_threads_of_an_agent_with_title_status_rename_and_delete(page: Any, server: str) -> None:
+    page.click('#agents .agent[data-agent="scribe"]')
+    page.click("#new-thread")
+    page.fill("#message", "weekly notes\nand a second line that is not the title")
+    page.press("#message", "Enter")
+    playwright.expect(page.locator(".approval")).to_have_count(2)
+    row = page.locator("#threads .thread.selected")
+    playwright.expect(row.locator(".title")).to_have_text("weekly notes")
+    playwright.expect(row.locator(".badge")).to_have_text("waiting for approval (2)")
+    playwright.expect(row.locator("time")).not_to_be_empty()
+    playwright.expect(page.locator(".thread-title")).to_have_text("weekly notes")
+    thread = _thread_id(page)
+    page.shots("waiting-for-approval")
+
+    # another agent's threads are not in its list
+    page.click('#agents .agent[data-agent="fanout"]')
+    playwright.expect(page.locator("#threads-of")).to_have_text("of fanout")
+    playwright.expect(page.locator(f'#threads .thread[data-thread="{thread}"]')).to_have_count(0)
+    page.click('#agents .agent[data-agent="scribe"]')
+    row = page.locator(f'#threads .thread[data-thread="{thread}"]')
+    row.locator(".open").click()
+    playwright.expect(page.locator(".approval")).to_have_count(2)
+
+    # rename: Escape gives up, Enter saves (kept in the thread's metadata: a reload shows it)
+    row.get_by_role("button", name="Rename thread: weekly notes").click()
+    title = page.get_by_label("New title of the thread")
+    playwright.expect(title).to_be_focused()
+    title.fill("not this")
+    title.press("Escape")
+    playwright.expect(row.locator(".title")).to_have_text("weekly notes")
+    playwright.expect(row.get_by_role("button", name="Rename thread: weekly notes")).to_be_focused()
+    page.keyboard.press("Enter")
+    page.get_by_label("New title of the thread").fill("Notes for Friday")
+    page.get_by_label("New title of the thread").press("Enter")
+    playwright.expect(row.locator(".title")).to_have_text("Notes for Friday")
+    page.reload()
+    playwright.expect(
+        page.locator(f'#threads .thread[data-thread="{thread}"] .title')
+    ).to_have_text("Notes for Friday")
+    playwright.expect(page.locator(".thread-title")).to_have_text("Notes for Friday")
+    with urllib.request.urlopen(f"{server}/threads/{thread}") as reply:
+        assert json.load(reply)["metadata"]["title"] == "Notes for Friday"
+
+    # answered: the status is idle again
+    page.locator(".approval button.approve").first.click()
+    page.locator(".approval button.approve").last.click()
+    playwright.expect(page.locator("#status")).to_have_text("idle")
+    playwright.expect(row.locator(".badge")).to_have_text("idle")
+
+    # delete: asked first (Keep keeps it), then gone from the list and from the server
+    row.get_by_role("button", name="Delete thread: Notes for Friday").click()
+    row.get_by_role("button", name="Keep").click()
+    playwright.expect(row).to_have_count(1)
+    row.get_by_role("button", name="Delete thread: Notes for Friday").click()
+    page.shots("asked-before-deleting")
+    row.get_by_role("button", name="Delete", exact=True).click()
+    playwright.expect(page.locator(f'#threads .thread[data-thread="{thread}"]')).to_have_count(0)
+    playwright.expect(page.locator(".thread-title")).to_have_text("New thread")
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(f"{server}/threads/{thread}")
+    assert gone.value.code == 404
+
+
+def test_usage_and_cost_of_a_thread_and_a_failed_run(page: Any, server: str) -> None:
+    page.click('#agents .agent[data-agent="priced"]')
+    page.click("#new-thread")
+    page.fill("#message", "first")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log", "First answer.")
+    # 1000 in, 500 out at $2 and $8 a million tokens: $0.006
+    playwright.expect(page.locator("#usage")).to_have_text(
+        "Thread: 1 model call · 1,500 tokens (1,000 in, 500 out) · cost $0.006"
+    )
+    page.fill("#message", "second")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log", "Second answer.")
+    expected = "Thread: 2 model calls · 4,750 tokens (4,000 in, 750 out) · cost $0.014"
+    playwright.expect(page.locator("#usage")).to_have_text(expected)
+    page.shots("usage")
+    page.reload()  # counted by the server from the thread, not from what the page saw
+    playwright.expect(page.locator("#usage")).to_have_text(expected)
+    with urllib.request.urlopen(f"{server}/web/api/threads/{_thread_id(page)}/usage") as reply:
+        assert json.load(reply)["cost_text"] == "$0.014"
+    # a third message: the cassette has no more replies, the run fails, and so says the list
+    page.fill("#message", "third")
+    page.press("#message", "Enter")
+    _expect_text(page, "#log .error-row", "the run asked for reply 3")
+    playwright.expect(page.locator("#threads .thread.selected .badge")).to_have_text("failed")
+    playwright.expect(page.locator("#thread-head .badge")).to_have_text("failed")
+
+
+def test_reopening_a_thread_restores_its_inputs(page: Any) -> None:
+    page.click('#agents .agent[data-agent="asker"]')
+    page.click("#new-thread")
+    page.get_by_label("topic").fill("the roadmap")
+    page.get_by_label("depth").fill("3")
+    page.get_by_label("tone").select_option(label="formal")
+    page.fill("#message", "go")
+    page.press("#message", "Enter")
+    playwright.expect(page.locator(".question")).to_contain_text("How long?")
+    page.reload()  # the page forgets what was typed; the thread's run has it
+    playwright.expect(page.get_by_label("topic")).to_have_value("the roadmap")
+    playwright.expect(page.get_by_label("depth")).to_have_value("3")
+    playwright.expect(page.get_by_label("tone").locator("option:checked")).to_have_text("formal")
+    playwright.expect(page.get_by_label("strict")).not_to_be_checked()
+
+
+UNNAMED = re.compile(
+    r"^\s*- (button|textbox|combobox|checkbox|spinbutton|link|listbox)(\s*\[[^\]]*\])*:?\s*$"
+)
+"""A control in Chromium's accessibility tree (an aria snapshot line) without a name."""
+
+
+def _unnamed_controls(page: Any) -> list[str]:
+    tree = page.locator("body").aria_snapshot()
+    return [line for line in tree.splitlines() if UNNAMED.match(line)]
+
+
+def test_every_control_has_an_accessible_name_and_keys_reach_them(page: Any) -> None:
+    # the skip link (first in the page) shows when focused and takes the keyboard to the message
+    first = page.evaluate("document.querySelector('a[href], button, input, textarea').className")
+    assert first == "skip"
+    page.click('#agents .agent[data-agent="showcase"]')
+    page.locator(".skip").focus()
+    playwright.expect(page.locator(".skip")).to_be_in_viewport()
+    page.keyboard.press("Enter")
+    playwright.expect(page.locator("#message")).to_be_focused()
+    assert page.evaluate("location.hash") == ""  # the thread's address is kept
+    page.keyboard.press("Tab")
+    playwright.expect(page.locator("#send")).to_be_focused()
+    # with approvals waiting, the arguments editor open, a question with its inputs form
+    _start(page)
+    page.click(".approval button.edit")
+    playwright.expect(page.locator(".editor textarea")).to_be_focused()
+    page.keyboard.press("Escape")  # back to the arguments as written, focus on Edit
+    playwright.expect(page.locator(".editor")).to_be_hidden()
+    playwright.expect(page.locator(".approval button.edit")).to_be_focused()
+    page.click(".approval button.edit")
+    assert _unnamed_controls(page) == []
+    page.click('#agents .agent[data-agent="asker"]')
+    page.click("#new-thread")
+    page.get_by_label("topic").fill("x")
+    page.fill("#message", "go")
+    page.press("#message", "Enter")
+    playwright.expect(page.locator(".question")).to_be_visible()
+    assert _unnamed_controls(page) == []
+    # every control seen by the DOM too: a text, a label, aria-label or aria-labelledby
+    unnamed = page.evaluate(
+        """() => [...document.querySelectorAll('button, input, select, textarea, [role=button]')]
+        .filter((el) => el.type !== 'hidden')
+        .filter((el) => !((el.getAttribute('aria-label') || '').trim()
+            || el.getAttribute('aria-labelledby') || (el.labels && el.labels.length)
+            || ((el.tagName === 'BUTTON' || el.getAttribute('role') === 'button')
+                && el.textContent.trim())))
+        .map((el) => el.outerHTML.slice(0, 120))"""
+    )
+    assert unnamed == []
+    # focus is visible: a focused button draws an outline
+    page.locator("#new-thread").focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("none", "")
+
+
+def _luminance(css_colour: str) -> float:
+    red, green, blue = (int(v) for v in re.findall(r"\d+", css_colour)[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+def test_dark_mode_follows_the_system_setting(browser: Any, server: str) -> None:
+    for scheme, dark in (("dark", True), ("light", False)):
+        context = browser.new_context(color_scheme=scheme, base_url=server)
+        try:
+            page = context.new_page()
+            page.goto("/")
+            page.wait_for_selector("#agents .agent")
+            colours = page.evaluate(
+                """() => [getComputedStyle(document.body).backgroundColor,
+                          getComputedStyle(document.body).color,
+                          getComputedStyle(document.querySelector('#side')).backgroundColor]"""
+            )
+            background, text, panel = (_luminance(c) for c in colours)
+            assert (background < 0.2) is dark and (text > 0.7) is dark, colours
+            assert (panel < 0.2) is dark, colours
+        finally:
+            context.close()
+
+
+def _thread_elsewhere(server: str, agent: str, title: str) -> str:
+    """A thread another client starts (the list shows it at its next refresh)."""
+    body = json.dumps({"metadata": {"graph_id": agent, "title": title}}).encode()
+    request = urllib.request.Request(
+        f"{server}/threads", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request) as reply:
+        return str(json.load(reply)["thread_id"])
+
+
+def test_the_thread_list_refreshing_keeps_the_keyboard_where_it_was(page: Any, server: str) -> None:
+    page.click('#agents .agent[data-agent="pipeline"]')
+    _thread_elsewhere(server, "pipeline", "started in another tab")
+    rename = page.get_by_role("button", name="Rename thread: started in another tab")
+    rename.focus()  # waits for the refresh that lists it
+    _thread_elsewhere(server, "pipeline", "started in a third tab")
+    playwright.expect(page.locator("#threads")).to_contain_text("started in a third tab")
+    playwright.expect(rename).to_be_focused()
+
+
+def test_a_thread_being_run_shows_running_then_idle(page: Any) -> None:
+    page.click('#agents .agent[data-agent="slow"]')
+    page.click("#new-thread")
+    page.fill("#message", "take your time")
+    page.press("#message", "Enter")
+    row = page.locator("#threads .thread.selected")
+    playwright.expect(row.locator(".title")).to_have_text("take your time")
+    playwright.expect(row.locator(".badge")).to_have_text("running")
+    playwright.expect(page.locator("#thread-head .badge")).to_have_text("running")
+    _expect_text(page, "#log", "Done at last.")
+    playwright.expect(row.locator(".badge")).to_have_text("idle")
+    playwright.expect(page.locator("#thread-head .badge")).to_have_text("idle")
+
+
+def test_another_view_added_to_the_header_takes_the_main_area(page: Any) -> None:
+    nav = page.get_by_role("navigation", name="views")
+    playwright.expect(nav).to_be_hidden()  # one view: no navigation to show
+    page.evaluate(
+        """() => window.agentctl.addView('extra', 'Extra')
+                 .append(Object.assign(document.createElement('p'), {textContent: 'extra view'}))"""
+    )
+    playwright.expect(nav.get_by_role("button")).to_have_text(["Chat", "Extra"])
+    nav.get_by_role("button", name="Extra").click()
+    playwright.expect(page.get_by_text("extra view")).to_be_visible()
+    playwright.expect(page.locator("#view-chat")).to_be_hidden()
+    playwright.expect(nav.get_by_role("button", name="Extra")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    nav.get_by_role("button", name="Chat").click()
+    playwright.expect(page.locator("#message")).to_be_visible()
+    playwright.expect(page.get_by_text("extra view")).to_be_hidden()

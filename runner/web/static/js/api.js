@@ -25,10 +25,16 @@ async function call(method, path, body) {
 
 export const api = {
   assistants: () => call("POST", "/assistants/search", { limit: 100 }),
-  threads: () =>
-    call("POST", "/threads/search", { limit: 100, sort_by: "updated_at", sort_order: "desc" }),
-  createThread: (graphId) => call("POST", "/threads", { metadata: { graph_id: graphId } }),
+  /** The threads of one agent (graph), newest activity first; the engine shows only the caller's. */
+  threads: (graphId) =>
+    call("POST", "/threads/search", { metadata: { graph_id: graphId }, limit: 100, sort_by: "updated_at", sort_order: "desc" }),
+  createThread: (graphId, title) => call("POST", "/threads", { metadata: { graph_id: graphId, ...(title ? { title } : {}) } }),
   thread: (id) => call("GET", `/threads/${encodeURIComponent(id)}`),
+  /** A new title, kept in the thread's metadata (merged with what is there). */
+  renameThread: (id, title) => call("PATCH", `/threads/${encodeURIComponent(id)}`, { metadata: { title } }),
+  deleteThread: (id) => call("DELETE", `/threads/${encodeURIComponent(id)}`),
+  runs: (id) => call("GET", `/threads/${encodeURIComponent(id)}/runs?limit=10`),
+  usage: (id) => call("GET", `/web/api/threads/${encodeURIComponent(id)}/usage`),
   state: (id) => call("GET", `/threads/${encodeURIComponent(id)}/state`),
   storeSearch: (namespace) =>
     call("POST", "/store/items/search", { namespace_prefix: namespace, limit: 500 }),

@@ -1,39 +1,21 @@
 // The page: agents and threads (left), the conversation with its approvals (middle), the
 // thread's files (right). Everything comes from the LangGraph API of the same server, plus
-// /web/api/ for agent problems, tool schemas and filesystem files (see runner/web/app.py).
+// /web/api/ for agent problems and inputs, tool schemas, filesystem files and a thread's usage
+// (see runner/web/app.py). This module draws the agents and the conversation, runs, and starts
+// the page; threads.js, inputs.js, approvals.js and files.js hold the other parts, state.js what
+// they share, views.js the header's views.
 import { api, streamRun } from "./api.js";
-import { append, clear, h, numbered, textOf, when } from "./dom.js";
-import { checkArgs, describeSchema } from "./schema.js";
+import { initApprovals, showApprovals } from "./approvals.js";
+import { activate, append, clear, h, textOf } from "./dom.js";
+import { refreshFiles } from "./files.js";
+import { checkInputs, inputValues, renderInputs, restoreInputs } from "./inputs.js";
+import { $, S, currentAgent, status } from "./state.js";
+import { initThreads, loadThreads, statusOf, titleFrom, titleOf } from "./threads.js";
+import { initViews } from "./views.js";
 
-const $ = (id) => document.getElementById(id);
 const FOLD_CHARS = 500;
 const FOLD_LINES = 8;
 const WRITES = new Set(["write_file", "edit_file"]);
-
-const S = {
-  agents: [], // rows of /web/api/agents
-  dev: false,
-  agent: null, // graph id (= assistant id) of the open thread or the selected agent
-  thread: null,
-  running: false,
-  values: {}, // the open thread's state values
-  calls: new Map(), // tool call id -> {card, result, nested, name, args}
-  texts: new Map(), // AI message id -> its text element
-  subagents: new Map(), // namespace root ("tools:<id>") -> element holding that subagent's work
-  steps: new Map(), // workflow step id -> {row, status, nested}
-  changed: new Set(), // agent paths written by the thread
-  usage: { calls: 0, input: 0, output: 0 },
-  schemas: new Map(), // agent -> {tool: JSON schema}
-  decisions: new Map(), // interrupt id -> array of decisions (one per action request)
-  interrupts: [],
-  inputs: {}, // agent -> {input name: what its field holds} (kept while the page is open)
-  inputsShown: null, // what the input form was drawn for
-  viewing: null, // path shown in the file viewer
-};
-
-function status(text) {
-  $("status").textContent = text;
-}
 
 // ------------------------------------------------------------------ agents and threads
 
@@ -57,19 +39,24 @@ function renderAgents(reloaded = []) {
         "li",
         {
           class: `agent${agent.name === S.agent ? " selected" : ""}${broken ? " broken" : ""}`,
+          title: agent.file,
           dataset: { agent: agent.name },
           tabindex: 0,
+          role: "button",
+          "aria-current": agent.name === S.agent ? "true" : null,
+          "aria-label": `${agent.name}${agent.description ? `: ${agent.description}` : ""}${broken ? " (has problems)" : ""}`,
+          "aria-describedby": broken ? `problems-${agent.name}` : null,
           onclick: () => selectAgent(agent.name),
-          onkeydown: (e) => e.key === "Enter" && selectAgent(agent.name),
+          onkeydown: (e) => activate(e, () => selectAgent(agent.name)),
         },
-        h("div", { class: "row" }, h("strong", {}, agent.name), agent.model ? h("span", { class: "tag" }, agent.model) : null),
-        agent.description ? h("div", { class: "muted" }, agent.description) : null,
-        h("div", { class: "muted small" }, agent.file),
+        h("div", { class: "row" }, h("strong", {}, agent.name), agent.kind === "workflow" ? h("span", { class: "badge" }, "workflow") : null, agent.model ? h("span", { class: "tag model" }, agent.model) : null),
+        agent.description ? h("div", { class: "muted small description" }, agent.description) : null,
+        agent.name === S.agent || broken ? h("div", { class: "tag" }, agent.file) : null,
         reloaded.includes(agent.name) ? h("div", { class: "ok small" }, "reloaded: the file has no problems now") : null,
         broken
           ? h(
               "ul",
-              { class: "problems", "aria-label": `problems of ${agent.file}` },
+              { class: "problems", id: `problems-${agent.name}`, "aria-label": `problems of ${agent.file}` },
               agent.problems.map((p) => h("li", {}, p)),
             )
           : null,
@@ -79,47 +66,13 @@ function renderAgents(reloaded = []) {
 }
 
 function selectAgent(name) {
+  const changed = S.agent !== name;
   S.agent = name;
   renderAgents();
   renderInputs();
-  if (S.thread && threadAgent() !== name) newThread();
-}
-
-function threadAgent() {
-  return S.agent;
-}
-
-async function loadThreads() {
-  const threads = await api.threads();
-  const list = clear($("threads"));
-  for (const thread of threads) {
-    const messages = (thread.values && thread.values.messages) || [];
-    const first = messages.find((m) => m.type === "human");
-    const waiting = Object.values(thread.interrupts || {})
-      .flat()
-      .reduce((n, i) => n + (((i.value || {}).action_requests || []).length || 1), 0);
-    const graph = (thread.metadata || {}).graph_id || "";
-    list.append(
-      h(
-        "li",
-        {
-          class: `thread${thread.thread_id === S.thread ? " selected" : ""}`,
-          dataset: { thread: thread.thread_id },
-          tabindex: 0,
-          onclick: () => openThread(thread.thread_id),
-          onkeydown: (e) => e.key === "Enter" && openThread(thread.thread_id),
-        },
-        h("div", { class: "first" }, first ? textOf(first.content).slice(0, 90) : "(no message yet)"),
-        h(
-          "div",
-          { class: "row small" },
-          h("span", { class: `badge ${thread.status}` }, thread.status),
-          waiting ? h("span", { class: "badge waiting" }, `${waiting} approval${waiting > 1 ? "s" : ""} waiting`) : null,
-          graph ? h("span", { class: "muted" }, graph) : null,
-          h("span", { class: "muted" }, when(thread.updated_at)),
-        ),
-      ),
-    );
+  if (changed) {
+    if (S.thread) newThread();
+    else loadThreads().catch(() => {});
   }
 }
 
@@ -131,7 +84,8 @@ function resetView() {
   S.subagents.clear();
   S.steps.clear();
   S.changed.clear();
-  S.usage = { calls: 0, input: 0, output: 0 };
+  S.live = { calls: 0, input: 0, output: 0 };
+  S.usage = null;
   S.values = {};
   S.interrupts = [];
   S.decisions.clear();
@@ -161,24 +115,47 @@ async function openThread(id) {
   renderAgents();
   renderInputs();
   renderHead(thread);
+  restoreRunInputs(id, S.agent);
   const state = await api.state(id);
   S.values = state.values || {};
+  renderHead({ ...thread, values: S.values }); // a title from its first message, on any engine
   renderHistory(S.values.messages || []);
   if (thread.status === "error") errorRow($("log"), "The last run of this thread failed.");
   renderTodos(S.values.todos || []);
   showApprovals(state);
+  loadUsage();
   loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
-  if (innerWidth <= 700) showTab("chat");
+  if (innerWidth <= 1100) showTab("chat");
+}
+
+/** The inputs the thread's last run was given (`configurable.vars`), back in the form. */
+async function restoreRunInputs(id, agent) {
+  let runs;
+  try {
+    runs = await api.runs(id);
+  } catch {
+    return; // an engine without the runs list: the form keeps what it holds
+  }
+  for (const run of runs || []) {
+    // the in-memory engine keeps the config under `kwargs`, Aegra at the top
+    const config = (run.kwargs || {}).config || run.config || {};
+    const vars = (config.configurable || {}).vars;
+    if (vars && S.thread === id) {
+      restoreInputs(agent, vars);
+      return;
+    }
+  }
 }
 
 function renderHead(thread) {
+  S.head = thread || null;
   const head = clear($("thread-head"));
+  const state = thread && thread.status ? statusOf(thread) : null;
   append(head, [
-    h("strong", {}, S.agent || "no agent"),
-    " ",
-    h("span", { class: "muted small" }, S.thread ? `thread ${S.thread}` : "new thread: your first message starts it"),
-    thread && thread.status ? h("span", { class: `badge ${thread.status}` }, thread.status) : null,
+    h("h1", { class: "thread-title" }, thread ? titleOf(thread) : "New thread"),
+    h("span", { class: "tag" }, S.agent || "no agent"),
+    state ? h("span", { class: `badge ${state.kind}` }, state.label) : h("span", { class: "muted small" }, "your first message starts it"),
   ]);
 }
 
@@ -212,13 +189,15 @@ function textRow(container, id, agent) {
 function aiMessage(container, message, agent) {
   const text = textOf(message.content);
   if (text) textRow(container, message.id, agent).textContent = text;
-  S.usage.calls += 1;
-  const usage = message.usage_metadata;
-  if (usage) {
-    S.usage.input += usage.input_tokens || 0;
-    S.usage.output += usage.output_tokens || 0;
+  if (S.running) {
+    S.live.calls += 1;
+    const usage = message.usage_metadata;
+    if (usage) {
+      S.live.input += usage.input_tokens || 0;
+      S.live.output += usage.output_tokens || 0;
+    }
+    renderUsage();
   }
-  renderUsage();
   for (const call of message.tool_calls || []) toolCall(container, call, agent);
   for (const bad of message.invalid_tool_calls || []) {
     warningRow(container, "invalid tool call", `${bad.name || "?"}: ${bad.error || bad.args || ""}`);
@@ -291,11 +270,33 @@ function renderTodos(todos) {
   }
 }
 
+/** The thread's model calls, tokens and cost (the server counts them from the thread, priced
+ * as `agentctl run` prices them); during a run, what this run has used so far, subagents too. */
 function renderUsage() {
+  const box = clear($("usage"));
+  const tokens = (input, output) => `${(input + output).toLocaleString()} tokens (${input.toLocaleString()} in, ${output.toLocaleString()} out)`;
   const u = S.usage;
-  $("usage").textContent = u.calls
-    ? `${u.calls} model call${u.calls > 1 ? "s" : ""}` + (u.input || u.output ? ` · ${u.input + u.output} tokens (${u.input} in, ${u.output} out)` : " · no token counts reported")
-    : "";
+  if (u && u.model_calls) {
+    const parts = [`${u.model_calls} model call${u.model_calls > 1 ? "s" : ""}`, u.reported ? tokens(u.input_tokens, u.output_tokens) : "no token counts reported"];
+    if (u.cost_text) parts.push(`cost ${u.priced_all ? "" : "at least "}${u.cost_text}`);
+    box.append(h("span", { class: "usage-thread", title: "this thread's conversation (a subagent's own calls are not kept in it)" }, `Thread: ${parts.join(" · ")}`));
+  }
+  const live = S.live;
+  if (S.running && live.calls) {
+    box.append(h("span", { class: "usage-live" }, `This run so far: ${live.calls} model call${live.calls > 1 ? "s" : ""}${live.input || live.output ? ` · ${tokens(live.input, live.output)}` : ""}`));
+  }
+}
+
+async function loadUsage() {
+  const id = S.thread;
+  if (!id) return;
+  try {
+    const usage = await api.usage(id);
+    if (S.thread === id) S.usage = usage;
+  } catch {
+    S.usage = null; // an engine that cannot say: the line stays empty rather than wrong
+  }
+  renderUsage();
 }
 
 function scrollDown() {
@@ -367,7 +368,7 @@ function stepRow(data) {
   let step = S.steps.get(id);
   if (!step) {
     const status = h("span", { class: "status" });
-    const nested = h("div", { class: "nested" }, h("div", { class: "who" }, `step ${id}`));
+    const nested = h("div", { class: "nested" }); // the head above names the step
     nested.dataset.subagent = id; // the step's agent's messages are shown as the step's
     const row = h("div", { class: "step", "data-step": id }, h("div", { class: "head" }, `${id} `, h("span", { class: "kind" }, String(data.kind || "")), " ", status), nested);
     $("log").append(row);
@@ -396,8 +397,10 @@ function onUpdate(node, update, container, agent, ns) {
 
 async function run(body) {
   S.running = true;
+  S.live = { calls: 0, input: 0, output: 0 };
   $("send").disabled = true;
   status("running…");
+  showRunning();
   try {
     const { vars } = inputValues();
     const config = Object.keys(vars).length ? { config: { configurable: { vars } } } : {};
@@ -408,32 +411,52 @@ async function run(body) {
     S.running = false;
     checkInputs();
   }
+  loadUsage();
   const state = await api.state(S.thread);
   S.values = state.values || {};
   renderTodos(S.values.todos || []);
   const thread = await api.thread(S.thread);
-  renderHead(thread);
+  renderHead({ ...thread, values: S.values });
   if (thread.status === "error") errorRow($("log"), "The run failed (see the error above).");
   showApprovals(state);
   loadThreads().catch(() => {}); // a listing that fails is shown by main() and retried by its timer
   refreshFiles();
 }
 
+/** The open thread as running, in its header and its row, while this page runs it (the list is
+ * not read again during a run). */
+function showRunning() {
+  renderHead({ metadata: {}, ...(S.head || {}), thread_id: S.thread, status: "busy" });
+  const badge = $("threads").querySelector(".thread.selected .badge");
+  if (badge) {
+    badge.className = "badge busy";
+    badge.textContent = "running";
+  }
+}
+
 async function send(text) {
   if (S.running || !text.trim()) return;
-  if (!(await ready())) return;
+  if (!(await ready(titleFrom(text)))) return;
   userRow(text);
   await run({ input: { messages: [{ role: "user", content: text }] } });
 }
 
 /** A workflow's run: its inputs, no message. */
 async function runWorkflow() {
-  if (S.running || !(await ready())) return;
+  if (S.running || !(await ready(workflowTitle()))) return;
   await run({ input: {} });
 }
 
-/** Whether a run may start (the file, waiting approvals, the inputs); its thread, created. */
-async function ready() {
+/** A workflow run's title: its name and the inputs it was given. */
+function workflowTitle() {
+  const { vars } = inputValues();
+  const given = Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(", ");
+  return titleFrom(`${S.agent} run${given ? `: ${given}` : ""}`);
+}
+
+/** Whether a run may start (the file, waiting approvals, the inputs); its thread, created with
+ * `title` (from the first message) when there is none yet. */
+async function ready(title) {
   const agent = currentAgent();
   if (agent && agent.problems.length) {
     errorRow($("log"), `${agent.file} has problems; fix the file first (they are listed on the left).`);
@@ -449,397 +472,21 @@ async function ready() {
     return false;
   }
   if (!S.thread) {
-    const thread = await api.createThread(S.agent);
+    const thread = await api.createThread(S.agent, title);
     S.thread = thread.thread_id;
     history.replaceState(null, "", `#thread=${encodeURIComponent(S.thread)}`);
     renderHead(thread);
+    await loadThreads().catch(() => {}); // its row, to show it running
   }
   return true;
 }
 
-// ------------------------------------------------------------------ the agent's inputs
-
-function currentAgent() {
-  return S.agents.find((a) => a.name === S.agent);
-}
-
-/** The fields a person fills in (a `file` input is the server's: a path on its disk). */
-function fieldsOf(agent) {
-  return ((agent && agent.inputs) || []).filter((f) => f.type !== "file");
-}
-
-/** The form of the selected agent's typed inputs (a workflow's has its Run button), redrawn only
- * when the agent or its inputs change, so the periodic listing never disturbs typing. */
-function renderInputs() {
-  const agent = currentAgent();
-  const drawn = JSON.stringify(agent ? [agent.name, agent.kind, agent.inputs] : null);
-  if (drawn === S.inputsShown) return;
-  S.inputsShown = drawn;
-  const form = clear($("inputs"));
-  const fields = fieldsOf(agent);
-  const workflow = Boolean(agent && agent.kind === "workflow");
-  form.hidden = !fields.length && !workflow;
-  $("composer").hidden = workflow;
-  if (!form.hidden) {
-    const held = (S.inputs[agent.name] ||= {});
-    form.append(h("div", { class: "muted small" }, workflow ? `${agent.name} is a workflow: fill in its inputs and run it` : `inputs of ${agent.name}, sent with each run`));
-    const grid = h("div", { class: "fields" }, fields.map((field) => inputField(field, held)));
-    form.append(grid);
-    if (workflow) form.append(h("button", { type: "submit", id: "run-workflow", "aria-describedby": "send-why" }, "Run"));
-  }
-  checkInputs();
-}
-
-function inputField(field, held) {
-  const id = `input-${field.name}`;
-  const help = [field.description, bounds(field)].filter(Boolean).join(" · ");
-  const start = field.name in held ? held[field.name] : field.default;
-  const attrs = { id, name: field.name, dataset: { input: field.name }, required: field.required, "aria-describedby": help ? `${id}-help` : null };
-  let control;
-  if (field.type === "boolean") {
-    control = h("input", { ...attrs, type: "checkbox", checked: Boolean(start) });
-  } else if (field.type === "enum") {
-    const blank = field.required || field.default === undefined ? h("option", { value: "" }, "(choose)") : null;
-    control = h("select", attrs, blank, field.enum.map((choice, n) => h("option", { value: String(n), selected: start === choice || start === String(n) }, String(choice))));
-  } else if (field.type === "integer" || field.type === "number") {
-    control = h("input", { ...attrs, type: "number", min: field.minimum, max: field.maximum, step: field.type === "integer" ? 1 : "any", value: start ?? "" });
-  } else {
-    control = h("input", { ...attrs, type: "text", value: start ?? "" });
-  }
-  const keep = () => {
-    held[field.name] = field.type === "boolean" ? control.checked : control.value;
-    checkInputs();
-  };
-  control.addEventListener("input", keep);
-  control.addEventListener("change", keep);
-  return h(
-    "div",
-    { class: `field ${field.type}` },
-    h("label", { for: id }, field.name, field.required ? h("span", { class: "required", title: "required" }, " *") : null),
-    control,
-    help ? h("div", { class: "muted small", id: `${id}-help` }, help) : null,
-  );
-}
-
-function bounds(field) {
-  const low = field.minimum ?? null;
-  const high = field.maximum ?? null;
-  if (low !== null && high !== null) return `from ${low} to ${high}`;
-  if (low !== null) return `at least ${low}`;
-  if (high !== null) return `at most ${high}`;
-  return "";
-}
-
-/** {vars: the inputs' values as the run's `configurable.vars`, problems: what keeps a run back}. */
-function inputValues() {
-  const vars = {};
-  const missing = [];
-  const problems = [];
-  for (const field of fieldsOf(currentAgent())) {
-    const el = $("inputs").querySelector(`[data-input="${CSS.escape(field.name)}"]`);
-    if (!el) continue;
-    if (field.type === "boolean") {
-      vars[field.name] = el.checked;
-      continue;
-    }
-    const raw = el.value.trim();
-    if (raw === "") {
-      if (field.required) missing.push(field.name);
-      continue;
-    }
-    if (field.type === "enum") {
-      vars[field.name] = field.enum[Number(raw)];
-    } else if (field.type === "integer" || field.type === "number") {
-      const n = Number(raw);
-      const whole = field.type !== "integer" || Number.isInteger(n);
-      if (!Number.isFinite(n) || !whole || (field.minimum != null && n < field.minimum) || (field.maximum != null && n > field.maximum)) {
-        problems.push(`${field.name} must be ${field.type === "integer" ? "an integer" : "a number"}${bounds(field) ? ` ${bounds(field)}` : ""}`);
-      } else {
-        vars[field.name] = n;
-      }
-    } else {
-      vars[field.name] = el.value;
-    }
-  }
-  if (missing.length) problems.unshift(`fill in ${missing.join(", ")}`);
-  return { vars, problems };
-}
-
-/** The send (or Run) button, enabled only when the inputs allow a run, and why not. */
-function checkInputs() {
-  const { problems } = inputValues();
-  const why = problems.length ? `First ${problems.join("; ")}.` : "";
-  for (const button of [$("send"), $("run-workflow")]) {
-    if (!button) continue;
-    button.disabled = S.running || problems.length > 0;
-    button.title = why;
-  }
-  $("send-why").textContent = why;
-}
-
-// ------------------------------------------------------------------ approvals
-
-function interruptsOf(state) {
-  const seen = new Map();
-  for (const i of [...(state.interrupts || []), ...(state.tasks || []).flatMap((t) => t.interrupts || [])]) {
-    if (!seen.has(i.id)) seen.set(i.id, i);
-  }
-  return [...seen.values()];
-}
-
-async function showApprovals(state) {
-  const box = clear($("approvals"));
-  S.interrupts = interruptsOf(state);
-  S.decisions.clear();
-  if (!S.interrupts.length) {
-    status(S.thread ? "idle" : "");
-    return;
-  }
-  const questions = S.interrupts.filter(isQuestion);
-  status(questions.length === S.interrupts.length ? "waiting for your answer" : "waiting for your approval");
-  const waiting = new Set(S.interrupts.filter((i) => !isQuestion(i)).flatMap((i) => requestsOf(i).map((r) => r.name)));
-  for (const entry of S.calls.values()) {
-    if (!entry.result.classList.contains("pending")) continue;
-    if (waiting.has(entry.name)) entry.result.textContent = "waiting for approval";
-    else if (entry.name === "ask_user" && questions.length) entry.result.textContent = "waiting for your answer";
-  }
-  const schemas = await toolSchemas(S.agent);
-  const total = S.interrupts.filter((i) => !isQuestion(i)).reduce((n, i) => n + requestsOf(i).length, 0);
-  if (total) box.append(h("h3", {}, `${total} call${total > 1 ? "s" : ""} waiting for approval`, h("span", { class: "muted small" }, " · a approves the next one")));
-  for (const interrupt of S.interrupts) {
-    if (isQuestion(interrupt)) {
-      S.decisions.set(interrupt.id, [null]);
-      box.append(questionCard(interrupt));
-      continue;
-    }
-    const requests = requestsOf(interrupt);
-    S.decisions.set(interrupt.id, new Array(requests.length).fill(null));
-    const configs = new Map(((interrupt.value || {}).review_configs || []).map((c) => [c.action_name, c]));
-    requests.forEach((request, index) => {
-      const allowed = (configs.get(request.name) || {}).allowed_decisions || ["approve", "edit", "reject"];
-      box.append(approvalCard(interrupt, index, request, allowed, schemas[request.name]));
-    });
-  }
-  const first = box.querySelector("button.approve, .question button, .question input");
-  if (first) first.focus();
-}
-
-function isQuestion(interrupt) {
-  return (interrupt.value || {}).type === "ask_user";
-}
-
-/** A question of the agent's (`ask_user`): its choices as buttons, or a box for the answer; it
- * resumes with `{"answer": TEXT}`. */
-function questionCard(interrupt) {
-  const value = interrupt.value || {};
-  const choices = value.choices || [];
-  const card = h("div", { class: "approval question", role: "group", "aria-label": "question of the agent" });
-  const actions = h("div", { class: "actions" });
-  const answer = (text) => {
-    S.decisions.get(interrupt.id)[0] = { answer: text };
-    card.classList.add("answered");
-    clear(actions).append(h("span", { class: "decided" }, `answered: ${text}`));
-    maybeResume();
-  };
-  append(card, [h("div", { class: "row" }, h("span", { class: "tool" }, "question"), h("span", { class: "text" }, String(value.question || ""))), actions]);
-  if (choices.length) {
-    for (const choice of choices) actions.append(h("button", { type: "button", class: "choice", onclick: () => answer(String(choice)) }, String(choice)));
-  } else {
-    const box = h("input", { type: "text", class: "answer", placeholder: "Your answer", "aria-label": "your answer" });
-    const give = () => box.value.trim() && answer(box.value.trim());
-    box.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        give();
-      }
-    });
-    actions.append(box, h("button", { type: "button", class: "save", onclick: give }, "Answer"));
-  }
-  return card;
-}
-
-function requestsOf(interrupt) {
-  const value = interrupt.value || {};
-  return value.action_requests || [{ name: "interrupt", args: { value }, description: "The run asks for an answer." }];
-}
-
-async function toolSchemas(agent) {
-  if (!S.schemas.has(agent)) {
-    try {
-      S.schemas.set(agent, (await api.tools(agent)).tools || {});
-    } catch {
-      S.schemas.set(agent, {});
-    }
-  }
-  return S.schemas.get(agent);
-}
-
-function approvalCard(interrupt, index, request, allowed, schema) {
-  const card = h("div", { class: "approval", dataset: { tool: request.name } });
-  const actions = h("div", { class: "actions" });
-  const editor = h("div", { class: "editor", hidden: true });
-  const decide = (decision, label) => {
-    S.decisions.get(interrupt.id)[index] = decision;
-    card.classList.add("answered");
-    clear(actions).append(h("span", { class: "decided" }, label));
-    editor.hidden = true;
-    maybeResume();
-  };
-  append(card, [
-    h("div", { class: "row" }, h("span", { class: "tool" }, request.name), request.description ? h("span", { class: "muted" }, request.description) : null),
-    h("pre", { class: "args" }, JSON.stringify(request.args, null, 2)),
-    actions,
-    editor,
-  ]);
-  if (allowed.includes("approve")) {
-    actions.append(h("button", { type: "button", class: "approve", title: "Approve (a)", onclick: () => decide({ type: "approve" }, "approved") }, "Approve"));
-  }
-  if (allowed.includes("edit")) {
-    actions.append(h("button", { type: "button", class: "edit", onclick: () => openEditor(editor, request, schema, (args) => decide({ type: "edit", edited_action: { name: request.name, args } }, "approved with edited arguments")) }, "Edit arguments"));
-  }
-  if (allowed.includes("reject")) {
-    const reason = h("input", { type: "text", class: "reason", placeholder: "Why (sent to the agent)", "aria-label": "reason for rejecting" });
-    const reject = () => decide(reason.value.trim() ? { type: "reject", message: reason.value.trim() } : { type: "reject" }, `rejected${reason.value.trim() ? `: ${reason.value.trim()}` : ""}`);
-    reason.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        reject();
-      }
-    });
-    actions.append(reason, h("button", { type: "button", class: "reject", onclick: reject }, "Reject"));
-  }
-  return card;
-}
-
-function openEditor(editor, request, schema, submit) {
-  editor.hidden = false;
-  // the editor starts from the arguments shown above, which it replaces while open
-  const shown = editor.parentElement.querySelector("pre.args");
-  if (shown) shown.hidden = true;
-  const area = h("textarea", { class: "json", rows: 9, spellcheck: "false", "aria-label": `arguments of ${request.name} as JSON` });
-  area.value = JSON.stringify(request.args, null, 2);
-  const problem = h("div", { class: "json-error", role: "alert" });
-  const save = h("button", { type: "button", class: "save" }, "Approve with these arguments");
-  const check = () => {
-    const { error } = checkArgs(area.value, schema);
-    problem.textContent = error || "";
-    save.disabled = Boolean(error);
-    area.setAttribute("aria-invalid", error ? "true" : "false");
-    return !error;
-  };
-  area.addEventListener("input", check);
-  save.addEventListener("click", () => {
-    if (check()) submit(checkArgs(area.value, schema).args);
-  });
-  const rows = describeSchema(schema);
-  append(clear(editor), [
-    area,
-    problem,
-    rows.length
-      ? h("div", { class: "schema" }, h("div", { class: "muted small" }, `arguments of ${request.name}:`), h("ul", {}, rows.map((r) => h("li", {}, h("code", {}, r.key), ` (${r.flags})`, r.description ? ` ${r.description}` : ""))))
-      : h("div", { class: "muted small" }, "no argument schema known for this tool"),
-    save,
-  ]);
-  area.focus();
-  save.scrollIntoView({ block: "nearest" });
-}
-
-function maybeResume() {
-  const all = [...S.decisions.values()];
-  if (all.some((d) => d.includes(null))) {
-    status(`${all.flat().filter((d) => d === null).length} approval(s) still waiting`);
-    return;
-  }
-  const payloads = S.interrupts.map((i) => {
-    const decisions = S.decisions.get(i.id);
-    if (isQuestion(i)) return decisions[0];
-    return (i.value || {}).action_requests ? { decisions } : decisions[0].type === "approve" ? true : decisions[0];
-  });
-  const resume = S.interrupts.length === 1 ? payloads[0] : Object.fromEntries(S.interrupts.map((i, n) => [i.id, payloads[n]]));
-  S.interrupts = [];
-  clear($("approvals"));
-  run({ command: { resume } });
-}
-
-// ------------------------------------------------------------------ files
-
-let filesTimer = null;
-function refreshFiles() {
-  clearTimeout(filesTimer);
-  filesTimer = setTimeout(loadFiles, 50);
-}
-
-async function loadFiles() {
-  const list = clear($("file-list"));
-  const routesBox = clear($("routes"));
-  if (!S.agent) return;
-  let listing;
-  try {
-    listing = await api.files(S.agent, S.thread);
-  } catch (exc) {
-    routesBox.textContent = String(exc.message || exc);
-    return;
-  }
-  const files = [];
-  for (const route of listing.routes) {
-    routesBox.append(h("div", { class: "small" }, h("code", {}, route.prefix), ` ${route.kind}${route.namespace ? ` [${route.namespace.join(", ")}]` : ""}${route.note ? ` (${route.note})` : ""}`));
-    if (route.kind === "state") {
-      const stateFiles = S.values.files || {};
-      for (const [path, data] of Object.entries(stateFiles)) {
-        if (data && (route.prefix === "/" || path.startsWith(route.prefix))) files.push({ path, kind: "state", content: data.content, modified_at: data.modified_at });
-      }
-    } else if (route.kind === "store") {
-      try {
-        const { items } = await api.storeSearch(route.namespace);
-        for (const item of items || []) {
-          if (JSON.stringify(item.namespace) !== JSON.stringify(route.namespace)) continue;
-          const path = route.prefix === "/" ? item.key : route.prefix.replace(/\/$/, "") + item.key;
-          files.push({ path, kind: "store", content: (item.value || {}).content, modified_at: item.updated_at });
-        }
-      } catch (exc) {
-        routesBox.append(h("div", { class: "error-row small" }, String(exc.message || exc)));
-      }
-    }
-  }
-  for (const file of listing.files) files.push({ ...file, kind: "filesystem" });
-  files.sort((a, b) => a.path.localeCompare(b.path));
-  for (const file of files) {
-    const changed = S.changed.has(file.path);
-    list.append(
-      h(
-        "li",
-        { class: `file${changed ? " changed" : ""}${file.path === S.viewing ? " selected" : ""}`, dataset: { path: file.path }, tabindex: 0, onclick: () => viewFile(file), onkeydown: (e) => e.key === "Enter" && viewFile(file) },
-        h("span", { class: "path" }, file.path),
-        changed ? h("span", { class: "badge changed", title: "written by this thread" }, "changed") : null,
-        h("span", { class: "muted small" }, file.kind),
-      ),
-    );
-    if (file.path === S.viewing) viewFile(file);
-  }
-  if (!files.length) list.append(h("li", { class: "muted" }, "no files yet"));
-}
-
-async function viewFile(file) {
-  S.viewing = file.path;
-  for (const li of $("file-list").children) li.classList.toggle("selected", li.dataset.path === file.path);
-  const view = clear($("file-view"));
-  view.append(h("div", { class: "row" }, h("strong", {}, file.path), S.changed.has(file.path) ? h("span", { class: "badge changed" }, "changed") : null));
-  let content = file.content;
-  if (content === undefined) {
-    try {
-      content = (await api.file(S.agent, S.thread, file.path)).content;
-    } catch (exc) {
-      view.append(h("div", { class: "error-row" }, String(exc.message || exc)));
-      return;
-    }
-  }
-  if (S.viewing === file.path) view.append(numbered(content));
-}
-
 // ------------------------------------------------------------------ start
 
+/** On a narrow screen, the one panel shown: threads ("side"), the chat, or the files. */
 function showTab(name) {
   document.body.dataset.tab = name;
+  for (const button of $("tabs").querySelectorAll("button")) button.setAttribute("aria-pressed", String(button.dataset.show === name));
 }
 
 function wire() {
@@ -858,6 +505,10 @@ function wire() {
     }
   });
   document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && document.body.dataset.tab !== "chat" && innerWidth <= 1100 && !e.defaultPrevented) {
+      showTab("chat"); // Escape from the threads or files panel: back to the conversation
+      return;
+    }
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test((document.activeElement || {}).tagName || "");
     if ((e.key === "a" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) || (e.altKey && e.key.toLowerCase() === "a")) {
       const next = $("approvals").querySelector(".approval:not(.answered) button.approve");
@@ -872,22 +523,37 @@ function wire() {
     if ((currentAgent() || {}).kind === "workflow") runWorkflow();
     else $("message").focus(); // Enter in a field of an agent's inputs: on to the message
   });
+  document.querySelector(".skip").addEventListener("click", (e) => {
+    e.preventDefault(); // the address keeps the open thread
+    $("message").focus();
+  });
   $("new-thread").addEventListener("click", newThread);
   $("refresh-files").addEventListener("click", refreshFiles);
   for (const button of $("tabs").querySelectorAll("button")) button.addEventListener("click", () => showTab(button.dataset.show));
+  showTab(document.body.dataset.tab || "chat");
+  initThreads({
+    open: (id) => openThread(id).catch((exc) => errorRow($("log"), String(exc.message || exc))),
+    deleted: (id) => {
+      if (id === S.thread) newThread();
+    },
+  });
+  initApprovals({ resume: (resume) => run({ command: { resume } }) });
+  initViews();
 }
 
 async function main() {
   wire();
+  let refused = null;
   try {
     await loadAgents();
   } catch (exc) {
-    errorRow($("log"), `cannot list the agents: ${exc.message || exc}`);
+    refused = `cannot list the agents: ${exc.message || exc}`;
   }
   renderAgents();
   const match = /thread=([^&]+)/.exec(location.hash);
   if (match) await openThread(decodeURIComponent(match[1]));
   else newThread();
+  if (refused) errorRow($("log"), refused); // after the view is drawn, which clears the log
   await loadThreads().catch((exc) => errorRow($("log"), `cannot list the threads: ${exc.message || exc}`));
   // Threads started elsewhere (the CLI, another tab) and edited agent files show up by themselves.
   setInterval(() => {

@@ -64,3 +64,25 @@ export function numbered(text) {
     lines.map((line, i) => h("div", { class: "line" }, h("span", { class: "ln" }, String(i + 1)), h("span", { class: "lt" }, line))),
   );
 }
+
+/** Run `action` when `key` is pressed inside `el` (the key goes no further). */
+export function onKey(el, key, action) {
+  el.addEventListener("keydown", (event) => {
+    if (event.key !== key || event.isComposing) return;
+    event.preventDefault();
+    event.stopPropagation();
+    action();
+  });
+}
+
+/** Run `action` when Escape is pressed inside `el`. */
+export function onEscape(el, action) {
+  onKey(el, "Escape", action);
+}
+
+/** Enter or Space on an element that acts as a button. */
+export function activate(event, action) {
+  if (event.target !== event.currentTarget || (event.key !== "Enter" && event.key !== " ")) return;
+  event.preventDefault();
+  action();
+}
