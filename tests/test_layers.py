@@ -16,6 +16,7 @@ from tests.conftest import ROOT
 
 LAYERS: list[tuple[str, ...]] = [
     ("cli",),  # click commands only
+    ("edit",),  # serve --edit: the page's editor (the language server's features over HTTP)
     ("lsp",),  # the language server: validate's checks and `agentctl test`'s loader, as you type
     ("serve", "web", "testing", "starter"),  # servers, the web page, `agentctl test`
     ("run",),  # one turn on a thread -> RunEvents

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterable
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +127,14 @@ if TYPE_CHECKING:
     "is refused (413) before it is read.",
 )
 @click.option(
+    "--edit",
+    is_flag=True,
+    help="Let the page edit the agent files of the served folder: a YAML editor with "
+    "validate's problems as you type, completion and hover, a form of the common settings, "
+    "new agents, try, record and test, saves that show the diff first (at /edit). The "
+    "folder may be empty. With users, admins only. See docs/web-editor.md.",
+)
+@click.option(
     "--var", "vars_", multiple=True, metavar="KEY=VALUE", help="Override a template variable."
 )
 @otel_options
@@ -147,6 +156,7 @@ def serve(
     auth_audience: str | None,
     admins: tuple[str, ...],
     no_auth: bool,
+    edit: bool,
     vars_: tuple[str, ...],
 ) -> int:
     """Serve agent files over the LangGraph Agent Server API (assistants, threads, runs,
@@ -174,6 +184,10 @@ def serve(
     subagents, todos and files. With --dev, a file with problems is listed there with them
     (and served once it is fixed and saved) instead of stopping the start.
 
+    With --edit, the page at `/edit` also writes agents: a YAML editor with validate's
+    problems as you type, a form of the common settings, new agents, try, record and test. It
+    edits only the served folder; with users, only admins may.
+
     Browser safety is always on: a request for another Host, from another origin's page, or
     with a body that is not JSON is refused, so a web page the user visits cannot drive the
     agents. --allow-host and --allow-origin widen it; see docs/team-browser-safety.md.
@@ -195,13 +209,18 @@ def serve(
         admins=admins,
         no_auth=no_auth,
     )
+    edited = _edited_folder(paths or ("agents",)) if edit else None
     from runner.serve.engines import Engine
 
     engine = Engine.choose(database=db, redis=redis, dev=dev)
     from runner.serve.agents import collect_agents
 
     agents = collect_agents(
-        paths or ("agents",), vars=variables, shared_workspace=shared_workspace, keep_broken=dev
+        paths or ("agents",),
+        vars=variables,
+        shared_workspace=shared_workspace,
+        keep_broken=dev,
+        allow_empty=edit,
     )
     engine.check()
     if settings is not None and settings.jwt is not None:
@@ -253,6 +272,18 @@ def serve(
         publish(settings)
         scope_store_by_user()  # each user's runs see their own store (runner.serve.ownership)
         authenticate_with, owns = authenticate, thread_visible
+    pages: list[Any] = []
+    api: list[Any] = []
+    tries = None
+    if edited is not None:
+        from runner.edit import AgentsFolder, edit_routes
+        from runner.edit.trying import TryRuns
+
+        tries = TryRuns()  # the editor's tries: their threads, apart from the server's
+        pages, api = edit_routes(
+            AgentsFolder(edited), authenticated=settings is not None, runs=tries
+        )
+        banner.append(f"  editing {display_path(edited)} at http://{shown_host}:{port}/edit")
     web = create_app(
         [WebAgent(a.name, a.path) for a in agents],
         # for the tools' schemas: inputs are given by runs, not needed to read them
@@ -265,6 +296,8 @@ def serve(
         middleware=[
             guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
         ],
+        routes=pages,
+        api_routes=api,
     )
     if engine.database is not None:  # the in-memory engine has A2A of its own
         from runner.serve.a2a_server import mount_a2a
@@ -295,6 +328,8 @@ def serve(
         pass
     finally:
         factory.close()
+        if tries is not None:
+            tries.close()
     click.echo("stopped", err=True)
     return 0
 
@@ -397,6 +432,17 @@ def _in_file(problem: Any, shown: str) -> str:
         return str(problem)
     where = f"{problem.line}:{problem.col}: " if problem.line else ""
     return f"{where}{problem.path}: {problem.message}" if problem.path else where + problem.message
+
+
+def _edited_folder(paths: Iterable[str]) -> Path:
+    """The one folder `--edit` edits: the folder served, or the folder of the files served."""
+
+    folders = {Path(p).resolve() if Path(p).is_dir() else Path(p).resolve().parent for p in paths}
+    if len(folders) != 1:
+        raise click.BadParameter(
+            "edits one folder: serve one folder (or files of one folder)", param_hint="--edit"
+        )
+    return folders.pop()
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

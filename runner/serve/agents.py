@@ -30,6 +30,7 @@ def collect_agents(
     vars: Mapping[str, Any] | None = None,
     shared_workspace: bool = False,
     keep_broken: bool = False,
+    allow_empty: bool = False,
 ) -> list[ServedAgent]:
     """Every agent file under `targets` (files, or folders by `agentctl validate`'s rule).
 
@@ -38,6 +39,8 @@ def collect_agents(
     a `filesystem`/`local_shell` backend whose folder every thread would share. With
     `keep_broken` (`serve --dev`), a file that does not validate is returned with its problems
     instead, named by its `name:` if it has a readable one, else by its file name.
+    `allow_empty` (`serve --edit`): a folder without agent files is no problem (the page makes
+    them).
     """
     from runner.check.validate import find_specs, validate_file
     from runner.errors import display_path
@@ -48,6 +51,8 @@ def collect_agents(
     by_name: dict[str, Path] = {}
     broken: list[tuple[Path, tuple[Problem, ...]]] = []
     for path, problem in find_specs(targets):
+        if allow_empty and problem is not None and path.is_dir() and problem.path == "":
+            continue  # an empty folder
         file_problems = [problem] if problem else validate_file(path, vars=vars)
         if file_problems and keep_broken and path.is_file():
             broken.append((path, tuple(file_problems)))
@@ -104,7 +109,7 @@ def collect_agents(
         found.append(ServedAgent(name, path.resolve(), None, broken_problems))
     if problems:
         raise SpecError(problems)
-    if not found:
+    if not found and not allow_empty:
         raise SpecError("no agent files to serve under " + ", ".join(str(t) for t in targets))
     return found
 

@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -158,6 +158,8 @@ def create_app(
     thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
     thread_state: Callable[[Request, str], Awaitable[dict[str, Any] | None]] | None = None,
     middleware: Sequence[Any] = (),
+    routes: Sequence[BaseRoute] = (),
+    api_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
     an agent file (blocking; it is called in a worker thread), for the tools' schemas.
@@ -169,7 +171,9 @@ def create_app(
     authentication: its owner, or an admin); the file routes answer 404 for a thread it refuses.
     `thread_state(request, thread_id)`: the thread and its state as the engine shows them to the
     caller (`{"thread": ..., "state": ...}`), None when it does not; the usage route needs it.
-    `middleware`: Starlette `Middleware` entries the engine's routes go behind too."""
+    `middleware`: Starlette `Middleware` entries the engine's routes go behind too.
+    `routes` and `api_routes`: more pages, and more side API routes (behind its guard), such as
+    the editor's (`runner.edit`)."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
@@ -246,6 +250,7 @@ def create_app(
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),
+            *routes,
             Mount("/web/static", app=StaticFiles(directory=STATIC_DIR), name="web-static"),
             Mount(
                 "/web/api",
@@ -259,6 +264,7 @@ def create_app(
                         _usage_route(served, thread_state),
                         methods=["GET"],
                     ),
+                    *api_routes,
                 ],
                 middleware=_api_middleware(authenticate),
             ),
