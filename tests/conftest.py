@@ -55,7 +55,9 @@ def run_cli(
         )
     from tests.inprocess import run_main
 
-    code, out, err = run_main(list(args), cwd=cwd or ROOT, env=full_env, stdin=input or "")
+    code, out, err = run_main(
+        list(args), cwd=cwd or ROOT, env=full_env, stdin=input or "", timeout=timeout
+    )
     return subprocess.CompletedProcess(["agentctl", *args], code, out, err)
 
 

@@ -13,8 +13,10 @@ import contextlib
 import io
 import os
 import signal
+import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,19 +25,62 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
 
 
 def run_main(
-    argv: list[str], *, cwd: Path, env: dict[str, str], stdin: str = ""
+    argv: list[str], *, cwd: Path, env: dict[str, str], stdin: str = "", timeout: float = 120
 ) -> tuple[int, str, str]:
     """`runner.cli.main(argv)` as `python -m runner ARGV` runs it: its exit status, stdout and
-    stderr."""
+    stderr. A call still running after `timeout` seconds gets Ctrl-C and then raises
+    `subprocess.TimeoutExpired`, as `subprocess.run(timeout=...)` would for a child: a command
+    that wrongly goes on (a server that starts instead of refusing) fails the test, not hangs it.
+    """
     from runner.cli import main
 
     out, err = _pipe(), _pipe()
-    with _as_a_child(cwd, env, stdin=stdin, stdout=out, stderr=err):
-        try:
-            code = _exit_status(main(argv))
-        except SystemExit as exc:
-            code = _exit_status(exc.code)
+    try:
+        with _as_a_child(cwd, env, stdin=stdin, stdout=out, stderr=err), _deadline(timeout):
+            try:
+                code = _exit_status(main(argv))
+            except SystemExit as exc:
+                code = _exit_status(exc.code)
+    except _TimedOut:
+        raise subprocess.TimeoutExpired(
+            ["agentctl", *argv], timeout, _read(out), _read(err)
+        ) from None
     return code, _read(out), _read(err)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """After `seconds`, Ctrl-C for the call, again every few seconds until it returns (as a
+    terminal's user would press it), then `_TimedOut`."""
+    import _thread
+
+    done = threading.Event()
+    fired: list[bool] = []
+
+    def watch() -> None:
+        if done.wait(seconds):
+            return
+        fired.append(True)
+        while not done.is_set():
+            _thread.interrupt_main()
+            done.wait(5)
+
+    watchdog = threading.Thread(target=watch, name="agentctl-deadline", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not fired:
+            raise
+    finally:
+        done.set()
+        watchdog.join()
+    if fired:
+        raise _TimedOut
+
+
+class _TimedOut(Exception):
+    """The call outlived its deadline."""
 
 
 def _pipe(text: str = "") -> io.TextIOWrapper:
