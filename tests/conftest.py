@@ -35,19 +35,37 @@ def run_cli(
     env: dict[str, str] | None = None,
     input: str | None = None,
     timeout: float = 120,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `agentctl ARGS` in a fresh process (as a user would), capturing its output."""
-    full_env = {**os.environ, "AGENTCTL_HOME": str(cwd or ROOT), **(env or {})}
-    full_env.pop("AGENTCTL_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "runner", *args],
-        cwd=cwd or ROOT,
-        env=full_env,
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+    """Run `agentctl ARGS` as a user would, capturing its exit code and output.
+
+    In this process by default: the program's own entry point (`runner.cli.main`) with the
+    working directory, environment and standard streams it would have as a child (stdin holds
+    `input`, or nothing; stdout and stderr are pipes, not terminals), all put back afterwards.
+    That is the same code a child runs without a second interpreter's start-up, about a second
+    per call. `process=True` starts a real `python -m runner` (as `agentctl` does), for tests
+    where the process boundary is the point: exit after a signal, the program's imports, the
+    entry point itself.
+    """
+    full_env = {"AGENTCTL_HOME": str(cwd or ROOT), **(env or {})}
+    if process:
+        child_env = {**os.environ, **full_env}
+        child_env.pop("AGENTCTL_DEBUG", None)
+        return subprocess.run(
+            [sys.executable, "-m", "runner", *args],
+            cwd=cwd or ROOT,
+            env=child_env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    from tests.inprocess import run_main
+
+    code, out, err = run_main(
+        list(args), cwd=cwd or ROOT, env=full_env, stdin=input or "", timeout=timeout
     )
+    return subprocess.CompletedProcess(["agentctl", *args], code, out, err)
 
 
 @pytest.fixture

@@ -8,8 +8,10 @@ exits 130; anything else is a bug in agentctl and says so, with the traceback on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -89,17 +91,28 @@ def cli() -> None:
     """
 
 
-def _show_warnings() -> None:
-    """Warnings from the library (a memory file skipped, a bad skill) as `warning: ...` lines."""
+@contextlib.contextmanager
+def _show_warnings(*, keep: bool) -> Iterator[None]:
+    """Warnings from the library (a memory file skipped, a bad skill) as `warning: ...` lines on
+    this call's stderr. The program (`keep`) keeps them to its end, through exit handlers; a call
+    of `main(argv)` puts the logger back as it was, so calls in one process (the tests make many)
+    neither stack handlers nor leave one writing to an old stream."""
     import logging
 
     logger = logging.getLogger("agentctl")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("warning: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.WARNING)
-        logger.propagate = False
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        if not keep:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -121,9 +134,13 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _main(argv: list[str] | None) -> Any:
+    with _show_warnings(keep=argv is None):
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> Any:
     from runner.errors import RunnerError
 
-    _show_warnings()
     try:
         return cli.main(args=argv, prog_name="agentctl", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -91,31 +91,31 @@ def tracing(otel: bool, content: bool) -> Iterator[None]:
         click.echo(f"warning: no traces: {exc}", err=True)
         yield
         return
-    _one_export_warning()
-    try:
-        yield
-    finally:
-        if not active.shutdown(wait=EXPORT_WAIT):
-            click.echo(
-                f"warning: OpenTelemetry: the last spans were not sent within {EXPORT_WAIT:g} s",
-                err=True,
-            )
+    with _one_export_warning():
+        try:
+            yield
+        finally:
+            if not active.shutdown(wait=EXPORT_WAIT):
+                click.echo(
+                    f"warning: OpenTelemetry: the last spans were not sent within "
+                    f"{EXPORT_WAIT:g} s",
+                    err=True,
+                )
 
 
 EXPORT_WAIT = 3.0
 """Seconds a command waits at its end for its last spans to be exported."""
 
 
-def _one_export_warning() -> None:
+@contextmanager
+def _one_export_warning() -> Iterator[None]:
     """The SDK logs every failed export and every retry; a command shows the first one, as a
-    warning line, and no more."""
+    warning line, and no more. The logger is put back afterwards, so each command (the tests
+    run many in one process) shows its own first one, on its own stderr."""
     import logging
 
     logger = logging.getLogger("opentelemetry")
-    if any(getattr(h, "agentctl", False) for h in logger.handlers):
-        return
     handler = logging.StreamHandler()
-    handler.agentctl = True  # type: ignore[attr-defined]
     handler.setFormatter(logging.Formatter("warning: OpenTelemetry: %(message)s"))
     shown: list[bool] = []
 
@@ -126,8 +126,14 @@ def _one_export_warning() -> None:
         return True
 
     handler.addFilter(first_only)
+    propagate = logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 class DatabaseParam(click.ParamType):

@@ -150,11 +150,14 @@ def listener() -> Iterator[int]:
 # ------------------------------------------------------------------------- no bubblewrap
 
 NO_BWRAP = {"PATH": "/nonexistent"}  # agentctl finds no `bwrap`; `/bin/sh` needs no PATH
+# (in a process of its own: whether bubblewrap works is asked once per process)
 
 
 def test_auto_without_bubblewrap_warns_in_jsonl_text_and_inspect(tmp_path: Path) -> None:
     spec = write_agent(tmp_path, ["echo ran unsandboxed"])
-    done = run_cli("run", str(spec), "go", "--output", "jsonl", cwd=tmp_path, env=NO_BWRAP)
+    done = run_cli(
+        "run", str(spec), "go", "--output", "jsonl", cwd=tmp_path, env=NO_BWRAP, process=True
+    )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [e["type"] for e in events[:2]] == ["start", "warning"]
@@ -166,11 +169,11 @@ def test_auto_without_bubblewrap_warns_in_jsonl_text_and_inspect(tmp_path: Path)
     results = [e["content"] for e in events if e["type"] == "tool_result"]
     assert results == ["ran unsandboxed\n[Command succeeded with exit code 0]"]
 
-    text = run_cli("run", str(spec), "go", cwd=tmp_path, env=NO_BWRAP)
+    text = run_cli("run", str(spec), "go", cwd=tmp_path, env=NO_BWRAP, process=True)
     assert text.returncode == 0, text.stderr
     assert "execute runs WITHOUT a sandbox for shell" in text.stdout + text.stderr
 
-    inspected = run_cli("inspect", str(spec), cwd=tmp_path, env=NO_BWRAP)
+    inspected = run_cli("inspect", str(spec), cwd=tmp_path, env=NO_BWRAP, process=True)
     assert inspected.returncode == 0, inspected.stderr
     assert "sandbox: NONE, commands run on the host" in inspected.stdout
 
@@ -202,10 +205,10 @@ def test_bubblewrap_required_but_missing_is_located_at_the_key(tmp_path: Path) -
         "on PATH; install the `bubblewrap` package (Debian/Ubuntu: apt-get install bubblewrap); "
         "or choose `sandbox: auto` (unsandboxed with a warning when missing) or `sandbox: none`"
     )
-    checked = run_cli("validate", str(spec), cwd=tmp_path, env=NO_BWRAP)
+    checked = run_cli("validate", str(spec), cwd=tmp_path, env=NO_BWRAP, process=True)
     assert (checked.returncode, checked.stderr) == (2, message + "\n")
 
-    done = run_cli("run", str(spec), "go", cwd=tmp_path, env=NO_BWRAP)
+    done = run_cli("run", str(spec), "go", cwd=tmp_path, env=NO_BWRAP, process=True)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert message in done.stderr

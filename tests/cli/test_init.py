@@ -13,7 +13,7 @@ from tests.conftest import run_cli
 
 
 def test_init_writes_a_starter_that_validates_and_runs_offline(tmp_path: Path) -> None:
-    done = run_cli("init", "My Agent", cwd=tmp_path)
+    done = run_cli("init", "My Agent", cwd=tmp_path, process=True)  # the program itself
     assert (done.returncode, done.stderr) == (0, "")
     folder = tmp_path / "My Agent"
     written = [line.removeprefix("wrote ") for line in done.stdout.splitlines()[:7]]

@@ -29,7 +29,7 @@ def test_prompt_shows_the_assembled_system_prompt() -> None:
 
 
 def test_text_view() -> None:
-    done = run_cli("inspect", str(AGENTS / "writer.yaml"))
+    done = run_cli("inspect", str(AGENTS / "writer.yaml"), process=True)  # the program itself
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("agent       writer")
     assert (

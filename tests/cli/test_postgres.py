@@ -171,7 +171,12 @@ def test_postgres_errors_are_clear(spine: Path, tmp_path: Path, postgres_url: st
         "raise ImportError(\"No module named 'psycopg'\", name='psycopg')\n"
     )
     without = run_cli(
-        "threads", "--db", postgres_url, cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)}
+        "threads",
+        "--db",
+        postgres_url,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(fake.parent)},
+        process=True,
     )
     assert without.returncode == 1
     assert "needs the postgres extra (psycopg is missing): pip install 'agentctl[postgres]'" in (

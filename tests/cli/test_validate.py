@@ -46,7 +46,7 @@ def test_ok_lines_go_to_stdout_and_problems_to_stderr(tmp_path: Path) -> None:
             "bad.yaml": "name: bad\nmodle: openai:gpt-4.1\n",
         },
     )
-    result = run_cli("validate", "good.yaml", "bad.yaml", cwd=tmp_path)
+    result = run_cli("validate", "good.yaml", "bad.yaml", cwd=tmp_path, process=True)  # the program
     assert result.returncode == 2
     assert result.stdout == "ok: good.yaml\n"
     assert result.stderr == (

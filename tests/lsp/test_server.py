@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.conftest import ROOT
+from tests.conftest import run_cli
 
 DATA = Path(__file__).parent / "data"
 
@@ -80,12 +79,7 @@ async def close(client: LanguageClient, target: str) -> None:
 
 
 def validate_json(name: str) -> list[dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "validate", "--json", str(DATA / name)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    done = run_cli("validate", "--json", str(DATA / name))
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 

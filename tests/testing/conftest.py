@@ -79,8 +79,9 @@ def write_test(folder: Path, cases: str, *, name: str = "tiny.test.yaml", head: 
 
 
 def agentctl(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
+    *args: str, cwd: Path, env: dict[str, str] | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """`agentctl ARGS` in `cwd`; the folders failed cases keep go under `cwd/.tmp`."""
     (cwd / ".tmp").mkdir(exist_ok=True)
-    return run_cli(*args, cwd=cwd, env={"TMPDIR": str(cwd / ".tmp"), **(env or {})})
+    env = {"TMPDIR": str(cwd / ".tmp"), **(env or {})}
+    return run_cli(*args, cwd=cwd, env=env, process=process)

@@ -30,7 +30,7 @@ def test_exit_codes_and_the_failure_report(tiny: Path) -> None:
     assert done.stdout.startswith("PASS  tiny.test.yaml::passes\n\n1 passed in ")
 
     write_test(tiny, PASSING + FAILING)
-    done = agentctl("test", "tiny.test.yaml", cwd=tiny)
+    done = agentctl("test", "tiny.test.yaml", cwd=tiny, process=True)  # the program itself
     assert done.returncode == 1, done.stderr
     out = done.stdout
     assert "FAIL  tiny.test.yaml::fails\n" in out
