@@ -40,7 +40,7 @@ import contextlib
 import functools
 import json
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict, TypeVar
 
@@ -255,6 +255,9 @@ class _Progress:
                 self.artifacts[artifact.artifact_id] = _parts_text(artifact.parts)
             if task.status.HasField("message"):
                 self.status_text = _parts_text(task.status.message.parts)
+                self.request = _interrupt_value(task.status.message.parts) or self.request
+            for artifact in task.artifacts:
+                self.request = _interrupt_value(artifact.parts) or self.request
             return ""
         if kind == "status_update":
             update = event.status_update
@@ -322,34 +325,92 @@ class A2AAgent:
         on_text: Callable[[str, str], None] | None = None,
         resume: Any = None,
         headers: Mapping[str, str] | None = None,
+        on_task: Callable[[str, str | None], Awaitable[None]] | None = None,
     ) -> A2AOutcome:
         """Send `text` (to the task `task_id` when it continues one) and follow the task until it
         ends or waits for input. `on_text(state, text)` hears each piece of text as it comes.
         `resume`: instead of text, a data part `{"resume": resume}` (decisions on an approval,
         as a LangGraph server takes them). `headers`: more headers for this exchange (the trace
-        context)."""
-        from a2a.client import ClientConfig, ClientFactory
+        context). `on_task(task_id, context_id)` is awaited once, as soon as an event names the
+        task, before the stream is read further (where the call records it)."""
         from a2a.helpers import new_data_part, new_message, new_text_part
         from a2a.types import Role, SendMessageRequest
 
         progress = _Progress(task_id=task_id, context_id=context_id)
         part = new_text_part(text) if resume is None else new_data_part({"resume": resume})
         message = new_message([part], context_id=context_id, task_id=task_id, role=Role.ROLE_USER)
+        announced = False
+
+        async def follow(client: Any) -> None:
+            nonlocal announced
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                piece = progress.read(event)
+                if piece and on_text is not None:
+                    on_text(progress.state, piece)
+                if on_task is not None and progress.task_id and not announced:
+                    announced = True
+                    await on_task(progress.task_id, progress.context_id)
+
+        await self._session(progress, headers, follow)
+        return progress.outcome()
+
+    async def follow(
+        self,
+        task_id: str,
+        *,
+        context_id: str | None,
+        on_text: Callable[[str, str], None] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> A2AOutcome:
+        """Where the task `task_id`, sent before (by a process that stopped), is now: read with
+        `tasks/get`; a task still working is followed (`tasks/subscribe`) until it ends or waits
+        for input. Nothing is sent to the agent."""
+        from a2a.types import GetTaskRequest, StreamResponse, SubscribeToTaskRequest
+
+        progress = _Progress(task_id=task_id, context_id=context_id)
+
+        async def read(client: Any) -> None:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            progress.read(StreamResponse(task=task))
+            if progress.state not in ("submitted", "working"):
+                return
+            try:
+                async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                    piece = progress.read(event)
+                    if piece and on_text is not None:
+                        on_text(progress.state, piece)
+            except Exception:
+                # the task ended between the two requests (a finished task takes no
+                # subscriber), or the agent cannot subscribe: where it is now
+                task = await client.get_task(GetTaskRequest(id=task_id))
+                progress.read(StreamResponse(task=task))
+                if progress.state in ("submitted", "working"):
+                    raise
+
+        await self._session(progress, headers, read)
+        return progress.outcome()
+
+    async def _session(
+        self,
+        progress: _Progress,
+        headers: Mapping[str, str] | None,
+        use: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        """`use(client)` within the timeout, on a client of its own; after a timeout, the task
+        `progress` names is canceled."""
+        from a2a.client import ClientConfig, ClientFactory
+
         card = await self.card()
         async with _http_client(self.connection, self.timeout, headers) as http:
             client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
             try:
                 async with asyncio.timeout(self.timeout):
-                    async for event in client.send_message(SendMessageRequest(message=message)):
-                        piece = progress.read(event)
-                        if piece and on_text is not None:
-                            on_text(progress.state, piece)
+                    await use(client)
             except TimeoutError:
                 await self._cancel(client, progress.task_id)
                 raise
             finally:
                 await client.close()
-        return progress.outcome()
 
     async def _cancel(self, client: Any, task_id: str | None) -> None:
         from a2a.types import CancelTaskRequest
@@ -359,6 +420,65 @@ class A2AAgent:
         with contextlib.suppress(Exception):  # best effort: the call has already failed
             async with asyncio.timeout(CANCEL_SECONDS):
                 await client.cancel_task(CancelTaskRequest(id=task_id))
+
+
+class SentTasks:
+    """Which task each message of one `task` call went to, recorded in the parent thread's tool
+    journal (`runner.middleware.journal`) the moment the first event of the exchange names the
+    task: a process that resumes the call after a crash follows that task instead of sending
+    the message again. Keyed by the call's scope (the chain of `task` calls, ending with this
+    one), the agent's name and the message's number within the call."""
+
+    def __init__(self, journal: Any, thread_id: str, scope: str, name: str) -> None:
+        self.journal = journal
+        self.thread_id = thread_id
+        self.scope = scope
+        self.name = name
+
+    def _key(self, step: int) -> str:
+        return f"{self.name}#{step}"
+
+    async def lookup(self, step: int) -> dict[str, Any] | None:
+        from runner.threads.guards import AsyncToolJournal
+
+        key = (self.thread_id, self.scope, self._key(step))
+        if isinstance(self.journal, AsyncToolJournal):
+            found = await self.journal.alookup(*key)
+        else:
+            found = await asyncio.to_thread(self.journal.lookup, *key)
+        return found if isinstance(found, dict) and found.get("task_id") else None
+
+    async def record(self, step: int, task_id: str, context_id: str | None) -> None:
+        from runner.threads.guards import AsyncToolJournal
+
+        key = (self.thread_id, self.scope, self._key(step))
+        value = {"task_id": task_id, "context_id": context_id}
+        if isinstance(self.journal, AsyncToolJournal):
+            await self.journal.arecord(*key, value)
+        else:
+            await asyncio.to_thread(self.journal.record, *key, value)
+
+
+def sent_tasks(
+    config: Mapping[str, Any] | None, name: str, *, running_async: bool
+) -> SentTasks | None:
+    """Where the running `task` call of the A2A agent `name` records its tasks; None when the
+    run has no tool journal (no checkpointer, or one of an unknown type): then a call in flight
+    at a crash is sent again when the run resumes."""
+    from runner.middleware.journal import CHECKPOINTER_KEY, current_scope, journal_for
+    from runner.threads.guards import AsyncToolJournal
+    from runner.tools.runtime import TASK_CALL
+
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    call = TASK_CALL.get(None)
+    journal = journal_for(configurable.get(CHECKPOINTER_KEY))
+    if not thread_id or call is None or journal is None:
+        return None
+    if isinstance(journal, AsyncToolJournal) and not running_async:
+        return None  # an async saver's connection belongs to its own loop
+    scope = current_scope() or str(call.id)
+    return SentTasks(journal, str(thread_id), f"a2a:{scope}", name)
 
 
 class A2ATaskState(TypedDict, total=False):
@@ -395,7 +515,10 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         return on_text
 
     async def exchange(
-        state: A2ATaskState, on_text: Callable[[str, str], None], headers: dict[str, str]
+        state: A2ATaskState,
+        on_text: Callable[[str, str], None],
+        headers: dict[str, str],
+        sent: SentTasks | None,
     ) -> dict[str, Any]:
         pending = state.get(PENDING) or {}
         contexts = state.get(A2A_CONTEXTS) or {}
@@ -409,15 +532,28 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         else:
             text, task_id = _last_text(state.get("messages") or []), None
             context_id = contexts.get(name)
+        # the call's n-th message: 1, then one more per answer sent to the task
+        step = int(pending.get("step") or 0) + 1 if pending else 1
         try:
-            outcome = await agent.exchange(
-                text,
-                context_id=context_id,
-                task_id=task_id,
-                on_text=on_text,
-                resume=resume,
-                headers=headers,
-            )
+            before = await sent.lookup(step) if sent is not None else None
+            if before is not None:
+                # sent by a process that stopped before the call finished: follow that task
+                outcome = await agent.follow(
+                    str(before["task_id"]),
+                    context_id=before.get("context_id") or context_id,
+                    on_text=on_text,
+                    headers=headers,
+                )
+            else:
+                outcome = await agent.exchange(
+                    text,
+                    context_id=context_id,
+                    task_id=task_id,
+                    on_text=on_text,
+                    resume=resume,
+                    headers=headers,
+                    on_task=functools.partial(sent.record, step) if sent is not None else None,
+                )
         except TimeoutError:
             return _answer(f"Error: the A2A agent {name!r} did not finish in {agent.timeout:g} s")
         except Exception as exc:  # an unreachable or failing agent is the model's to handle
@@ -427,6 +563,7 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
             update[A2A_CONTEXTS] = {name: outcome.context_id}
         if outcome.state in WAITING_STATES:
             update[PENDING] = {
+                "step": step,
                 "task_id": outcome.task_id,
                 "context_id": outcome.context_id,
                 "state": outcome.state,
@@ -443,11 +580,13 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         return {"messages": [AIMessage(content=text, name=name)], PENDING: None}
 
     async def aexchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
-        return await exchange(state, streamer(), trace_headers(config))
+        sent = sent_tasks(config, name, running_async=True)
+        return await exchange(state, streamer(), trace_headers(config), sent)
 
     def sync_exchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
         on_text, headers = streamer(), trace_headers(config)
-        return run_sync(lambda: exchange(state, on_text, headers))
+        sent = sent_tasks(config, name, running_async=False)
+        return run_sync(lambda: exchange(state, on_text, headers, sent))
 
     def ask(state: A2ATaskState) -> dict[str, Any]:
         pending = dict(state.get(PENDING) or {})

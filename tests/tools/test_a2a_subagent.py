@@ -5,6 +5,7 @@ as results the model reads."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,102 @@ def test_the_trace_context_goes_to_the_remote_agent(
     parent = spans[parent_id]  # the remote call's parent is a span of this run
     assert parent.name == "invoke_agent translator"
     assert format(parent.context.trace_id, "032x") == trace_id
+
+
+HOLD_CASSETTE = """\
+version: 1
+agents:
+  boss:
+    - tool_calls: [{name: task, args: {description: hold, subagent_type: translator}}]
+    - content: Done.
+"""
+
+PATIENCE = 20.0
+"""Seconds a step of the kill test may take before it fails (a hang, not a measurement)."""
+
+
+def _wait_for(check: Any, what: str, child: Any) -> None:
+    import time
+
+    deadline = time.monotonic() + PATIENCE
+    while not check():
+        if child.poll() is not None:
+            raise AssertionError(f"the parent exited before {what}: {child.communicate()}")
+        if time.monotonic() > deadline:
+            child.kill()
+            raise AssertionError(f"no {what} in {PATIENCE:g} s: {child.communicate()}")
+        time.sleep(0.05)
+
+
+def _recorded_tasks(db: Path) -> list[Any]:
+    import sqlite3
+
+    if not db.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        try:
+            return connection.execute(
+                "SELECT call_id FROM agentctl_tool_journal WHERE scope LIKE 'a2a:%'"
+            ).fetchall()
+        except sqlite3.OperationalError:  # the table is not there yet
+            return []
+
+
+def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
+    translator: tuple[str, Seen], tmp_path: Path
+) -> None:
+    """The parent process is killed while the remote task works; run again on the thread, it
+    finds the task in the journal and follows it (`tasks/get`, then `tasks/subscribe`): one
+    remote task, and its answer is the call's result."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    url, seen = translator
+    seen.release.clear()
+    spec = _spec(tmp_path, url, description="Translates")
+    spec.write_text(
+        spec.read_text().replace("openai:gpt-4.1", "replay:boss.cassette.yaml"), encoding="utf-8"
+    )
+    (tmp_path / "boss.cassette.yaml").write_text(HOLD_CASSETTE, encoding="utf-8")
+    env = {**os.environ, "A2A_TOKEN": TOKEN, "AGENTCTL_HOME": str(tmp_path)}
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "runner", "run", str(spec), *args, "--output", "jsonl"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    before = len(seen.messages)
+    first = start("go")
+    try:
+        assert first.stdout is not None
+        thread = json.loads(first.stdout.readline())["thread_id"]
+        # the task's id is in the thread's journal: the call is in flight past the point
+        # where a resumed run can find its task (before it, it would send the task again)
+        _wait_for(lambda: _recorded_tasks(tmp_path / "agentctl.db"), "recorded task", first)
+    finally:
+        first.kill()
+        first.communicate()
+    methods = len(seen.methods)
+    second = start("--thread", thread)
+    try:
+        _wait_for(lambda: "SubscribeToTask" in seen.methods[methods:], "subscription", second)
+        seen.release.set()
+        out, err = second.communicate(timeout=PATIENCE)
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.communicate()
+    assert second.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    results = [e for e in events if e.get("type") == "tool_result" and e.get("name") == "task"]
+    assert [r["content"] for r in results] == ["held and released"], events
+    assert [text for _, _, text in seen.messages[before:]] == ["hold"]  # one remote task
+    assert "GetTask" in seen.methods[methods:]
+    assert "SendStreamingMessage" not in seen.methods[methods:]
