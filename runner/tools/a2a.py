@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict, TypeVar
 
 from langgraph.graph.message import add_messages
 
+from runner.errors import RunError
 from runner.middleware.subagents import A2A_CONTEXTS, merge_contexts
 from runner.spec.a2a import DEFAULT_A2A_TIMEOUT, A2AConnection, card_url
 
@@ -197,6 +198,34 @@ def _interrupt_value(parts: Any) -> dict[str, Any] | None:
     return None
 
 
+USAGE_KEY: Final = "usage"
+"""The metadata key of an event (status or artifact update, message) that reports the tokens
+the remote agent used since its previous report: `{"input_tokens": n, "output_tokens": m}`
+(LangChain's names). agentctl serve's A2A out sends it; a remote that does not is uncounted."""
+
+
+def event_usage(event: StreamResponse) -> dict[str, int] | None:
+    """The tokens an event of the stream reports (`USAGE_KEY` in its metadata), if any. A whole
+    task (`tasks/get`) is not read: its metadata may repeat what updates reported."""
+    from google.protobuf.json_format import MessageToDict
+
+    kind = event.WhichOneof("payload")
+    if kind not in ("status_update", "artifact_update", "message"):
+        return None
+    payload = getattr(event, kind)
+    if not payload.HasField("metadata"):
+        return None
+    usage = MessageToDict(payload.metadata).get(USAGE_KEY)
+    if not isinstance(usage, dict):
+        return None
+    counted = {}
+    for key in ("input_tokens", "output_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            counted[key] = int(value)
+    return counted or None
+
+
 def is_approval_request(value: Any) -> bool:
     """Whether an interrupt value asks to approve tool calls (LangChain's human-in-the-loop)."""
     return isinstance(value, dict) and isinstance(value.get("action_requests"), list)
@@ -326,13 +355,16 @@ class A2AAgent:
         resume: Any = None,
         headers: Mapping[str, str] | None = None,
         on_task: Callable[[str, str | None], Awaitable[None]] | None = None,
+        on_usage: Callable[[dict[str, int]], None] | None = None,
     ) -> A2AOutcome:
         """Send `text` (to the task `task_id` when it continues one) and follow the task until it
         ends or waits for input. `on_text(state, text)` hears each piece of text as it comes.
         `resume`: instead of text, a data part `{"resume": resume}` (decisions on an approval,
         as a LangGraph server takes them). `headers`: more headers for this exchange (the trace
         context). `on_task(task_id, context_id)` is awaited once, as soon as an event names the
-        task, before the stream is read further (where the call records it)."""
+        task, before the stream is read further (where the call records it). `on_usage(tokens)`
+        hears the tokens each event reports (`event_usage`); what it raises ends the exchange
+        (the remote task is canceled)."""
         from a2a.helpers import new_data_part, new_message, new_text_part
         from a2a.types import Role, SendMessageRequest
 
@@ -347,6 +379,9 @@ class A2AAgent:
                 piece = progress.read(event)
                 if piece and on_text is not None:
                     on_text(progress.state, piece)
+                usage = event_usage(event) if on_usage is not None else None
+                if usage and on_usage is not None:
+                    on_usage(usage)
                 if on_task is not None and progress.task_id and not announced:
                     announced = True
                     await on_task(progress.task_id, progress.context_id)
@@ -361,6 +396,7 @@ class A2AAgent:
         context_id: str | None,
         on_text: Callable[[str, str], None] | None = None,
         headers: Mapping[str, str] | None = None,
+        on_usage: Callable[[dict[str, int]], None] | None = None,
     ) -> A2AOutcome:
         """Where the task `task_id`, sent before (by a process that stopped), is now: read with
         `tasks/get`; a task still working is followed (`tasks/subscribe`) until it ends or waits
@@ -379,6 +415,11 @@ class A2AAgent:
                     piece = progress.read(event)
                     if piece and on_text is not None:
                         on_text(progress.state, piece)
+                    usage = event_usage(event) if on_usage is not None else None
+                    if usage and on_usage is not None:
+                        on_usage(usage)
+            except RunError:
+                raise
             except Exception:
                 # the task ended between the two requests (a finished task takes no
                 # subscriber), or the agent cannot subscribe: where it is now
@@ -396,8 +437,8 @@ class A2AAgent:
         headers: Mapping[str, str] | None,
         use: Callable[[Any], Awaitable[None]],
     ) -> None:
-        """`use(client)` within the timeout, on a client of its own; after a timeout, the task
-        `progress` names is canceled."""
+        """`use(client)` within the timeout, on a client of its own; after a timeout, or a
+        budget of the parent's reached, the task `progress` names is canceled."""
         from a2a.client import ClientConfig, ClientFactory
 
         card = await self.card()
@@ -406,7 +447,7 @@ class A2AAgent:
             try:
                 async with asyncio.timeout(self.timeout):
                     await use(client)
-            except TimeoutError:
+            except (TimeoutError, RunError):
                 await self._cancel(client, progress.task_id)
                 raise
             finally:
@@ -491,8 +532,41 @@ def _last_text(messages: list[Any]) -> str:
     return str(messages[-1].text) if messages else ""
 
 
-def a2a_subagent_graph(agent: A2AAgent) -> Any:
-    """The compiled graph that runs `agent` as a subagent (no checkpointer: the parent's)."""
+def charger(
+    budget: Any, config: Mapping[str, Any] | None
+) -> Callable[[dict[str, int]], None] | None:
+    """What adds the tokens a remote agent reports to the parent run's budgets (`budget`: the
+    parent's `BudgetMiddleware`) and raises `BudgetExceeded` at a limit; None without budgets."""
+    if budget is None or not budget.budget.active:
+        return None
+    from langchain_core.messages import AIMessage
+
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = str(configurable.get("thread_id") or "")
+    turn = configurable.get("agentctl_turn") or configurable.get("run_id")
+
+    def charge(usage: dict[str, int]) -> None:
+        run = budget.budget
+        tally = run.begin(thread_id, str(turn) if turn is not None else None, new_run=False)
+        tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+        reply = AIMessage(
+            content="",
+            usage_metadata={
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        )
+        run.add(tally, reply, {})  # the remote model's price is not known here
+        run.check(tally)
+
+    return charge
+
+
+def a2a_subagent_graph(agent: A2AAgent, *, budget: Any = None) -> Any:
+    """The compiled graph that runs `agent` as a subagent (no checkpointer: the parent's).
+    `budget`: the parent's `BudgetMiddleware`, which the tokens the agent reports count
+    against."""
     from langchain_core.messages import AIMessage
     from langchain_core.runnables import RunnableConfig, RunnableLambda
     from langgraph.config import get_stream_writer
@@ -519,6 +593,7 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         on_text: Callable[[str, str], None],
         headers: dict[str, str],
         sent: SentTasks | None,
+        charge: Callable[[dict[str, int]], None] | None,
     ) -> dict[str, Any]:
         pending = state.get(PENDING) or {}
         contexts = state.get(A2A_CONTEXTS) or {}
@@ -543,6 +618,7 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
                     context_id=before.get("context_id") or context_id,
                     on_text=on_text,
                     headers=headers,
+                    on_usage=charge,
                 )
             else:
                 outcome = await agent.exchange(
@@ -553,7 +629,10 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
                     resume=resume,
                     headers=headers,
                     on_task=functools.partial(sent.record, step) if sent is not None else None,
+                    on_usage=charge,
                 )
+        except RunError:
+            raise  # a budget of the parent's reached: the parent run stops
         except TimeoutError:
             return _answer(f"Error: the A2A agent {name!r} did not finish in {agent.timeout:g} s")
         except Exception as exc:  # an unreachable or failing agent is the model's to handle
@@ -581,12 +660,14 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
 
     async def aexchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
         sent = sent_tasks(config, name, running_async=True)
-        return await exchange(state, streamer(), trace_headers(config), sent)
+        charge = charger(budget, config)
+        return await exchange(state, streamer(), trace_headers(config), sent, charge)
 
     def sync_exchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
         on_text, headers = streamer(), trace_headers(config)
         sent = sent_tasks(config, name, running_async=False)
-        return run_sync(lambda: exchange(state, on_text, headers, sent))
+        charge = charger(budget, config)
+        return run_sync(lambda: exchange(state, on_text, headers, sent, charge))
 
     def ask(state: A2ATaskState) -> dict[str, Any]:
         pending = dict(state.get(PENDING) or {})

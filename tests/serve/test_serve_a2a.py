@@ -72,6 +72,20 @@ agents:
     - content: Listed.
 """
 
+SPENDER = """\
+name: spender
+description: Spends tokens
+model: replay:spender.cassette.yaml
+prompt: Work hard.
+"""
+SPENDER_CASSETTE = """\
+version: 1
+agents:
+  spender:
+    - content: Spent.
+      usage: {input_tokens: 4000, output_tokens: 1000}
+"""
+
 ENGINES = servers.ENGINES
 
 
@@ -91,6 +105,8 @@ def served(
     (folder / "scribe.cassette.yaml").write_text(SCRIBE_CASSETTE, encoding="utf-8")
     (folder / "lister.yaml").write_text(LISTER, encoding="utf-8")
     (folder / "lister.cassette.yaml").write_text(LISTER_CASSETTE, encoding="utf-8")
+    (folder / "spender.yaml").write_text(SPENDER, encoding="utf-8")
+    (folder / "spender.cassette.yaml").write_text(SPENDER_CASSETTE, encoding="utf-8")
     (folder / "keys.yaml").write_text(
         f"keys:\n  - {{user: alice, key: {ALICE}}}\n  - {{user: bob, key: {BOB}}}\n",
         encoding="utf-8",
@@ -105,7 +121,7 @@ def served(
             args += ["--db", stack.enter_context(fresh_database(postgres))]
         server = stack.enter_context(
             servers.serving(
-                [folder / "briefer.yaml", folder / "scribe.yaml", folder / "lister.yaml"],
+                [folder / f"{name}.yaml" for name in ("briefer", "scribe", "lister", "spender")],
                 cwd=folder,
                 args=args,
                 log=folder / "serve.log",
@@ -259,12 +275,15 @@ def _state_of(task: Any) -> str:
     return state_name(task.status.state)
 
 
-def _delegating(served: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
+def _delegating(
+    served: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, extra: str = ""
+) -> Session:
     """A session of an agent whose one subagent is the served agent `name`, over A2A with
-    alice's key; its model delegates once, then says what it got."""
+    alice's key; its model delegates once, then says what it got. `extra`: more top-level
+    lines of the agent file."""
     monkeypatch.setenv("SERVED_KEY", ALICE)
     (tmp_path / "boss.yaml").write_text(
-        "name: boss\nmodel: openai:gpt-4.1\nprompt: You delegate.\n"
+        f"name: boss\nmodel: openai:gpt-4.1\nprompt: You delegate.\n{extra}"
         "general_purpose_agent: false\nsubagents:\n"
         f"  - name: {name}\n    a2a:\n      card: {served}/a2a/{name}\n"
         '      headers: {x-api-key: "${SERVED_KEY}"}\n',
@@ -293,6 +312,34 @@ def test_an_agentctl_agent_delegates_to_the_served_agent(
     result = next(e for e in done.events if isinstance(e, ToolResult) and e.name == "task")
     assert result.content == "Briefed."
     assert done.final is not None and done.final.content == "got: Briefed."
+
+
+def test_the_served_agents_tokens_count_against_the_delegating_runs_budget(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The served agent reports its replies' tokens in the task's updates (both engines); the
+    delegating run adds them to its own and stops at its budget."""
+    extra = "limits: {tokens: 1000}\n"
+    with _delegating(served, "spender", tmp_path, monkeypatch, extra=extra) as session:
+        events = session.run("go").events
+    last = events[-1]
+    assert last.type == "error", events
+    assert "budget of 1,000 tokens reached" in last.message  # type: ignore[attr-defined]
+    # the parent's own model call (the scripted model reports no tokens) and the child's reply
+    assert "(5,000 used)" in last.message  # type: ignore[attr-defined]
+    assert not any(isinstance(e, ToolResult) and e.name == "task" for e in events)
+
+
+def test_the_tokens_are_reported_in_the_final_status_update(served: str) -> None:
+    async def work(card: Any, client: Any) -> list[Any]:
+        return await _events(client, _send("go"))
+
+    caller = Caller(served, ALICE)
+    caller.agent = "spender"
+    from runner.tools.a2a import event_usage
+
+    reported = [u for u in map(event_usage, caller.call(work)) if u]
+    assert reported == [{"input_tokens": 4000, "output_tokens": 1000}]
 
 
 def test_a_stream_split_anywhere_is_rewritten_event_by_event() -> None:
