@@ -20,6 +20,10 @@ What this module adds, as one middleware in front of the engine:
   1.0`, which the official SDK sends): langgraph-api 0.16 writes each status and artifact update
   as a bare object with a `kind` (the 0.3 shape) inside a 1.0 stream, which a 1.0 client reads as
   empty events; each is wrapped as `{"statusUpdate": ...}` / `{"artifactUpdate": ...}`.
+- Typed inputs: a data part `{"vars": {...}}` of a sent message is taken out of the message and
+  given as the run's `context` (`params.context`, which the engine's A2A passes to the run it
+  starts; the engine makes a run's context its `configurable`), so the agent reads them as
+  `configurable.vars`, as on Aegra (`runner.serve.a2a_server`).
 - The tokens the run used, in the metadata of a stream's final status update (`usage`:
   `{"input_tokens", "output_tokens"}`), so a delegating agentctl agent counts them against its
   budgets (`runner.tools.a2a`). The engine's stream drops the replies' usage; the middleware
@@ -132,21 +136,24 @@ async def run_usage(thread_id: str, headers: dict[str, str]) -> dict[str, int] |
     """The tokens of the replies the latest run of the thread added (see the module)."""
     from langgraph_sdk import get_client
 
-    history = await get_client(url=None).threads.get_history(
+    found = await get_client(url=None).threads.get_history(
         thread_id, limit=HISTORY_READ, headers=headers
     )
+    history: list[dict[str, Any]] = [dict(h) for h in found]
     if not history:
         return None
+
+    def messages(state: dict[str, Any] | None) -> list[Any]:
+        values = (state or {}).get("values")
+        found = values.get("messages") if isinstance(values, dict) else None
+        return found if isinstance(found, list) else []
+
     run_id = (history[0].get("metadata") or {}).get("run_id")
     earlier = next((h for h in history if (h.get("metadata") or {}).get("run_id") != run_id), None)
-    seen = {
-        m.get("id")
-        for m in ((earlier or {}).get("values") or {}).get("messages") or []
-        if isinstance(m, dict)
-    }
+    seen = {m.get("id") for m in messages(earlier) if isinstance(m, dict)}
     total = {"input_tokens": 0, "output_tokens": 0}
     counted = False
-    for message in (history[0].get("values") or {}).get("messages") or []:
+    for message in messages(history[0]):
         if not isinstance(message, dict) or message.get("type") != "ai":
             continue
         if message.get("id") in seen:
@@ -188,7 +195,8 @@ async def _rewrite_sse_event(event: bytes, *, v1: bool, headers: dict[str, str])
 
 
 class A2AMiddleware:
-    """Agent names in `/a2a/` paths, and 1.0 stream events for 1.0 clients (see the module)."""
+    """Agent names in `/a2a/` paths, typed inputs as the run's context, 1.0 stream events for
+    1.0 clients and the run's tokens in the final update (see the module)."""
 
     def __init__(self, app: ASGIApp, *, graphs: Iterable[str]) -> None:
         self.app = app
@@ -208,6 +216,8 @@ class A2AMiddleware:
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
+        scope = dict(scope)
+        receive = await _with_vars(scope, receive)
         # the caller's credentials, for reading the thread's history as the caller
         credentials = {
             k.decode("latin-1"): v.decode("latin-1")
@@ -216,6 +226,72 @@ class A2AMiddleware:
         }
         stream = _V1Stream(send, v1=version.startswith("1."), headers=credentials)
         await self.app(scope, receive, stream)
+
+
+_SEND_METHODS = frozenset({"SendMessage", "SendStreamingMessage", "message/send", "message/stream"})
+
+MAX_BODY = 32 * 1024 * 1024
+"""The largest request body read to look for typed inputs (a larger one passes unread)."""
+
+
+def vars_as_context(request: Any) -> bool:
+    """Move a `{"vars": {...}}` data part of a JSON-RPC send request's message into its
+    `params.context` (in place); whether there was one."""
+    if not isinstance(request, dict) or request.get("method") not in _SEND_METHODS:
+        return False
+    params = request.get("params")
+    if not isinstance(params, dict):
+        return False
+    message = params.get("message")
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return False
+    for index, part in enumerate(parts):
+        data = part.get("data") if isinstance(part, dict) else None
+        if isinstance(data, dict) and isinstance(data.get("vars"), dict):
+            context = params.get("context")
+            context = dict(context) if isinstance(context, dict) else {}
+            params["context"] = {**context, "vars": data["vars"]}
+            del parts[index]
+            return True
+    return False
+
+
+async def _with_vars(scope: Scope, receive: Receive) -> Receive:
+    """The request's `receive`, its body rewritten when its message carries typed inputs
+    (`vars_as_context`); the body is read whole first."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return _replay([message], receive)
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if not message.get("more_body", False) or size > MAX_BODY:
+            more = message.get("more_body", False)
+            break
+    body = b"".join(chunks)
+    if not more:
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if vars_as_context(request):
+            body = json.dumps(request, separators=(",", ":")).encode()
+            headers = [(k, v) for k, v in scope.get("headers") or () if k != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+            scope["headers"] = headers
+    return _replay([{"type": "http.request", "body": body, "more_body": more}], receive)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A `receive` that gives `messages` first, then what `receive` gives."""
+
+    async def replayed() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed
 
 
 class _V1Stream:

@@ -178,10 +178,10 @@ def _executor(graph_id: str, api_url: str) -> Any:
                 elif part.event == "updates" and isinstance(part.data, dict):
                     for said, usage in _replies(part.data):
                         # each reply's tokens go with it, for the caller's budgets
-                        message = updater.new_agent_message([new_text_part(said)]) if said else None
+                        reply = updater.new_agent_message([new_text_part(said)]) if said else None
                         metadata = {USAGE_KEY: usage} if usage else None
                         await updater.update_status(
-                            TaskState.TASK_STATE_WORKING, message, metadata=metadata
+                            TaskState.TASK_STATE_WORKING, reply, metadata=metadata
                         )
             state = await client.threads.get_state(thread_id)
             runs.pop(task_id, None)  # the run is over: nothing left to cancel

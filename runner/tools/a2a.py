@@ -20,8 +20,15 @@ data: the parent run waits on the same request (each call naming the agent), and
 go back as a `{"resume": ...}` data part, as that server takes them.
 
 A `task` call that finished is in the parent thread's tool journal (`runner.middleware.journal`):
-a run resumed after a crash answers it from there and does not send it again. When runs are
-traced, each request carries the `traceparent` of the subagent's span.
+a run resumed after a crash answers it from there and does not send it again. A call in flight
+is not sent again either: the task each of its messages went to is journaled as soon as the
+first event names it (`SentTasks`), and a resumed run follows that task (`A2AAgent.follow`:
+`tasks/get`, then `tasks/subscribe` while it works) instead of sending the message again.
+
+The tokens the agent reports (`usage` in an event's metadata, `event_usage`; `agentctl serve`
+reports them) count against the parent run's budgets (`charger`); reaching one cancels the
+remote task and stops the parent run. When runs are traced, each request carries the
+`traceparent` of the subagent's span.
 
 One A2A context (`contextId`) per parent thread and subagent: the graph reads it from the
 parent's state (`a2a_contexts`, subagent name -> contextId, see `runner.middleware.subagents`)
@@ -492,12 +499,12 @@ class SentTasks:
     async def record(self, step: int, task_id: str, context_id: str | None) -> None:
         from runner.threads.guards import AsyncToolJournal
 
-        key = (self.thread_id, self.scope, self._key(step))
+        thread_id, scope, key = self.thread_id, self.scope, self._key(step)
         value = {"task_id": task_id, "context_id": context_id}
         if isinstance(self.journal, AsyncToolJournal):
-            await self.journal.arecord(*key, value)
+            await self.journal.arecord(thread_id, scope, key, value)
         else:
-            await asyncio.to_thread(self.journal.record, *key, value)
+            await asyncio.to_thread(self.journal.record, thread_id, scope, key, value)
 
 
 def sent_tasks(

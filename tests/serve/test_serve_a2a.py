@@ -460,19 +460,17 @@ def test_two_servers_an_approval_in_the_child_answered_by_the_parents_clients(
 
 
 def test_typed_inputs_go_as_vars(served: str, engine: str) -> None:
-    """On Aegra as a `{vars: ...}` data part (the card lists the inputs); the in-memory
-    engine's A2A takes no run settings: an assistant with the vars in its config does."""
+    """A `{vars: ...}` data part with the first message (the card lists the inputs on Aegra):
+    on Aegra the executor makes it the run's `configurable.vars`; on the in-memory engine the
+    middleware makes it the run's context, which the engine makes its `configurable`."""
     from a2a.helpers import new_data_part, new_message, new_text_part
     from a2a.types import Role, SendMessageRequest
-    from langgraph_sdk import get_sync_client
 
     def request(*parts: Any) -> Any:
         return SendMessageRequest(message=new_message(list(parts), role=Role.ROLE_USER))
 
     async def work(card: Any, client: Any) -> tuple[Any, Any, Any]:
         refused = await _failure(client, request(new_text_part("go")))
-        if engine != "aegra":
-            return card, None, refused
         given = request(new_text_part("go"), new_data_part({"vars": {"topic": "birds"}}))
         return card, _outcome(await _events(client, given)), refused
 
@@ -482,23 +480,29 @@ def test_typed_inputs_go_as_vars(served: str, engine: str) -> None:
     # a required input missing: the run is refused (the in-memory engine's A2A says only
     # "Internal server error", whatever the reason)
     assert "topic" in refused if engine == "aegra" else refused == "Internal server error"
+    assert (listed.state, listed.text) == ("completed", "Listed.")
     if engine == "aegra":
         (skill,) = card.skills
         assert skill.description == (
             'Lists things\nInputs, as a data part {"vars": {...}} with the first message: '
             "topic (string, required)."
         )
-        assert (listed.state, listed.text) == ("completed", "Listed.")
-        return
-    api = get_sync_client(url=served, api_key=ALICE)
-    config = {"configurable": {"vars": {"topic": "birds"}}}
-    caller.agent = api.assistants.create("lister", config=config)["assistant_id"]
 
-    async def with_assistant(card: Any, client: Any) -> Any:
-        return _outcome(await _events(client, request(new_text_part("go"))))
 
-    listed = caller.call(with_assistant)
-    assert (listed.state, listed.text) == ("completed", "Listed.")
+def test_a_vars_data_part_becomes_the_runs_context() -> None:
+    from runner.serve.a2a import vars_as_context
+
+    request = {
+        "method": "SendStreamingMessage",
+        "params": {"message": {"parts": [{"text": "go"}, {"data": {"vars": {"topic": "x"}}}]}},
+    }
+    assert vars_as_context(request)
+    assert request["params"] == {
+        "message": {"parts": [{"text": "go"}]},
+        "context": {"vars": {"topic": "x"}},
+    }
+    other = {"method": "GetTask", "params": {"message": {"parts": [{"data": {"vars": {}}}]}}}
+    assert not vars_as_context(other) and other["params"]["message"]["parts"]
 
 
 async def _failure(client: Any, request: Any) -> str:
