@@ -35,6 +35,8 @@ class Seen:
     """The JSON-RPC method of each request (`SendStreamingMessage`, `GetTask`, ...)."""
     release: threading.Event = field(default_factory=threading.Event)
     """Lets the tasks of `hold` finish."""
+    finished: list[str] = field(default_factory=list)
+    """The tasks of `hold` that finished."""
 
 
 def free_port() -> int:
@@ -94,6 +96,7 @@ def translator_app(port: int, seen: Seen) -> Any:
                 await asyncio.to_thread(seen.release.wait)
                 await updater.add_artifact([new_text_part("held and released")])
                 await updater.complete()
+                seen.finished.append(task_id)
             else:
                 count = sum(1 for c, _, _ in seen.messages if c == context_id)
                 await updater.add_artifact([new_text_part(f"[{count}] {text.upper()}")])

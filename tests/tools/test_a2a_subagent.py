@@ -288,16 +288,20 @@ PATIENCE = 20.0
 """Seconds a step of the kill test may take before it fails (a hang, not a measurement)."""
 
 
-def _wait_for(check: Any, what: str, child: Any) -> None:
+def _wait_for(check: Any, what: str, child: Any = None) -> None:
+    """Until `check()`; an error when `child` (a parent process) exits first or time is up."""
     import time
 
     deadline = time.monotonic() + PATIENCE
     while not check():
-        if child.poll() is not None:
+        if child is not None and child.poll() is not None:
             raise AssertionError(f"the parent exited before {what}: {child.communicate()}")
         if time.monotonic() > deadline:
-            child.kill()
-            raise AssertionError(f"no {what} in {PATIENCE:g} s: {child.communicate()}")
+            said = None
+            if child is not None:
+                child.kill()
+                said = child.communicate()
+            raise AssertionError(f"no {what} in {PATIENCE:g} s: {said}")
         time.sleep(0.05)
 
 
@@ -315,12 +319,14 @@ def _recorded_tasks(db: Path) -> list[Any]:
             return []
 
 
+@pytest.mark.parametrize("finished", [False, True], ids=["still-working", "finished"])
 def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
-    translator: tuple[str, Seen], tmp_path: Path
+    translator: tuple[str, Seen], tmp_path: Path, finished: bool
 ) -> None:
     """The parent process is killed while the remote task works; run again on the thread, it
-    finds the task in the journal and follows it (`tasks/get`, then `tasks/subscribe`): one
-    remote task, and its answer is the call's result."""
+    finds the task in the journal and asks for it (`tasks/get`): one still working is followed
+    (`tasks/subscribe`), one that finished meanwhile gives its answer. One remote task either
+    way, and its answer is the call's result."""
     import json
     import os
     import subprocess
@@ -328,6 +334,7 @@ def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
 
     url, seen = translator
     seen.release.clear()
+    seen.finished.clear()
     spec = _spec(tmp_path, url, description="Translates")
     spec.write_text(
         spec.read_text().replace("openai:gpt-4.1", "replay:boss.cassette.yaml"), encoding="utf-8"
@@ -356,11 +363,15 @@ def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
     finally:
         first.kill()
         first.communicate()
+    if finished:  # the remote task ends while no parent runs
+        seen.release.set()
+        _wait_for(lambda: seen.finished, "finished task")
     methods = len(seen.methods)
     second = start("--thread", thread)
     try:
-        _wait_for(lambda: "SubscribeToTask" in seen.methods[methods:], "subscription", second)
-        seen.release.set()
+        if not finished:
+            _wait_for(lambda: "SubscribeToTask" in seen.methods[methods:], "subscription", second)
+            seen.release.set()
         out, err = second.communicate(timeout=PATIENCE)
     finally:
         if second.poll() is None:
@@ -373,3 +384,4 @@ def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
     assert [text for _, _, text in seen.messages[before:]] == ["hold"]  # one remote task
     assert "GetTask" in seen.methods[methods:]
     assert "SendStreamingMessage" not in seen.methods[methods:]
+    assert ("SubscribeToTask" in seen.methods[methods:]) is not finished
