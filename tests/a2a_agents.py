@@ -37,6 +37,8 @@ class Seen:
     """Lets the tasks of `hold` finish."""
     finished: list[str] = field(default_factory=list)
     """The tasks of `hold` that finished."""
+    no_subscribe: bool = False
+    """Refuse `SubscribeToTask` (as an agent that cannot subscribe does)."""
 
 
 def free_port() -> int:
@@ -131,9 +133,13 @@ def translator_app(port: int, seen: Seen) -> Any:
             if request.method == "POST":
                 seen.traceparents.append(request.headers.get("traceparent"))
                 try:
-                    seen.methods.append(str(json.loads(await request.body()).get("method")))
+                    sent = json.loads(await request.body())
                 except ValueError:
-                    seen.methods.append("?")
+                    sent = {}
+                seen.methods.append(str(sent.get("method")))
+                if seen.no_subscribe and sent.get("method") == "SubscribeToTask":
+                    refusal = {"code": -32601, "message": "Method not found"}
+                    return JSONResponse({"jsonrpc": "2.0", "id": sent.get("id"), "error": refusal})
             if request.method == "POST" and request.headers.get("authorization") != (
                 f"Bearer {TOKEN}"
             ):

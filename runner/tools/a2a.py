@@ -80,6 +80,11 @@ FAILED_STATES = frozenset({"failed", "rejected", "canceled"})
 CANCEL_SECONDS = 10.0
 """How long canceling a remote task after a timeout may take."""
 
+POLL_SECONDS = 0.5
+MAX_POLL_SECONDS = 5.0
+"""How often a call that follows a task of an agent that cannot subscribe asks for it (the
+pause doubles from `POLL_SECONDS` up to `MAX_POLL_SECONDS`)."""
+
 CARD_SECONDS = 30.0
 """How long fetching an agent card may take."""
 
@@ -406,8 +411,8 @@ class A2AAgent:
         on_usage: Callable[[dict[str, int]], None] | None = None,
     ) -> A2AOutcome:
         """Where the task `task_id`, sent before (by a process that stopped), is now: read with
-        `tasks/get`; a task still working is followed (`tasks/subscribe`) until it ends or waits
-        for input. Nothing is sent to the agent."""
+        `tasks/get`; a task still working is followed (`tasks/subscribe`, else `tasks/get`
+        again and again) until it ends or waits for input. Nothing is sent to the agent."""
         from a2a.types import GetTaskRequest, StreamResponse, SubscribeToTaskRequest
 
         progress = _Progress(task_id=task_id, context_id=context_id)
@@ -429,11 +434,16 @@ class A2AAgent:
                 raise
             except Exception:
                 # the task ended between the two requests (a finished task takes no
-                # subscriber), or the agent cannot subscribe: where it is now
-                task = await client.get_task(GetTaskRequest(id=task_id))
-                progress.read(StreamResponse(task=task))
-                if progress.state in ("submitted", "working"):
-                    raise
+                # subscriber), or the agent cannot subscribe (the in-memory engine of
+                # `agentctl serve`): ask for it until it ends, within the call's timeout
+                pause = POLL_SECONDS
+                while True:
+                    task = await client.get_task(GetTaskRequest(id=task_id))
+                    progress.read(StreamResponse(task=task))
+                    if progress.state not in ("submitted", "working"):
+                        return
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, MAX_POLL_SECONDS)
 
         await self._session(progress, headers, read)
         return progress.outcome()

@@ -385,3 +385,49 @@ def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
     assert "GetTask" in seen.methods[methods:]
     assert "SendStreamingMessage" not in seen.methods[methods:]
     assert ("SubscribeToTask" in seen.methods[methods:]) is not finished
+
+
+def test_a_task_is_followed_by_asking_for_it_when_the_agent_cannot_subscribe(
+    translator: tuple[str, Seen],
+) -> None:
+    """The sender goes away once the task is known; `follow` reads the task, cannot subscribe
+    (the in-memory engine of `agentctl serve` cannot), and asks for it until it ends."""
+    import asyncio
+
+    from runner.spec.a2a import A2AConnection
+    from runner.tools.a2a import A2AAgent
+
+    url, seen = translator
+    seen.release.clear()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    agent = A2AAgent("translator", A2AConnection(card=url, headers=headers))
+
+    async def work() -> Any:
+        known = asyncio.Event()
+        ids: list[str] = []
+
+        async def on_task(task_id: str, context_id: str | None) -> None:
+            ids.append(task_id)
+            known.set()
+
+        sending = asyncio.create_task(
+            agent.exchange("hold", context_id=None, task_id=None, on_task=on_task)
+        )
+        await known.wait()
+        sending.cancel()  # the caller goes away; the task goes on
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+        asked = seen.methods.count("GetTask")
+        following = asyncio.create_task(agent.follow(ids[0], context_id=None))
+        while seen.methods.count("GetTask") < asked + 2:  # asked, refused, asked again
+            await asyncio.sleep(0.02)
+        seen.release.set()
+        return await following
+
+    seen.no_subscribe = True
+    try:
+        outcome = asyncio.run(work())
+    finally:
+        seen.no_subscribe = False
+    assert (outcome.state, outcome.text) == ("completed", "held and released")
+    assert "SubscribeToTask" in seen.methods
