@@ -3,13 +3,15 @@
 `Translator` answers from a script, no model: a text is "translated" (upper-cased, numbered by
 how many texts its context has seen, so a test can tell a reused context from a new one); a text
 starting `ask:` makes the task wait for input (`input-required`) and the next message of that
-task is the language; `fail` fails the task; `slow` waits until canceled. Requests to the agent
+task is the language; `fail` fails the task; `slow` waits until canceled; `hold` stays working
+until the test sets `Seen.release`, then answers. Requests to the agent
 need `Authorization: Bearer sekret` (the card is public).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -29,6 +31,14 @@ class Seen:
     messages: list[tuple[str, str, str]] = field(default_factory=list)
     canceled: list[str] = field(default_factory=list)
     traceparents: list[str | None] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    """The JSON-RPC method of each request (`SendStreamingMessage`, `GetTask`, ...)."""
+    release: threading.Event = field(default_factory=threading.Event)
+    """Lets the tasks of `hold` finish."""
+    finished: list[str] = field(default_factory=list)
+    """The tasks of `hold` that finished."""
+    no_subscribe: bool = False
+    """Refuse `SubscribeToTask` (as an agent that cannot subscribe does)."""
 
 
 def free_port() -> int:
@@ -84,6 +94,11 @@ def translator_app(port: int, seen: Seen) -> Any:
                 )
             elif text == "slow":
                 await asyncio.sleep(3600)
+            elif text == "hold":
+                await asyncio.to_thread(seen.release.wait)
+                await updater.add_artifact([new_text_part("held and released")])
+                await updater.complete()
+                seen.finished.append(task_id)
             else:
                 count = sum(1 for c, _, _ in seen.messages if c == context_id)
                 await updater.add_artifact([new_text_part(f"[{count}] {text.upper()}")])
@@ -117,6 +132,14 @@ def translator_app(port: int, seen: Seen) -> Any:
         async def dispatch(self, request: Any, call_next: Any) -> Any:
             if request.method == "POST":
                 seen.traceparents.append(request.headers.get("traceparent"))
+                try:
+                    sent = json.loads(await request.body())
+                except ValueError:
+                    sent = {}
+                seen.methods.append(str(sent.get("method")))
+                if seen.no_subscribe and sent.get("method") == "SubscribeToTask":
+                    refusal = {"code": -32601, "message": "Method not found"}
+                    return JSONResponse({"jsonrpc": "2.0", "id": sent.get("id"), "error": refusal})
             if request.method == "POST" and request.headers.get("authorization") != (
                 f"Bearer {TOKEN}"
             ):
@@ -149,5 +172,6 @@ def serving_translator() -> Iterator[tuple[str, Seen]]:
     try:
         yield f"http://127.0.0.1:{port}", seen
     finally:
+        seen.release.set()  # no task left holding a thread
         server.should_exit = True
         thread.join(timeout=10)

@@ -166,6 +166,10 @@ def subagent_middleware(
             # No checkpointer of its own: a subagent uses its parent's, so its approvals pause
             # and resume with the parent's thread.
             graph = build_graph(sub.agent, checkpointer=None, store=store)
+        elif sub.kind == "a2a" and sub.remote is not None:
+            from runner.tools.a2a import a2a_subagent_graph
+
+            graph = a2a_subagent_graph(sub.remote, budget=agent.harness.get("budget"))
         elif sub.remote is not None:
             from runner.middleware.remote_subagents import RemoteAgent
 

@@ -75,7 +75,7 @@ def describe(
                 else [],
                 **(
                     {"remote": remote_details(sub.remote, probe=probe)}
-                    if sub.remote is not None
+                    if sub.remote is not None and sub.kind == "remote"
                     else {}
                 ),
                 **({"a2a": remotes[sub.name]} if sub.name in remotes else {}),

@@ -656,7 +656,7 @@ class Resolver:
                     "pip install 'agentctl[serve]'",
                 )
             )
-        from runner.tools.a2a import A2AAgent, a2a_subagent_graph, fetch_card_sync
+        from runner.tools.a2a import A2AAgent, fetch_card_sync
 
         card = None
         if description is None:
@@ -672,7 +672,8 @@ class Resolver:
                 ) from None
             description = card.description or f"The A2A agent {card.name or entry.name}"
         agent = A2AAgent(entry.name, entry.a2a, card=card)
-        return ResolvedSubagent(entry.name, description, "a2a", runnable=a2a_subagent_graph(agent))
+        # its graph is made by the build, with the parent's budgets
+        return ResolvedSubagent(entry.name, description, "a2a", remote=agent)
 
     def _import_runnable(self, entry: Any, at: KeyPath, locator: Locator) -> Any:
         from runner.tools.imports import call_imported, import_object

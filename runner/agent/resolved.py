@@ -94,7 +94,8 @@ class Resource(Protocol):
 @dataclass
 class ResolvedSubagent:
     """A subagent of a resolved agent: resolved from a spec (`agent`), imported (`runnable`) or
-    served elsewhere (`remote`, a `runner.spec.remote.RemoteAgentServer`)."""
+    served elsewhere (`remote`: a `runner.spec.remote.RemoteAgentServer`, or for kind `a2a` a
+    `runner.tools.a2a.A2AAgent`, whose graph the build makes)."""
 
     name: str
     description: str

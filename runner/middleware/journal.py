@@ -41,7 +41,7 @@ from langchain.agents.middleware import AgentMiddleware
 from runner.middleware.storable import storable_result
 from runner.threads.guards import AsyncToolJournal, ToolJournal
 
-__all__ = ["DERIVED", "ToolJournalMiddleware", "journal_for"]
+__all__ = ["CHECKPOINTER_KEY", "DERIVED", "ToolJournalMiddleware", "current_scope", "journal_for"]
 
 CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph puts the run's checkpointer in a task's `configurable` (subgraphs included)."""
@@ -124,6 +124,12 @@ def _entry(request: Any) -> tuple[Journal, str, str, str] | None:
     if journal is None:
         return None
     return journal, str(thread_id), _SCOPE.get(), str(call_id)
+
+
+def current_scope() -> str:
+    """The chain of `task` calls the running code is under ("" outside any): inside a journaled
+    `task` call, it ends with that call's id (`runner.tools.a2a` keys its own records on it)."""
+    return _SCOPE.get()
 
 
 def _inner_scope(scope: str, call_id: str) -> str:

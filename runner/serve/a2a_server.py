@@ -13,7 +13,8 @@ run of the agent on the thread named by the context (created on first use), says
 writes as `working` status messages, and ends the task `completed` with the last reply as its
 artifact, or `input-required` with the question of an interrupt (its value as a data part); the
 next message to that task resumes the run (`Command(resume=TEXT)`). Canceling a task cancels its
-run.
+run. Each reply's tokens go in its status update's metadata (`usage`, see `runner.serve.a2a`),
+so a delegating agentctl agent counts them against its budgets.
 
 Who may: the caller's credentials (`runner.serve.auth`) are checked before the SDK sees the
 request (401 otherwise), and the executor calls the API with them, so the engine's ownership
@@ -30,7 +31,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from runner.serve.a2a import A2A_PREFIX
+from runner.serve.a2a import A2A_PREFIX, USAGE_KEY, reported_usage
 
 __all__ = ["A2AAuthMiddleware", "a2a_routes"]
 
@@ -175,9 +176,13 @@ def _executor(graph_id: str, api_url: str) -> Any:
                     await updater.failed(message)
                     return
                 elif part.event == "updates" and isinstance(part.data, dict):
-                    for said in _replies(part.data):
-                        message = updater.new_agent_message([new_text_part(said)])
-                        await updater.update_status(TaskState.TASK_STATE_WORKING, message)
+                    for said, usage in _replies(part.data):
+                        # each reply's tokens go with it, for the caller's budgets
+                        reply = updater.new_agent_message([new_text_part(said)]) if said else None
+                        metadata = {USAGE_KEY: usage} if usage else None
+                        await updater.update_status(
+                            TaskState.TASK_STATE_WORKING, reply, metadata=metadata
+                        )
             state = await client.threads.get_state(thread_id)
             runs.pop(task_id, None)  # the run is over: nothing left to cancel
             waiting = _interrupts(state)
@@ -231,8 +236,9 @@ def _inputs_text(inputs: Mapping[str, Any]) -> str:
     return how + "; ".join(listed) + "."
 
 
-def _replies(update: Mapping[str, Any]) -> list[str]:
-    """The text of the agent's replies in one `updates` chunk of the run's stream."""
+def _replies(update: Mapping[str, Any]) -> list[tuple[str, dict[str, int] | None]]:
+    """The agent's replies in one `updates` chunk of the run's stream: each one's text and the
+    tokens it used (`usage`), those with either (a reply that only calls tools has tokens)."""
     said = []
     for node_update in update.values():
         for part in node_update if isinstance(node_update, list) else [node_update]:
@@ -241,8 +247,9 @@ def _replies(update: Mapping[str, Any]) -> list[str]:
             for message in part.get("messages") or []:
                 if isinstance(message, dict) and message.get("type") == "ai":
                     text = _text_of(message.get("content"))
-                    if text:
-                        said.append(text)
+                    usage = reported_usage(message)
+                    if text or usage:
+                        said.append((text, usage))
     return said
 
 

@@ -20,8 +20,15 @@ data: the parent run waits on the same request (each call naming the agent), and
 go back as a `{"resume": ...}` data part, as that server takes them.
 
 A `task` call that finished is in the parent thread's tool journal (`runner.middleware.journal`):
-a run resumed after a crash answers it from there and does not send it again. When runs are
-traced, each request carries the `traceparent` of the subagent's span.
+a run resumed after a crash answers it from there and does not send it again. A call in flight
+is not sent again either: the task each of its messages went to is journaled as soon as the
+first event names it (`SentTasks`), and a resumed run follows that task (`A2AAgent.follow`:
+`tasks/get`, then `tasks/subscribe` while it works) instead of sending the message again.
+
+The tokens the agent reports (`usage` in an event's metadata, `event_usage`; `agentctl serve`
+reports them) count against the parent run's budgets (`charger`); reaching one cancels the
+remote task and stops the parent run. When runs are traced, each request carries the
+`traceparent` of the subagent's span.
 
 One A2A context (`contextId`) per parent thread and subagent: the graph reads it from the
 parent's state (`a2a_contexts`, subagent name -> contextId, see `runner.middleware.subagents`)
@@ -40,12 +47,13 @@ import contextlib
 import functools
 import json
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict, TypeVar
 
 from langgraph.graph.message import add_messages
 
+from runner.errors import RunError
 from runner.middleware.subagents import A2A_CONTEXTS, merge_contexts
 from runner.spec.a2a import DEFAULT_A2A_TIMEOUT, A2AConnection, card_url
 
@@ -71,6 +79,11 @@ FAILED_STATES = frozenset({"failed", "rejected", "canceled"})
 
 CANCEL_SECONDS = 10.0
 """How long canceling a remote task after a timeout may take."""
+
+POLL_SECONDS = 0.5
+MAX_POLL_SECONDS = 5.0
+"""How often a call that follows a task of an agent that cannot subscribe asks for it (the
+pause doubles from `POLL_SECONDS` up to `MAX_POLL_SECONDS`)."""
 
 CARD_SECONDS = 30.0
 """How long fetching an agent card may take."""
@@ -197,6 +210,34 @@ def _interrupt_value(parts: Any) -> dict[str, Any] | None:
     return None
 
 
+USAGE_KEY: Final = "usage"
+"""The metadata key of an event (status or artifact update, message) that reports the tokens
+the remote agent used since its previous report: `{"input_tokens": n, "output_tokens": m}`
+(LangChain's names). agentctl serve's A2A out sends it; a remote that does not is uncounted."""
+
+
+def event_usage(event: StreamResponse) -> dict[str, int] | None:
+    """The tokens an event of the stream reports (`USAGE_KEY` in its metadata), if any. A whole
+    task (`tasks/get`) is not read: its metadata may repeat what updates reported."""
+    from google.protobuf.json_format import MessageToDict
+
+    kind = event.WhichOneof("payload")
+    if kind not in ("status_update", "artifact_update", "message"):
+        return None
+    payload = getattr(event, kind)
+    if not payload.HasField("metadata"):
+        return None
+    usage = MessageToDict(payload.metadata).get(USAGE_KEY)
+    if not isinstance(usage, dict):
+        return None
+    counted = {}
+    for key in ("input_tokens", "output_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            counted[key] = int(value)
+    return counted or None
+
+
 def is_approval_request(value: Any) -> bool:
     """Whether an interrupt value asks to approve tool calls (LangChain's human-in-the-loop)."""
     return isinstance(value, dict) and isinstance(value.get("action_requests"), list)
@@ -255,6 +296,9 @@ class _Progress:
                 self.artifacts[artifact.artifact_id] = _parts_text(artifact.parts)
             if task.status.HasField("message"):
                 self.status_text = _parts_text(task.status.message.parts)
+                self.request = _interrupt_value(task.status.message.parts) or self.request
+            for artifact in task.artifacts:
+                self.request = _interrupt_value(artifact.parts) or self.request
             return ""
         if kind == "status_update":
             update = event.status_update
@@ -322,34 +366,109 @@ class A2AAgent:
         on_text: Callable[[str, str], None] | None = None,
         resume: Any = None,
         headers: Mapping[str, str] | None = None,
+        on_task: Callable[[str, str | None], Awaitable[None]] | None = None,
+        on_usage: Callable[[dict[str, int]], None] | None = None,
     ) -> A2AOutcome:
         """Send `text` (to the task `task_id` when it continues one) and follow the task until it
         ends or waits for input. `on_text(state, text)` hears each piece of text as it comes.
         `resume`: instead of text, a data part `{"resume": resume}` (decisions on an approval,
         as a LangGraph server takes them). `headers`: more headers for this exchange (the trace
-        context)."""
-        from a2a.client import ClientConfig, ClientFactory
+        context). `on_task(task_id, context_id)` is awaited once, as soon as an event names the
+        task, before the stream is read further (where the call records it). `on_usage(tokens)`
+        hears the tokens each event reports (`event_usage`); what it raises ends the exchange
+        (the remote task is canceled)."""
         from a2a.helpers import new_data_part, new_message, new_text_part
         from a2a.types import Role, SendMessageRequest
 
         progress = _Progress(task_id=task_id, context_id=context_id)
         part = new_text_part(text) if resume is None else new_data_part({"resume": resume})
         message = new_message([part], context_id=context_id, task_id=task_id, role=Role.ROLE_USER)
+        announced = False
+
+        async def follow(client: Any) -> None:
+            nonlocal announced
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                piece = progress.read(event)
+                if piece and on_text is not None:
+                    on_text(progress.state, piece)
+                usage = event_usage(event) if on_usage is not None else None
+                if usage and on_usage is not None:
+                    on_usage(usage)
+                if on_task is not None and progress.task_id and not announced:
+                    announced = True
+                    await on_task(progress.task_id, progress.context_id)
+
+        await self._session(progress, headers, follow)
+        return progress.outcome()
+
+    async def follow(
+        self,
+        task_id: str,
+        *,
+        context_id: str | None,
+        on_text: Callable[[str, str], None] | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_usage: Callable[[dict[str, int]], None] | None = None,
+    ) -> A2AOutcome:
+        """Where the task `task_id`, sent before (by a process that stopped), is now: read with
+        `tasks/get`; a task still working is followed (`tasks/subscribe`, else `tasks/get`
+        again and again) until it ends or waits for input. Nothing is sent to the agent."""
+        from a2a.types import GetTaskRequest, StreamResponse, SubscribeToTaskRequest
+
+        progress = _Progress(task_id=task_id, context_id=context_id)
+
+        async def read(client: Any) -> None:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            progress.read(StreamResponse(task=task))
+            if progress.state not in ("submitted", "working"):
+                return
+            try:
+                async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                    piece = progress.read(event)
+                    if piece and on_text is not None:
+                        on_text(progress.state, piece)
+                    usage = event_usage(event) if on_usage is not None else None
+                    if usage and on_usage is not None:
+                        on_usage(usage)
+            except RunError:
+                raise
+            except Exception:
+                # the task ended between the two requests (a finished task takes no
+                # subscriber), or the agent cannot subscribe (the in-memory engine of
+                # `agentctl serve`): ask for it until it ends, within the call's timeout
+                pause = POLL_SECONDS
+                while True:
+                    task = await client.get_task(GetTaskRequest(id=task_id))
+                    progress.read(StreamResponse(task=task))
+                    if progress.state not in ("submitted", "working"):
+                        return
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, MAX_POLL_SECONDS)
+
+        await self._session(progress, headers, read)
+        return progress.outcome()
+
+    async def _session(
+        self,
+        progress: _Progress,
+        headers: Mapping[str, str] | None,
+        use: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        """`use(client)` within the timeout, on a client of its own; after a timeout, or a
+        budget of the parent's reached, the task `progress` names is canceled."""
+        from a2a.client import ClientConfig, ClientFactory
+
         card = await self.card()
         async with _http_client(self.connection, self.timeout, headers) as http:
             client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
             try:
                 async with asyncio.timeout(self.timeout):
-                    async for event in client.send_message(SendMessageRequest(message=message)):
-                        piece = progress.read(event)
-                        if piece and on_text is not None:
-                            on_text(progress.state, piece)
-            except TimeoutError:
+                    await use(client)
+            except (TimeoutError, RunError):
                 await self._cancel(client, progress.task_id)
                 raise
             finally:
                 await client.close()
-        return progress.outcome()
 
     async def _cancel(self, client: Any, task_id: str | None) -> None:
         from a2a.types import CancelTaskRequest
@@ -359,6 +478,65 @@ class A2AAgent:
         with contextlib.suppress(Exception):  # best effort: the call has already failed
             async with asyncio.timeout(CANCEL_SECONDS):
                 await client.cancel_task(CancelTaskRequest(id=task_id))
+
+
+class SentTasks:
+    """Which task each message of one `task` call went to, recorded in the parent thread's tool
+    journal (`runner.middleware.journal`) the moment the first event of the exchange names the
+    task: a process that resumes the call after a crash follows that task instead of sending
+    the message again. Keyed by the call's scope (the chain of `task` calls, ending with this
+    one), the agent's name and the message's number within the call."""
+
+    def __init__(self, journal: Any, thread_id: str, scope: str, name: str) -> None:
+        self.journal = journal
+        self.thread_id = thread_id
+        self.scope = scope
+        self.name = name
+
+    def _key(self, step: int) -> str:
+        return f"{self.name}#{step}"
+
+    async def lookup(self, step: int) -> dict[str, Any] | None:
+        from runner.threads.guards import AsyncToolJournal
+
+        key = (self.thread_id, self.scope, self._key(step))
+        if isinstance(self.journal, AsyncToolJournal):
+            found = await self.journal.alookup(*key)
+        else:
+            found = await asyncio.to_thread(self.journal.lookup, *key)
+        return found if isinstance(found, dict) and found.get("task_id") else None
+
+    async def record(self, step: int, task_id: str, context_id: str | None) -> None:
+        from runner.threads.guards import AsyncToolJournal
+
+        thread_id, scope, key = self.thread_id, self.scope, self._key(step)
+        value = {"task_id": task_id, "context_id": context_id}
+        if isinstance(self.journal, AsyncToolJournal):
+            await self.journal.arecord(thread_id, scope, key, value)
+        else:
+            await asyncio.to_thread(self.journal.record, thread_id, scope, key, value)
+
+
+def sent_tasks(
+    config: Mapping[str, Any] | None, name: str, *, running_async: bool
+) -> SentTasks | None:
+    """Where the running `task` call of the A2A agent `name` records its tasks; None when the
+    run has no tool journal (no checkpointer, or one of an unknown type): then a call in flight
+    at a crash is sent again when the run resumes."""
+    from runner.middleware.journal import CHECKPOINTER_KEY, current_scope, journal_for
+    from runner.threads.guards import AsyncToolJournal
+    from runner.tools.runtime import TASK_CALL
+
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    call = TASK_CALL.get(None)
+    journal = journal_for(configurable.get(CHECKPOINTER_KEY))
+    if not thread_id or call is None or journal is None:
+        return None
+    if isinstance(journal, AsyncToolJournal) and not running_async:
+        return None  # an async saver's connection belongs to its own loop
+    scope = current_scope() or str(call.id)
+    return SentTasks(journal, str(thread_id), f"a2a:{scope}", name)
 
 
 class A2ATaskState(TypedDict, total=False):
@@ -371,8 +549,41 @@ def _last_text(messages: list[Any]) -> str:
     return str(messages[-1].text) if messages else ""
 
 
-def a2a_subagent_graph(agent: A2AAgent) -> Any:
-    """The compiled graph that runs `agent` as a subagent (no checkpointer: the parent's)."""
+def charger(
+    budget: Any, config: Mapping[str, Any] | None
+) -> Callable[[dict[str, int]], None] | None:
+    """What adds the tokens a remote agent reports to the parent run's budgets (`budget`: the
+    parent's `BudgetMiddleware`) and raises `BudgetExceeded` at a limit; None without budgets."""
+    if budget is None or not budget.budget.active:
+        return None
+    from langchain_core.messages import AIMessage
+
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = str(configurable.get("thread_id") or "")
+    turn = configurable.get("agentctl_turn") or configurable.get("run_id")
+
+    def charge(usage: dict[str, int]) -> None:
+        run = budget.budget
+        tally = run.begin(thread_id, str(turn) if turn is not None else None, new_run=False)
+        tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+        reply = AIMessage(
+            content="",
+            usage_metadata={
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        )
+        run.add(tally, reply, {})  # the remote model's price is not known here
+        run.check(tally)
+
+    return charge
+
+
+def a2a_subagent_graph(agent: A2AAgent, *, budget: Any = None) -> Any:
+    """The compiled graph that runs `agent` as a subagent (no checkpointer: the parent's).
+    `budget`: the parent's `BudgetMiddleware`, which the tokens the agent reports count
+    against."""
     from langchain_core.messages import AIMessage
     from langchain_core.runnables import RunnableConfig, RunnableLambda
     from langgraph.config import get_stream_writer
@@ -395,7 +606,11 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         return on_text
 
     async def exchange(
-        state: A2ATaskState, on_text: Callable[[str, str], None], headers: dict[str, str]
+        state: A2ATaskState,
+        on_text: Callable[[str, str], None],
+        headers: dict[str, str],
+        sent: SentTasks | None,
+        charge: Callable[[dict[str, int]], None] | None,
     ) -> dict[str, Any]:
         pending = state.get(PENDING) or {}
         contexts = state.get(A2A_CONTEXTS) or {}
@@ -409,15 +624,32 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         else:
             text, task_id = _last_text(state.get("messages") or []), None
             context_id = contexts.get(name)
+        # the call's n-th message: 1, then one more per answer sent to the task
+        step = int(pending.get("step") or 0) + 1 if pending else 1
         try:
-            outcome = await agent.exchange(
-                text,
-                context_id=context_id,
-                task_id=task_id,
-                on_text=on_text,
-                resume=resume,
-                headers=headers,
-            )
+            before = await sent.lookup(step) if sent is not None else None
+            if before is not None:
+                # sent by a process that stopped before the call finished: follow that task
+                outcome = await agent.follow(
+                    str(before["task_id"]),
+                    context_id=before.get("context_id") or context_id,
+                    on_text=on_text,
+                    headers=headers,
+                    on_usage=charge,
+                )
+            else:
+                outcome = await agent.exchange(
+                    text,
+                    context_id=context_id,
+                    task_id=task_id,
+                    on_text=on_text,
+                    resume=resume,
+                    headers=headers,
+                    on_task=functools.partial(sent.record, step) if sent is not None else None,
+                    on_usage=charge,
+                )
+        except RunError:
+            raise  # a budget of the parent's reached: the parent run stops
         except TimeoutError:
             return _answer(f"Error: the A2A agent {name!r} did not finish in {agent.timeout:g} s")
         except Exception as exc:  # an unreachable or failing agent is the model's to handle
@@ -427,6 +659,7 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
             update[A2A_CONTEXTS] = {name: outcome.context_id}
         if outcome.state in WAITING_STATES:
             update[PENDING] = {
+                "step": step,
                 "task_id": outcome.task_id,
                 "context_id": outcome.context_id,
                 "state": outcome.state,
@@ -443,11 +676,15 @@ def a2a_subagent_graph(agent: A2AAgent) -> Any:
         return {"messages": [AIMessage(content=text, name=name)], PENDING: None}
 
     async def aexchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
-        return await exchange(state, streamer(), trace_headers(config))
+        sent = sent_tasks(config, name, running_async=True)
+        charge = charger(budget, config)
+        return await exchange(state, streamer(), trace_headers(config), sent, charge)
 
     def sync_exchange(state: A2ATaskState, config: RunnableConfig) -> dict[str, Any]:
         on_text, headers = streamer(), trace_headers(config)
-        return run_sync(lambda: exchange(state, on_text, headers))
+        sent = sent_tasks(config, name, running_async=False)
+        charge = charger(budget, config)
+        return run_sync(lambda: exchange(state, on_text, headers, sent, charge))
 
     def ask(state: A2ATaskState) -> dict[str, Any]:
         pending = dict(state.get(PENDING) or {})

@@ -72,6 +72,20 @@ agents:
     - content: Listed.
 """
 
+SPENDER = """\
+name: spender
+description: Spends tokens
+model: replay:spender.cassette.yaml
+prompt: Work hard.
+"""
+SPENDER_CASSETTE = """\
+version: 1
+agents:
+  spender:
+    - content: Spent.
+      usage: {input_tokens: 4000, output_tokens: 1000}
+"""
+
 ENGINES = servers.ENGINES
 
 
@@ -91,6 +105,8 @@ def served(
     (folder / "scribe.cassette.yaml").write_text(SCRIBE_CASSETTE, encoding="utf-8")
     (folder / "lister.yaml").write_text(LISTER, encoding="utf-8")
     (folder / "lister.cassette.yaml").write_text(LISTER_CASSETTE, encoding="utf-8")
+    (folder / "spender.yaml").write_text(SPENDER, encoding="utf-8")
+    (folder / "spender.cassette.yaml").write_text(SPENDER_CASSETTE, encoding="utf-8")
     (folder / "keys.yaml").write_text(
         f"keys:\n  - {{user: alice, key: {ALICE}}}\n  - {{user: bob, key: {BOB}}}\n",
         encoding="utf-8",
@@ -105,7 +121,7 @@ def served(
             args += ["--db", stack.enter_context(fresh_database(postgres))]
         server = stack.enter_context(
             servers.serving(
-                [folder / "briefer.yaml", folder / "scribe.yaml", folder / "lister.yaml"],
+                [folder / f"{name}.yaml" for name in ("briefer", "scribe", "lister", "spender")],
                 cwd=folder,
                 args=args,
                 log=folder / "serve.log",
@@ -259,12 +275,15 @@ def _state_of(task: Any) -> str:
     return state_name(task.status.state)
 
 
-def _delegating(served: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
+def _delegating(
+    served: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, extra: str = ""
+) -> Session:
     """A session of an agent whose one subagent is the served agent `name`, over A2A with
-    alice's key; its model delegates once, then says what it got."""
+    alice's key; its model delegates once, then says what it got. `extra`: more top-level
+    lines of the agent file."""
     monkeypatch.setenv("SERVED_KEY", ALICE)
     (tmp_path / "boss.yaml").write_text(
-        "name: boss\nmodel: openai:gpt-4.1\nprompt: You delegate.\n"
+        f"name: boss\nmodel: openai:gpt-4.1\nprompt: You delegate.\n{extra}"
         "general_purpose_agent: false\nsubagents:\n"
         f"  - name: {name}\n    a2a:\n      card: {served}/a2a/{name}\n"
         '      headers: {x-api-key: "${SERVED_KEY}"}\n',
@@ -293,6 +312,34 @@ def test_an_agentctl_agent_delegates_to_the_served_agent(
     result = next(e for e in done.events if isinstance(e, ToolResult) and e.name == "task")
     assert result.content == "Briefed."
     assert done.final is not None and done.final.content == "got: Briefed."
+
+
+def test_the_served_agents_tokens_count_against_the_delegating_runs_budget(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The served agent reports its replies' tokens in the task's updates (both engines); the
+    delegating run adds them to its own and stops at its budget."""
+    extra = "limits: {tokens: 1000}\n"
+    with _delegating(served, "spender", tmp_path, monkeypatch, extra=extra) as session:
+        events = session.run("go").events
+    last = events[-1]
+    assert last.type == "error", events
+    assert "budget of 1,000 tokens reached" in last.message  # type: ignore[attr-defined]
+    # the parent's own model call (the scripted model reports no tokens) and the child's reply
+    assert "(5,000 used)" in last.message  # type: ignore[attr-defined]
+    assert not any(isinstance(e, ToolResult) and e.name == "task" for e in events)
+
+
+def test_the_tokens_are_reported_in_the_final_status_update(served: str) -> None:
+    async def work(card: Any, client: Any) -> list[Any]:
+        return await _events(client, _send("go"))
+
+    caller = Caller(served, ALICE)
+    caller.agent = "spender"
+    from runner.tools.a2a import event_usage
+
+    reported = [u for u in map(event_usage, caller.call(work)) if u]
+    assert reported == [{"input_tokens": 4000, "output_tokens": 1000}]
 
 
 def test_a_stream_split_anywhere_is_rewritten_event_by_event() -> None:
@@ -413,19 +460,17 @@ def test_two_servers_an_approval_in_the_child_answered_by_the_parents_clients(
 
 
 def test_typed_inputs_go_as_vars(served: str, engine: str) -> None:
-    """On Aegra as a `{vars: ...}` data part (the card lists the inputs); the in-memory
-    engine's A2A takes no run settings: an assistant with the vars in its config does."""
+    """A `{vars: ...}` data part with the first message (the card lists the inputs on Aegra):
+    on Aegra the executor makes it the run's `configurable.vars`; on the in-memory engine the
+    middleware makes it the run's context, which the engine makes its `configurable`."""
     from a2a.helpers import new_data_part, new_message, new_text_part
     from a2a.types import Role, SendMessageRequest
-    from langgraph_sdk import get_sync_client
 
     def request(*parts: Any) -> Any:
         return SendMessageRequest(message=new_message(list(parts), role=Role.ROLE_USER))
 
     async def work(card: Any, client: Any) -> tuple[Any, Any, Any]:
         refused = await _failure(client, request(new_text_part("go")))
-        if engine != "aegra":
-            return card, None, refused
         given = request(new_text_part("go"), new_data_part({"vars": {"topic": "birds"}}))
         return card, _outcome(await _events(client, given)), refused
 
@@ -435,23 +480,29 @@ def test_typed_inputs_go_as_vars(served: str, engine: str) -> None:
     # a required input missing: the run is refused (the in-memory engine's A2A says only
     # "Internal server error", whatever the reason)
     assert "topic" in refused if engine == "aegra" else refused == "Internal server error"
+    assert (listed.state, listed.text) == ("completed", "Listed.")
     if engine == "aegra":
         (skill,) = card.skills
         assert skill.description == (
             'Lists things\nInputs, as a data part {"vars": {...}} with the first message: '
             "topic (string, required)."
         )
-        assert (listed.state, listed.text) == ("completed", "Listed.")
-        return
-    api = get_sync_client(url=served, api_key=ALICE)
-    config = {"configurable": {"vars": {"topic": "birds"}}}
-    caller.agent = api.assistants.create("lister", config=config)["assistant_id"]
 
-    async def with_assistant(card: Any, client: Any) -> Any:
-        return _outcome(await _events(client, request(new_text_part("go"))))
 
-    listed = caller.call(with_assistant)
-    assert (listed.state, listed.text) == ("completed", "Listed.")
+def test_a_vars_data_part_becomes_the_runs_context() -> None:
+    from runner.serve.a2a import vars_as_context
+
+    request = {
+        "method": "SendStreamingMessage",
+        "params": {"message": {"parts": [{"text": "go"}, {"data": {"vars": {"topic": "x"}}}]}},
+    }
+    assert vars_as_context(request)
+    assert request["params"] == {
+        "message": {"parts": [{"text": "go"}]},
+        "context": {"vars": {"topic": "x"}},
+    }
+    other = {"method": "GetTask", "params": {"message": {"parts": [{"data": {"vars": {}}}]}}}
+    assert not vars_as_context(other) and other["params"]["message"]["parts"]
 
 
 async def _failure(client: Any, request: Any) -> str:

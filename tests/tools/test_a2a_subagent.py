@@ -5,6 +5,7 @@ as results the model reads."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,160 @@ def test_the_trace_context_goes_to_the_remote_agent(
     parent = spans[parent_id]  # the remote call's parent is a span of this run
     assert parent.name == "invoke_agent translator"
     assert format(parent.context.trace_id, "032x") == trace_id
+
+
+HOLD_CASSETTE = """\
+version: 1
+agents:
+  boss:
+    - tool_calls: [{name: task, args: {description: hold, subagent_type: translator}}]
+    - content: Done.
+"""
+
+PATIENCE = 20.0
+"""Seconds a step of the kill test may take before it fails (a hang, not a measurement)."""
+
+
+def _wait_for(check: Any, what: str, child: Any = None) -> None:
+    """Until `check()`; an error when `child` (a parent process) exits first or time is up."""
+    import time
+
+    deadline = time.monotonic() + PATIENCE
+    while not check():
+        if child is not None and child.poll() is not None:
+            raise AssertionError(f"the parent exited before {what}: {child.communicate()}")
+        if time.monotonic() > deadline:
+            said = None
+            if child is not None:
+                child.kill()
+                said = child.communicate()
+            raise AssertionError(f"no {what} in {PATIENCE:g} s: {said}")
+        time.sleep(0.05)
+
+
+def _recorded_tasks(db: Path) -> list[Any]:
+    import sqlite3
+
+    if not db.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        try:
+            return connection.execute(
+                "SELECT call_id FROM agentctl_tool_journal WHERE scope LIKE 'a2a:%'"
+            ).fetchall()
+        except sqlite3.OperationalError:  # the table is not there yet
+            return []
+
+
+@pytest.mark.parametrize("finished", [False, True], ids=["still-working", "finished"])
+def test_a_parent_killed_mid_call_follows_the_same_task_when_resumed(
+    translator: tuple[str, Seen], tmp_path: Path, finished: bool
+) -> None:
+    """The parent process is killed while the remote task works; run again on the thread, it
+    finds the task in the journal and asks for it (`tasks/get`): one still working is followed
+    (`tasks/subscribe`), one that finished meanwhile gives its answer. One remote task either
+    way, and its answer is the call's result."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    url, seen = translator
+    seen.release.clear()
+    seen.finished.clear()
+    spec = _spec(tmp_path, url, description="Translates")
+    spec.write_text(
+        spec.read_text().replace("openai:gpt-4.1", "replay:boss.cassette.yaml"), encoding="utf-8"
+    )
+    (tmp_path / "boss.cassette.yaml").write_text(HOLD_CASSETTE, encoding="utf-8")
+    env = {**os.environ, "A2A_TOKEN": TOKEN, "AGENTCTL_HOME": str(tmp_path)}
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "runner", "run", str(spec), *args, "--output", "jsonl"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    before = len(seen.messages)
+    first = start("go")
+    try:
+        assert first.stdout is not None
+        thread = json.loads(first.stdout.readline())["thread_id"]
+        # the task's id is in the thread's journal: the call is in flight past the point
+        # where a resumed run can find its task (before it, it would send the task again)
+        _wait_for(lambda: _recorded_tasks(tmp_path / "agentctl.db"), "recorded task", first)
+    finally:
+        first.kill()
+        first.communicate()
+    if finished:  # the remote task ends while no parent runs
+        seen.release.set()
+        _wait_for(lambda: seen.finished, "finished task")
+    methods = len(seen.methods)
+    second = start("--thread", thread)
+    try:
+        if not finished:
+            _wait_for(lambda: "SubscribeToTask" in seen.methods[methods:], "subscription", second)
+            seen.release.set()
+        out, err = second.communicate(timeout=PATIENCE)
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.communicate()
+    assert second.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    results = [e for e in events if e.get("type") == "tool_result" and e.get("name") == "task"]
+    assert [r["content"] for r in results] == ["held and released"], events
+    assert [text for _, _, text in seen.messages[before:]] == ["hold"]  # one remote task
+    assert "GetTask" in seen.methods[methods:]
+    assert "SendStreamingMessage" not in seen.methods[methods:]
+    assert ("SubscribeToTask" in seen.methods[methods:]) is not finished
+
+
+def test_a_task_is_followed_by_asking_for_it_when_the_agent_cannot_subscribe(
+    translator: tuple[str, Seen],
+) -> None:
+    """The sender goes away once the task is known; `follow` reads the task, cannot subscribe
+    (the in-memory engine of `agentctl serve` cannot), and asks for it until it ends."""
+    import asyncio
+
+    from runner.spec.a2a import A2AConnection
+    from runner.tools.a2a import A2AAgent
+
+    url, seen = translator
+    seen.release.clear()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    agent = A2AAgent("translator", A2AConnection(card=url, headers=headers))
+
+    async def work() -> Any:
+        known = asyncio.Event()
+        ids: list[str] = []
+
+        async def on_task(task_id: str, context_id: str | None) -> None:
+            ids.append(task_id)
+            known.set()
+
+        sending = asyncio.create_task(
+            agent.exchange("hold", context_id=None, task_id=None, on_task=on_task)
+        )
+        await known.wait()
+        sending.cancel()  # the caller goes away; the task goes on
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+        asked = seen.methods.count("GetTask")
+        following = asyncio.create_task(agent.follow(ids[0], context_id=None))
+        while seen.methods.count("GetTask") < asked + 2:  # asked, refused, asked again
+            await asyncio.sleep(0.02)
+        seen.release.set()
+        return await following
+
+    seen.no_subscribe = True
+    try:
+        outcome = asyncio.run(work())
+    finally:
+        seen.no_subscribe = False
+    assert (outcome.state, outcome.text) == ("completed", "held and released")
+    assert "SubscribeToTask" in seen.methods
