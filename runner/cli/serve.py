@@ -233,6 +233,26 @@ def serve(
 
     factory = GraphFactory(base_vars=variables)
     graphs = register(agents, factory)
+    served: Any = [(a.name, a.path) for a in agents]
+    live = None
+    if edited is not None:
+        from runner.serve.live import LiveAgents
+
+        targets = tuple(Path(t) for t in (paths or ("agents",)))
+        live = LiveAgents(
+            agents,
+            find=lambda: collect_agents(
+                targets,
+                vars=variables,
+                shared_workspace=shared_workspace,
+                keep_broken=True,
+                allow_empty=True,
+            ),
+            factory=factory,
+            engine=engine,
+            targets=targets,
+        )
+        served = live
     if port:
         check_port(host, port)
     else:
@@ -281,11 +301,14 @@ def serve(
 
         tries = TryRuns()  # the editor's tries: their threads, apart from the server's
         pages, api = edit_routes(
-            AgentsFolder(edited), authenticated=settings is not None, runs=tries
+            AgentsFolder(edited),
+            authenticated=settings is not None,
+            runs=tries,
+            refresh=None if live is None else live.refresh,
         )
         banner.append(f"  editing {display_path(edited)} at http://{shown_host}:{port}/edit")
     web = create_app(
-        [WebAgent(a.name, a.path) for a in agents],
+        live if live is not None else [WebAgent(a.name, a.path) for a in agents],
         # for the tools' schemas: inputs are given by runs, not needed to read them
         graph_for=lambda path: factory.graph(path, require_inputs=False),
         dev=dev,
@@ -293,11 +316,10 @@ def serve(
         authenticate=authenticate_with,
         thread_visible=owns,
         thread_state=thread_state,
-        middleware=[
-            guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
-        ],
+        middleware=[guard_middleware(served, vars=variables, persist=persist)],
         routes=pages,
         api_routes=api,
+        refresh=None if live is None else live.refresh,
     )
     if engine.database is not None:  # the in-memory engine has A2A of its own
         from runner.serve.a2a_server import mount_a2a
@@ -323,6 +345,7 @@ def serve(
             web_app=web,
             guard=guard,
             authenticated=settings is not None,
+            served=live,
         )
     except KeyboardInterrupt:
         pass
