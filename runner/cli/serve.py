@@ -320,6 +320,7 @@ def serve(
         routes=pages,
         api_routes=api,
         refresh=None if live is None else live.refresh,
+        editable=None if edited is None else _in_folder(edited),
     )
     if engine.database is not None:  # the in-memory engine has A2A of its own
         from runner.serve.a2a_server import mount_a2a
@@ -355,6 +356,21 @@ def serve(
             tries.close()
     click.echo("stopped", err=True)
     return 0
+
+
+def _in_folder(folder: Path) -> Any:
+    """`file` -> its path in the edited `folder` (how the editor opens it), None outside it."""
+    import os
+
+    root = os.path.realpath(folder)
+
+    def editable(file: Path) -> str | None:
+        real = os.path.realpath(file)
+        if not real.startswith(root + os.sep) or not real.endswith((".yaml", ".yml")):
+            return None
+        return Path(os.path.relpath(real, root)).as_posix()
+
+    return editable
 
 
 def _auth_settings(

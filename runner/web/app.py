@@ -166,6 +166,7 @@ def create_app(
     routes: Sequence[BaseRoute] = (),
     api_routes: Sequence[BaseRoute] = (),
     refresh: Callable[[], Awaitable[Any]] | None = None,
+    editable: Callable[[Path], str | None] | None = None,
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
     an agent file (blocking; it is called in a worker thread), for the tools' schemas.
@@ -183,7 +184,9 @@ def create_app(
 
     `agents` as a mapping {name: agent file} is read at each request, for a server whose agents
     change while it serves (`runner.serve.live`); `refresh()` is awaited before the agents are
-    listed, to find files added or removed meanwhile."""
+    listed, to find files added or removed meanwhile. `editable(file)`: the path the editor
+    opens an agent file by (`/edit?file=PATH`), None when it does not edit it; each agent's row
+    says it as `edit` (the page links it for the users the editor lets in)."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
@@ -204,6 +207,7 @@ def create_app(
                     "kind": _kind(loaded.spec),
                     "inputs": _inputs(loaded.spec),
                     "problems": [str(p) for p in loaded.problems],
+                    "edit": editable(agent.path) if editable is not None else None,
                 }
             )
         return rows

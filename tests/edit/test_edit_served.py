@@ -108,8 +108,11 @@ def _refused(client: Any, agent: str) -> str:
 
 
 def _listed(served: Served) -> set[str]:
+    """The agents the page lists; each links to its file in the editor."""
     status, body = served.call("/agents")
     assert status == 200, body
+    for row in body["agents"]:
+        assert (served.folder / row["edit"]).is_file(), row
     return {row["name"] for row in body["agents"]}
 
 

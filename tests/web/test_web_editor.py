@@ -245,6 +245,13 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     page.get_by_role("button", name="Test").click()
     expect(page.locator("#ed-tests h3")).to_contain_text("planner.test.yaml: ")
     expect(page.locator("#ed-tests .ed-case")).to_have_count(1)
+
+    # the chat lists the new agent (no restart), and its row leads back to its file
+    page.goto("/")
+    row = page.locator("li.agent", has_text="planner")
+    row.get_by_role("link", name="edit planner's file (planner.yaml)").click()
+    expect(page).to_have_url(re.compile(r"/edit\?file=planner\.yaml$"))
+    expect(page.locator(".cm-content")).to_contain_text("description: Plans launches")
     assert not errors, f"the page raised: {errors}"
     context.close()
 
