@@ -186,7 +186,8 @@ def serve(
 
     With --edit, the page at `/edit` also writes agents: a YAML editor with validate's
     problems as you type, a form of the common settings, new agents, try, record and test. It
-    edits only the served folder; with users, only admins may.
+    edits only the served folder; with users, only admins may. An agent made, renamed or
+    deleted there is served (or no longer) at once, without a restart.
 
     Browser safety is always on: a request for another Host, from another origin's page, or
     with a body that is not JSON is refused, so a web page the user visits cannot drive the

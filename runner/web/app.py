@@ -185,8 +185,8 @@ def create_app(
     `agents` as a mapping {name: agent file} is read at each request, for a server whose agents
     change while it serves (`runner.serve.live`); `refresh()` is awaited before the agents are
     listed, to find files added or removed meanwhile. `editable(file)`: the path the editor
-    opens an agent file by (`/edit?file=PATH`), None when it does not edit it; each agent's row
-    says it as `edit` (the page links it for the users the editor lets in)."""
+    opens an agent file by (`/edit?file=PATH`), None when it does not edit it; given, each
+    agent's row says it as `edit` (the page links it for the users the editor lets in)."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
@@ -207,9 +207,10 @@ def create_app(
                     "kind": _kind(loaded.spec),
                     "inputs": _inputs(loaded.spec),
                     "problems": [str(p) for p in loaded.problems],
-                    "edit": editable(agent.path) if editable is not None else None,
                 }
             )
+            if editable is not None:
+                rows[-1]["edit"] = editable(agent.path)
         return rows
 
     async def list_agents(request: Request) -> Response:
