@@ -168,7 +168,11 @@ async def add_graph(name: str, path: str, description: str | None) -> None:
     """Serve one more graph (`path`: `file.py:NAME`) on the running Aegra (its event loop): put
     in its registry and loaded as those of its config are, its default assistant created (or
     kept, with its threads, when the graph was served before under this name). Only this
-    server learns of it: other servers on the same database and Redis do not."""
+    server learns of it: other servers on the same database and Redis do not.
+
+    Aegra has no public call for this: it does what `LangGraphService.initialize` does for
+    each graph of its config, with that class's own methods (aegra-api 0.11, as pinned;
+    tests/edit/test_edit_served.py runs it)."""
     from aegra_api.services.langgraph_service import (
         _parse_graph_config_entry,
         get_langgraph_service,

@@ -125,7 +125,7 @@ class LiveAgents(Mapping[str, Path]):
             n for n, a in now.items() if n in self._by_name and self._by_name[n].path != a.path
         ]
         added = [name for name in now if name not in self._by_name]
-        for name in removed + moved:
+        for name in removed:  # a moved one is replaced below, never missing meanwhile
             self.engine.remove_graph(name)
             graphs.remove(name)
             del self._by_name[name]

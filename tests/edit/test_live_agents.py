@@ -62,3 +62,10 @@ def test_a_refresh_serves_new_files_and_drops_gone_ones(tmp_path: Path) -> None:
     assert (refreshed.added, refreshed.removed, set(live)) == ((), (), {"two"})
     (tmp_path / "copy.yaml").unlink()
     assert asyncio.run(live.refresh()).problem is None
+
+    # a file renamed on disk, its `name:` kept: the graph is served from the new file
+    engine.told.clear()
+    (tmp_path / "two.yaml").rename(tmp_path / "second.yaml")
+    assert asyncio.run(live.refresh()).as_json() == {"added": [], "removed": [], "problem": None}
+    assert engine.told == [("add", "two")]  # replaced: never missing meanwhile
+    assert dict(live) == {"two": tmp_path / "second.yaml"}
