@@ -131,6 +131,26 @@ def _inputs(spec: Any) -> list[dict[str, Any]]:
     return fields
 
 
+def _agent_row(
+    agent: WebAgent, loaded: _Loaded, editable: Callable[[Path], str | None] | None
+) -> dict[str, Any]:
+    """The agents list's row of `agent`; with `editable`, its path in the editor (`edit`)."""
+    from runner.errors import display_path
+
+    row = {
+        "name": agent.name,
+        "file": display_path(agent.path),
+        "model": _model_name(loaded.spec),
+        "description": getattr(loaded.spec, "description", None),
+        "kind": _kind(loaded.spec),
+        "inputs": _inputs(loaded.spec),
+        "problems": [str(p) for p in loaded.problems],
+    }
+    if editable is not None:
+        row["edit"] = editable(agent.path)
+    return row
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -193,25 +213,7 @@ def create_app(
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     def agent_rows() -> list[dict[str, Any]]:
-        from runner.errors import display_path
-
-        rows = []
-        for agent in served.by_name.values():
-            loaded = served.load(agent)
-            rows.append(
-                {
-                    "name": agent.name,
-                    "file": display_path(agent.path),
-                    "model": _model_name(loaded.spec),
-                    "description": getattr(loaded.spec, "description", None),
-                    "kind": _kind(loaded.spec),
-                    "inputs": _inputs(loaded.spec),
-                    "problems": [str(p) for p in loaded.problems],
-                }
-            )
-            if editable is not None:
-                rows[-1]["edit"] = editable(agent.path)
-        return rows
+        return [_agent_row(a, served.load(a), editable) for a in served.by_name.values()]
 
     async def list_agents(request: Request) -> Response:
         # Everything that touches the disk runs off the loop (the engine may flag blocking calls).
