@@ -186,7 +186,8 @@ def serve(
 
     With --edit, the page at `/edit` also writes agents: a YAML editor with validate's
     problems as you type, a form of the common settings, new agents, try, record and test. It
-    edits only the served folder; with users, only admins may.
+    edits only the served folder; with users, only admins may. An agent made, renamed or
+    deleted there is served (or no longer) at once, without a restart.
 
     Browser safety is always on: a request for another Host, from another origin's page, or
     with a body that is not JSON is refused, so a web page the user visits cannot drive the
@@ -233,6 +234,26 @@ def serve(
 
     factory = GraphFactory(base_vars=variables)
     graphs = register(agents, factory)
+    served: Any = [(a.name, a.path) for a in agents]
+    live = None
+    if edited is not None:
+        from runner.serve.live import LiveAgents
+
+        targets = tuple(Path(t) for t in (paths or ("agents",)))
+        live = LiveAgents(
+            agents,
+            find=lambda: collect_agents(
+                targets,
+                vars=variables,
+                shared_workspace=shared_workspace,
+                keep_broken=True,
+                allow_empty=True,
+            ),
+            factory=factory,
+            engine=engine,
+            targets=targets,
+        )
+        served = live
     if port:
         check_port(host, port)
     else:
@@ -281,11 +302,14 @@ def serve(
 
         tries = TryRuns()  # the editor's tries: their threads, apart from the server's
         pages, api = edit_routes(
-            AgentsFolder(edited), authenticated=settings is not None, runs=tries
+            AgentsFolder(edited),
+            authenticated=settings is not None,
+            runs=tries,
+            refresh=None if live is None else live.refresh,
         )
         banner.append(f"  editing {display_path(edited)} at http://{shown_host}:{port}/edit")
     web = create_app(
-        [WebAgent(a.name, a.path) for a in agents],
+        live if live is not None else [WebAgent(a.name, a.path) for a in agents],
         # for the tools' schemas: inputs are given by runs, not needed to read them
         graph_for=lambda path: factory.graph(path, require_inputs=False),
         dev=dev,
@@ -293,11 +317,11 @@ def serve(
         authenticate=authenticate_with,
         thread_visible=owns,
         thread_state=thread_state,
-        middleware=[
-            guard_middleware([(a.name, a.path) for a in agents], vars=variables, persist=persist)
-        ],
+        middleware=[guard_middleware(served, vars=variables, persist=persist)],
         routes=pages,
         api_routes=api,
+        refresh=None if live is None else live.refresh,
+        editable=None if edited is None else _in_folder(edited),
     )
     if engine.database is not None:  # the in-memory engine has A2A of its own
         from runner.serve.a2a_server import mount_a2a
@@ -323,6 +347,7 @@ def serve(
             web_app=web,
             guard=guard,
             authenticated=settings is not None,
+            served=live,
         )
     except KeyboardInterrupt:
         pass
@@ -332,6 +357,21 @@ def serve(
             tries.close()
     click.echo("stopped", err=True)
     return 0
+
+
+def _in_folder(folder: Path) -> Any:
+    """`file` -> its path in the edited `folder` (how the editor opens it), None outside it."""
+    import os
+
+    root = os.path.realpath(folder)
+
+    def editable(file: Path) -> str | None:
+        real = os.path.realpath(file)
+        if not real.startswith(root + os.sep) or not real.endswith((".yaml", ".yml")):
+            return None
+        return Path(os.path.relpath(real, root)).as_posix()
+
+    return editable
 
 
 def _auth_settings(

@@ -58,11 +58,17 @@ def _error(status: int, message: str, **more: Any) -> JSONResponse:
 
 
 def edit_routes(
-    folder: AgentsFolder, *, authenticated: bool, runs: TryRuns | None = None
+    folder: AgentsFolder,
+    *,
+    authenticated: bool,
+    runs: TryRuns | None = None,
+    refresh: Callable[..., Awaitable[Any]] | None = None,
 ) -> tuple[list[BaseRoute], list[BaseRoute]]:
     """(the page's routes, the side API's routes) of the editor of `folder`. `authenticated`:
-    the server has users, and only admins may edit."""
-    api = _EditApi(folder, runs or TryRuns())
+    the server has users, and only admins may edit. `refresh(force=True)` (a server's
+    `runner.serve.live.LiveAgents.refresh`) is awaited after each file written, so a new or
+    renamed agent is served at once; what it did is in the answer, as `served`."""
+    api = _EditApi(folder, runs or TryRuns(), refresh)
     handlers = [
         ("/edit/files", api.files, "GET"),
         ("/edit/file", api.file, "GET"),
@@ -136,10 +142,24 @@ def _position(data: dict[str, Any]) -> tuple[int, int]:
 class _EditApi:
     """The handlers; everything that touches the disk or loads an agent runs off the loop."""
 
-    def __init__(self, folder: AgentsFolder, tries: TryRuns) -> None:
+    def __init__(
+        self,
+        folder: AgentsFolder,
+        tries: TryRuns,
+        refresh: Callable[..., Awaitable[Any]] | None = None,
+    ) -> None:
         self.folder = folder
         self.tries = tries
         self.language = Language()
+        self.refresh = refresh
+
+    async def _served(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` with what the server serves now that a file was written (`served`: agents
+        added and removed, or why the files cannot be served), when it serves them."""
+        if self.refresh is not None:
+            refreshed = await self.refresh(force=True)
+            body["served"] = refreshed.as_json()
+        return body
 
     def _path(self, data: dict[str, Any], *, writing: bool = False) -> Path:
         return self.folder.resolve(str(data.get("path", "")), writing=writing)
@@ -216,7 +236,7 @@ class _EditApi:
             return _error(409, created)
         text, version = created
         body = {"path": f"{name}.yaml", "text": text, "version": version}
-        return JSONResponse(body, status_code=201)
+        return JSONResponse(await self._served(body), status_code=201)
 
     def _new_agent(self, name: str) -> tuple[str, str] | str:
         """Write the new agent's files: (its text, version), or why not (a file in the way)."""
@@ -251,7 +271,7 @@ class _EditApi:
                 text=conflict.content,
                 version=conflict.version,
             )
-        return JSONResponse({"path": relative, "version": version})
+        return JSONResponse(await self._served({"path": relative, "version": version}))
 
     async def try_it(self, request: Request) -> Response:
         data = await _body(request)

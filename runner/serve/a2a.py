@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Container
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -198,9 +198,11 @@ class A2AMiddleware:
     """Agent names in `/a2a/` paths, typed inputs as the run's context, 1.0 stream events for
     1.0 clients and the run's tokens in the final update (see the module)."""
 
-    def __init__(self, app: ASGIApp, *, graphs: Iterable[str]) -> None:
+    def __init__(self, app: ASGIApp, *, graphs: Container[str]) -> None:
+        """`graphs`: the names served, read at each request (`runner.serve.live` changes
+        them while serving)."""
         self.app = app
-        self.ids = {name: assistant_id(name) for name in graphs}
+        self.graphs = graphs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -208,8 +210,8 @@ class A2AMiddleware:
             await self.app(scope, receive, send)
             return
         name, slash, rest = path[len(A2A_PREFIX) :].partition("/")
-        if name in self.ids:
-            path = f"{A2A_PREFIX}{self.ids[name]}{slash}{rest}"
+        if name in self.graphs:
+            path = f"{A2A_PREFIX}{assistant_id(name)}{slash}{rest}"
             scope = {**scope, "path": path, "raw_path": path.encode()}
         headers = dict(scope.get("headers") or ())
         version = headers.get(b"a2a-version", b"").decode("latin-1").strip()

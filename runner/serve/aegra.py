@@ -35,7 +35,16 @@ from urllib.parse import urlsplit
 from runner.errors import RunError, redact
 from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
-__all__ = ["check_database", "check_redis", "database_url", "redact", "require_aegra", "run_aegra"]
+__all__ = [
+    "add_graph",
+    "check_database",
+    "check_redis",
+    "database_url",
+    "redact",
+    "remove_graph",
+    "require_aegra",
+    "run_aegra",
+]
 
 MIN_PYTHON = (3, 12)
 """Aegra's releases since 0.7 need Python 3.12 or newer."""
@@ -153,6 +162,40 @@ def run_aegra(
         _serve(
             host, port, database, guard or Guard.serving(host, port), authenticated=authenticated
         )
+
+
+async def add_graph(name: str, path: str, description: str | None) -> None:
+    """Serve one more graph (`path`: `file.py:NAME`) on the running Aegra (its event loop): put
+    in its registry and loaded as those of its config are, its default assistant created (or
+    kept, with its threads, when the graph was served before under this name). Only this
+    server learns of it: other servers on the same database and Redis do not.
+
+    Aegra has no public call for this: it does what `LangGraphService.initialize` does for
+    each graph of its config, with that class's own methods (aegra-api 0.11, as pinned;
+    tests/edit/test_edit_served.py runs it)."""
+    from aegra_api.services.langgraph_service import (
+        _parse_graph_config_entry,
+        get_langgraph_service,
+    )
+
+    service = get_langgraph_service()
+    entry = _parse_graph_config_entry(
+        name, {"path": path, **({"description": description} if description else {})}
+    )
+    service._graph_registry[name] = entry
+    service.invalidate_cache(name)
+    await service._load_graph_from_file(name, entry)
+    await service._ensure_default_assistants()
+
+
+def remove_graph(name: str) -> None:
+    """Stop serving the graph `name` on this server: runs of it are refused from now on. Its
+    assistant is kept: Aegra deletes an assistant's runs with it."""
+    from aegra_api.services.langgraph_service import get_langgraph_service
+
+    service = get_langgraph_service()
+    service._graph_registry.pop(name, None)
+    service.invalidate_cache(name)
 
 
 WEB_MODULE = "agentctl_served_web"

@@ -5,7 +5,7 @@ factories `graphs.register` made) and may serve an app in front of the API (`web
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,30 @@ class Engine:
         queue = f"run queue {redact(self.redis)}" if self.redis else "no run queue"
         return f"Aegra on {redact(self.database)}, {queue}"
 
+    async def add_graph(self, name: str, make_graph: Any, description: str | None) -> None:
+        """Serve one more graph while serving (on the engine's event loop); `make_graph` is
+        its factory (`graphs.add`)."""
+        if self.database is None:
+            from runner.serve.inmem import add_graph
+
+            await add_graph(name, make_graph, description)
+            return
+        from runner.serve.aegra import add_graph as add_aegra_graph
+        from runner.serve.graphs import graph_file
+
+        await add_aegra_graph(name, graph_file(name), description)
+
+    def remove_graph(self, name: str) -> None:
+        """Stop serving the graph `name` while serving (its assistant and threads are kept)."""
+        if self.database is None:
+            from runner.serve.inmem import remove_graph
+
+            remove_graph(name)
+            return
+        from runner.serve.aegra import remove_graph as remove_aegra_graph
+
+        remove_aegra_graph(name)
+
     def run(
         self,
         graphs: Mapping[str, str],
@@ -66,6 +90,7 @@ class Engine:
         web_app: Any | None = None,
         guard: Guard | None = None,
         authenticated: bool = False,
+        served: Container[str] | None = None,
     ) -> None:
         """Serve `graphs` (`graphs.register`'s {graph id: import path}) until interrupted.
 
@@ -75,7 +100,8 @@ class Engine:
         other origin, 10 MB bodies).
 
         `authenticated`: the engine loads `runner.serve.auth.auth` (settings `publish`ed first)
-        and the API answers only the users it lets in."""
+        and the API answers only the users it lets in. `served`: the graph ids served now,
+        when they change while serving (`runner.serve.live`)."""
         if self.database is None:
             from runner.serve.inmem import run_inmem
 
@@ -89,6 +115,7 @@ class Engine:
                 web_app=web_app,
                 guard=guard,
                 authenticated=authenticated,
+                served=served,
             )
             return
         from runner.serve.aegra import run_aegra

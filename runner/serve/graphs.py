@@ -17,7 +17,7 @@ from typing import Any
 from runner.serve.agents import ServedAgent
 from runner.serve.factory import GraphFactory
 
-__all__ = ["MODULE", "graph_files", "register"]
+__all__ = ["MODULE", "add", "graph_file", "graph_files", "register", "remove"]
 
 MODULE = "agentctl_served_graphs"
 
@@ -29,6 +29,20 @@ def register(agents: list[ServedAgent], factory: GraphFactory) -> dict[str, str]
         setattr(module, agent.name, _factory_for(agent, factory))
     sys.modules[MODULE] = module
     return {agent.name: f"{MODULE}:{agent.name}" for agent in agents}
+
+
+def add(agent: ServedAgent, factory: GraphFactory) -> Any:
+    """Make a newly served agent's factory importable too (`register` first); the factory."""
+    make_graph = _factory_for(agent, factory)
+    setattr(sys.modules[MODULE], agent.name, make_graph)
+    return make_graph
+
+
+def remove(name: str) -> None:
+    """The agent `name` is no longer served: its factory goes."""
+    module = sys.modules.get(MODULE)
+    if module is not None and hasattr(module, name):
+        delattr(module, name)
 
 
 def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any, Any], Awaitable[Any]]:
@@ -52,5 +66,9 @@ def _factory_for(agent: ServedAgent, factory: GraphFactory) -> Callable[[Any, An
 def graph_files(graphs: Mapping[str, str]) -> dict[str, str]:
     """The registered graphs as Aegra names them: {graph id: `/path/graph_file.py:NAME`}. The
     file is named by its path, not imported: it imports this module (`MODULE`)."""
-    graph_file = Path(__file__).with_name("graph_file.py")
-    return {name: f"{graph_file}:{name}" for name in graphs}
+    return {name: graph_file(name) for name in graphs}
+
+
+def graph_file(name: str) -> str:
+    """Where Aegra loads the graph `name` from: `/path/graph_file.py:NAME`."""
+    return f"{Path(__file__).with_name('graph_file.py')}:{name}"

@@ -17,13 +17,13 @@ import logging
 import os
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from runner.errors import RunError
 from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
-__all__ = ["persist_threads", "run_inmem"]
+__all__ = ["add_graph", "persist_threads", "remove_graph", "run_inmem"]
 
 WEB_MODULE = "agentctl_served_web"
 """The module the engine imports the web page's app from (`http.app` is an import path)."""
@@ -48,6 +48,23 @@ async def persist_threads() -> None:
         return
     data = pickle.dumps(dict(GLOBAL_STORE), 2)
     await asyncio.to_thread(_write_atomically, GLOBAL_STORE.filename, data)
+
+
+async def add_graph(name: str, make_graph: Any, description: str | None) -> None:
+    """Serve one more graph, on the running engine (its event loop): registered as the engine
+    registers those it starts with, its default assistant created (or kept, with its threads,
+    when the graph was served before under this name)."""
+    from langgraph_api.graph import register_graph
+
+    await register_graph(name, make_graph, None, description=description)
+
+
+def remove_graph(name: str) -> None:
+    """Stop serving the graph `name`: runs of it are refused from now on. Its assistant and
+    threads are kept (they come back with a file of that name)."""
+    from langgraph_api.graph import GRAPHS
+
+    GRAPHS.pop(name, None)
 
 
 def _write_atomically(filename: str, data: bytes) -> None:
@@ -79,6 +96,7 @@ def run_inmem(
     web_app: Any | None = None,
     guard: Guard | None = None,
     authenticated: bool = False,
+    served: Container[str] | None = None,
 ) -> None:
     """Serve `graphs` ({graph id: import path}) until interrupted (blocks). The port should be
     free (`ports.check_port`): the engine would quietly serve on another one. `web_app` (a
@@ -87,7 +105,8 @@ def run_inmem(
     Every request, the API's included, passes `guard` (default: the address served, no other
     origin, 10 MB bodies) first: its middleware is the outermost of the app the engine serves.
 
-    `authenticated`: the API requires the users `runner.serve.auth` lets in."""
+    `authenticated`: the API requires the users `runner.serve.auth` lets in. `served`: the
+    graph ids served now, when they change while serving (`runner.serve.live`)."""
     # No network beyond the socket we serve: no version check against PyPI.
     os.environ.setdefault("LANGGRAPH_NO_VERSION_CHECK", "true")
     # The engine's own logs (its banner, every request) only when asked for: LOG_LEVEL=INFO.
@@ -107,7 +126,7 @@ def run_inmem(
     from runner.serve.a2a import A2AMiddleware
 
     # Agents by name under /a2a/, and A2A 1.0 streams for 1.0 clients (see runner.serve.a2a).
-    web_app.add_middleware(A2AMiddleware, graphs=list(graphs))
+    web_app.add_middleware(A2AMiddleware, graphs=served if served is not None else list(graphs))
     # Outermost, so the guard sees each request first. In-process calls the engine makes to
     # itself (its MCP and A2A endpoints) carry the root path `/noauth`.
     web_app.add_middleware(

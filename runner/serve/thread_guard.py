@@ -214,7 +214,7 @@ class ThreadGuard:
         persist: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.app = app
-        self.agents = dict(agents)
+        self.agents = agents  # read at each request: it may change while serving
         self.vars = dict(vars or {})
         self.persist = persist
 
@@ -428,12 +428,14 @@ async def _answer(send: Send, status: int, detail: str) -> None:
 
 
 def guard_middleware(
-    agents: Sequence[tuple[str, Path]],
+    agents: Sequence[tuple[str, Path]] | Mapping[str, Path],
     *,
     vars: Mapping[str, Any] | None,
     persist: Callable[[], Awaitable[None]] | None,
 ) -> Any:
-    """`ThreadGuard` as a Starlette `Middleware` entry for the web app."""
+    """`ThreadGuard` as a Starlette `Middleware` entry for the web app. A mapping of `agents`
+    ({graph id: agent file}) is read at each request (`runner.serve.live` changes it)."""
     from starlette.middleware import Middleware
 
-    return Middleware(ThreadGuard, agents=dict(agents), vars=vars, persist=persist)
+    served = agents if isinstance(agents, Mapping) else dict(agents)
+    return Middleware(ThreadGuard, agents=served, vars=vars, persist=persist)

@@ -57,10 +57,15 @@ class _Loaded:
 class _Agents:
     """The served files, re-read (and re-validated) whenever one changes on disk."""
 
-    def __init__(self, agents: Sequence[WebAgent], vars: dict[str, Any]) -> None:
-        self.by_name = {agent.name: agent for agent in agents}
+    def __init__(self, agents: Sequence[WebAgent] | Mapping[str, Path], vars: dict[str, Any]):
+        # a mapping {name: file} is read at each request: it may change while serving
+        self.files = agents if isinstance(agents, Mapping) else {a.name: a.path for a in agents}
         self.vars = vars
         self._loaded: dict[Path, _Loaded] = {}
+
+    @property
+    def by_name(self) -> dict[str, WebAgent]:
+        return {name: WebAgent(name, path) for name, path in list(self.files.items())}
 
     def load(self, agent: WebAgent) -> _Loaded:
         """The file's spec (None when it has problems) and its problems (blocking)."""
@@ -126,6 +131,26 @@ def _inputs(spec: Any) -> list[dict[str, Any]]:
     return fields
 
 
+def _agent_row(
+    agent: WebAgent, loaded: _Loaded, editable: Callable[[Path], str | None] | None
+) -> dict[str, Any]:
+    """The agents list's row of `agent`; with `editable`, its path in the editor (`edit`)."""
+    from runner.errors import display_path
+
+    row = {
+        "name": agent.name,
+        "file": display_path(agent.path),
+        "model": _model_name(loaded.spec),
+        "description": getattr(loaded.spec, "description", None),
+        "kind": _kind(loaded.spec),
+        "inputs": _inputs(loaded.spec),
+        "problems": [str(p) for p in loaded.problems],
+    }
+    if editable is not None:
+        row["edit"] = editable(agent.path)
+    return row
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -149,7 +174,7 @@ def _api_middleware(
 
 
 def create_app(
-    agents: Sequence[WebAgent],
+    agents: Sequence[WebAgent] | Mapping[str, Path],
     *,
     graph_for: Callable[[Path], Any],
     dev: bool = False,
@@ -160,6 +185,8 @@ def create_app(
     middleware: Sequence[Any] = (),
     routes: Sequence[BaseRoute] = (),
     api_routes: Sequence[BaseRoute] = (),
+    refresh: Callable[[], Awaitable[Any]] | None = None,
+    editable: Callable[[Path], str | None] | None = None,
 ) -> Starlette:
     """The page and its side API for `agents`; `graph_for(path)` returns the compiled graph of
     an agent file (blocking; it is called in a worker thread), for the tools' schemas.
@@ -173,33 +200,25 @@ def create_app(
     caller (`{"thread": ..., "state": ...}`), None when it does not; the usage route needs it.
     `middleware`: Starlette `Middleware` entries the engine's routes go behind too.
     `routes` and `api_routes`: more pages, and more side API routes (behind its guard), such as
-    the editor's (`runner.edit`)."""
+    the editor's (`runner.edit`).
+
+    `agents` as a mapping {name: agent file} is read at each request, for a server whose agents
+    change while it serves (`runner.serve.live`); `refresh()` is awaited before the agents are
+    listed, to find files added or removed meanwhile. `editable(file)`: the path the editor
+    opens an agent file by (`/edit?file=PATH`), None when it does not edit it; given, each
+    agent's row says it as `edit` (the page links it for the users the editor lets in)."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     def agent_rows() -> list[dict[str, Any]]:
-        from runner.errors import display_path
-
-        rows = []
-        for agent in served.by_name.values():
-            loaded = served.load(agent)
-            rows.append(
-                {
-                    "name": agent.name,
-                    "file": display_path(agent.path),
-                    "model": _model_name(loaded.spec),
-                    "description": getattr(loaded.spec, "description", None),
-                    "kind": _kind(loaded.spec),
-                    "inputs": _inputs(loaded.spec),
-                    "problems": [str(p) for p in loaded.problems],
-                }
-            )
-        return rows
+        return [_agent_row(a, served.load(a), editable) for a in served.by_name.values()]
 
     async def list_agents(request: Request) -> Response:
         # Everything that touches the disk runs off the loop (the engine may flag blocking calls).
+        if refresh is not None:
+            await refresh()
         return JSONResponse({"dev": dev, "agents": await asyncio.to_thread(agent_rows)})
 
     def _agent(request: Request) -> WebAgent | None:

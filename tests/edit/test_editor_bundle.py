@@ -43,4 +43,7 @@ def test_the_page_loads_nothing_from_elsewhere() -> None:
     bundle = (BUNDLE / "editor.js").read_text(encoding="utf-8")
     assert not re.search(r"(src|href)=\"(https?:)?//", page)
     imports = re.findall(r"""(?:import|from)\s*["']([^"']+)["']""", bundle)
-    assert imports == ["/web/static/js/key.js"]
+    # only the chat page's own modules, served beside it: its key prompt, its argument checks
+    assert sorted(imports) == ["/web/static/js/key.js", "/web/static/js/schema.js"]
+    for module in imports:
+        assert (BUNDLE.parent / module.removeprefix("/web/static/")).is_file(), module

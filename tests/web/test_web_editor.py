@@ -133,6 +133,10 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     page.get_by_role("button", name="Create").click()
     expect(page.locator(".cm-content")).to_contain_text("name: planner")
     expect(page.locator("#ed-problems")).to_have_text("no problems")
+    # served at once, no restart: the chat lists it
+    expect(page.locator("#ed-status")).to_contain_text(
+        "now served to the API and the chat: planner"
+    )
 
     # hover: the schema's description of a key
     page.locator(".cm-line", has_text="backend: state").get_by_text("backend", exact=True).hover()
@@ -177,6 +181,28 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     approval.get_by_role("button", name="Approve").click()
     expect(page.locator(".ed-agent")).to_contain_text("The plan is in /plan.md")
 
+    # tried again: the arguments edited before approving, checked as they are typed
+    page.get_by_label("message to the agent").fill("Plan it again")
+    page.get_by_role("button", name="Try it").click()
+    expect(page.locator(".ed-approval")).to_have_count(2)
+    approval = page.locator(".ed-approval").last
+    expect(approval).to_contain_text("Approve write_file?")
+    approval.get_by_role("button", name="Edit arguments").click()
+    arguments = approval.get_by_label("arguments of write_file as JSON")
+    expect(arguments).to_be_focused()
+    arguments.fill('{"file_path": "/edited.md"')
+    expect(approval.get_by_role("alert")).to_contain_text("not valid JSON")
+    use = approval.get_by_role("button", name="Approve with these arguments")
+    expect(use).to_be_disabled()
+    arguments.fill('{"file_path": "/edited.md", "content": "Edited in the try panel."}')
+    expect(approval.get_by_role("alert")).to_have_text("")
+    use.click()
+    expect(approval).to_contain_text("approved with edited arguments")
+    # the tool ran with the edited arguments
+    written_by_tool = page.locator(".ed-msg.ed-tool", has_text="← write_file").last
+    expect(written_by_tool).to_have_attribute("title", re.compile(r"Updated file /edited\.md$"))
+    expect(page.locator(".ed-agent").last).to_contain_text("The plan is in /plan.md")
+
     # saved only after the diff is shown
     page.get_by_role("button", name="Save…").click()
     dialog = page.locator(".ed-dialog")
@@ -219,6 +245,13 @@ def test_a_new_agent_written_checked_tried_and_saved_in_the_browser(
     page.get_by_role("button", name="Test").click()
     expect(page.locator("#ed-tests h3")).to_contain_text("planner.test.yaml: ")
     expect(page.locator("#ed-tests .ed-case")).to_have_count(1)
+
+    # the chat lists the new agent (no restart), and its row leads back to its file
+    page.goto("/")
+    row = page.locator("li.agent", has_text="planner")
+    row.get_by_role("link", name="edit planner's file (planner.yaml)").click()
+    expect(page).to_have_url(re.compile(r"/edit\?file=planner\.yaml$"))
+    expect(page.locator(".cm-content")).to_contain_text("description: Plans launches")
     assert not errors, f"the page raised: {errors}"
     context.close()
 

@@ -16,6 +16,7 @@ import { autocompletion } from "@codemirror/autocomplete";
 import { indentWithTab } from "@codemirror/commands";
 import { MergeView } from "@codemirror/merge";
 import { fetchWithKey } from "/web/static/js/key.js";
+import { checkArgs, describeSchema } from "/web/static/js/schema.js";
 import "./editor.css";
 
 const API = "/web/api/edit";
@@ -333,7 +334,8 @@ async function write(mine, base) {
     state.version = saved.version;
     state.saved = mine;
     showDirty();
-    say(`saved ${state.path}: new runs use it`, "ok");
+    const [note, kind] = servedNote(saved.served);
+    say(`saved ${state.path}: new runs use it${note}`, kind);
   } catch (error) {
     if (error.status !== 409) return say(`not saved: ${error.message}`, "error");
     const theirs = error.data.text;
@@ -353,6 +355,17 @@ async function write(mine, base) {
     else if (choice === "theirs") loaded({ path: state.path, text: theirs ?? "", version: error.data.version });
     else say("not saved: the file on disk changed", "error");
   }
+}
+
+/** What the server serves now that a file was written (the answer's `served`), as the end of
+ * the status line, and the line's kind. */
+function servedNote(served) {
+  if (!served) return ["", "ok"];
+  if (served.problem) return [`; the agents cannot be served as they are now (${served.problem})`, "error"];
+  const parts = [];
+  if (served.added.length) parts.push(`now served to the API and the chat: ${served.added.join(", ")}`);
+  if (served.removed.length) parts.push(`no longer served: ${served.removed.join(", ")}`);
+  return [parts.length ? `; ${parts.join("; ")}` : "", "ok"];
 }
 
 // --------------------------------------------------------------------------- the form
@@ -504,21 +517,83 @@ function askApproval(interrupt) {
       h("pre", {}, JSON.stringify(action.args, null, 2)),
     );
     const choices = h("div", { class: "ed-row" });
-    for (const kind of ["approve", "reject"].filter((k) => action.allowed_decisions.includes(k))) {
-      const button = h("button", { type: "button", class: kind === "approve" ? "ed-primary" : "", onclick: () => decide(index, kind, choices) }, kind === "approve" ? "Approve" : "Reject");
+    const editor = h("div", { class: "ed-args", hidden: true });
+    const labels = { approve: "Approve", edit: "Edit arguments", reject: "Reject" };
+    for (const kind of ["approve", "edit", "reject"].filter((k) => action.allowed_decisions.includes(k))) {
+      const onclick = kind === "edit" ? () => editArguments(editor, row, action, (args) => decide(index, "edit", choices, args)) : () => decide(index, kind, choices);
+      const button = h("button", { type: "button", class: kind === "approve" ? "ed-primary" : kind === "edit" ? "ed-edit" : "", onclick }, labels[kind]);
       buttons.push(button);
       choices.append(button);
     }
-    row.append(choices);
+    row.append(choices, editor);
     box.append(row);
   });
-  async function decide(index, kind, choices) {
-    decisions[index] = { type: kind };
-    choices.replaceChildren(h("span", { class: "ed-muted" }, kind === "approve" ? "approved" : "rejected"));
+  async function decide(index, kind, choices, args) {
+    decisions[index] = kind === "edit" ? { type: "edit", args } : { type: kind };
+    choices.parentElement.querySelector(".ed-args").hidden = true;
+    const done = { approve: "approved", edit: "approved with edited arguments", reject: "rejected" };
+    choices.replaceChildren(h("span", { class: "ed-muted" }, done[kind]));
     if (decisions.filter(Boolean).length < interrupt.actions.length) return;
     buttons.forEach((b) => (b.disabled = true));
     await run(() => call("/answer", { thread_id: state.thread, decisions }));
   }
+}
+
+/** The tool's argument schema, from the served agent of the file's `name:` (null when it is not
+ * served, or the tool is not found: the arguments are then checked to be a JSON object only). */
+async function toolSchema(tool) {
+  const name = (text().match(/^name:\s*["']?([A-Za-z0-9_.-]+)/m) || [])[1];
+  if (!name) return null;
+  try {
+    const response = await fetchWithKey(`/web/api/agents/${encodeURIComponent(name)}/tools`);
+    if (!response.ok) return null;
+    const tools = (await response.json()).tools || {};
+    return tools[tool] || null;
+  } catch {
+    return null;
+  }
+}
+
+/** The chat's argument editor (runner/web/static/js/approvals.js), in the try panel: the
+ * arguments as JSON, checked against the tool's schema as you type; Esc closes it. */
+async function editArguments(editor, row, action, submit) {
+  const shown = row.querySelector("pre");
+  const schema = await toolSchema(action.name);
+  const area = h("textarea", { class: "ed-json", rows: 8, spellcheck: "false", "aria-label": `arguments of ${action.name} as JSON` });
+  area.value = JSON.stringify(action.args, null, 2);
+  const problem = h("div", { class: "ed-error ed-small", role: "alert" });
+  const save = h("button", { type: "button", class: "ed-primary" }, "Approve with these arguments");
+  const check = () => {
+    const { error } = checkArgs(area.value, schema);
+    problem.textContent = error || "";
+    save.disabled = Boolean(error);
+    area.setAttribute("aria-invalid", error ? "true" : "false");
+    return !error;
+  };
+  area.addEventListener("input", check);
+  area.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    event.preventDefault();
+    editor.hidden = true; // back to the arguments as the model wrote them
+    if (shown) shown.hidden = false;
+    const edit = row.querySelector("button.ed-edit");
+    if (edit) edit.focus();
+  });
+  save.addEventListener("click", () => {
+    if (check()) submit(checkArgs(area.value, schema).args);
+  });
+  const rows = schema ? describeSchema(schema) : [];
+  editor.replaceChildren(
+    area,
+    problem,
+    rows.length
+      ? h("ul", { class: "ed-muted ed-small" }, ...rows.map((r) => h("li", {}, h("code", {}, r.key), ` (${r.flags})`, r.description ? ` ${r.description}` : "")))
+      : h("div", { class: "ed-muted ed-small" }, "the arguments as a JSON object"),
+    save,
+  );
+  if (shown) shown.hidden = true;
+  editor.hidden = false;
+  area.focus();
 }
 
 async function run(request) {
@@ -627,7 +702,8 @@ async function newAgent() {
     const made = await call("/new", { name: input.value.trim() });
     await listFiles();
     loaded(made);
-    say(`created ${made.path} from the starter`, "ok");
+    const [note, kind] = servedNote(made.served);
+    say(`created ${made.path} from the starter${note}`, kind);
   } catch (error) {
     say(`not created: ${error.message}`, "error");
   }

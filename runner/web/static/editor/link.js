@@ -1,12 +1,15 @@
-// The chat page's way to the editor: the "Edit agents" link shows only when the server edits
-// (`agentctl serve --edit`) and this user may (an admin, when the server has users).
+// The chat page's way to the editor: the "Edit agents" link, and an "Edit" link on each agent
+// whose file the editor opens, show only when the server edits (`agentctl serve --edit`) and
+// this user may (an admin, when the server has users). The agents list (js/app.js) reads
+// `data-can-edit` on <body>, and draws itself again on the `agentctl:can-edit` event.
 import { withKey } from "/web/static/js/key.js";
 
 const link = document.getElementById("edit-link");
-if (link) {
-  fetch("/web/api/edit/files", { headers: withKey() })
-    .then((answer) => {
-      link.hidden = !answer.ok;
-    })
-    .catch(() => {});
-}
+fetch("/web/api/edit/files", { headers: withKey() })
+  .then((answer) => {
+    if (link) link.hidden = !answer.ok;
+    if (!answer.ok) return;
+    document.body.dataset.canEdit = "true";
+    document.dispatchEvent(new Event("agentctl:can-edit"));
+  })
+  .catch(() => {});

@@ -49,7 +49,7 @@ function renderAgents(reloaded = []) {
           onclick: () => selectAgent(agent.name),
           onkeydown: (e) => activate(e, () => selectAgent(agent.name)),
         },
-        h("div", { class: "row" }, h("strong", {}, agent.name), agent.kind === "workflow" ? h("span", { class: "badge" }, "workflow") : null, agent.model ? h("span", { class: "tag model" }, agent.model) : null),
+        h("div", { class: "row" }, h("strong", {}, agent.name), agent.kind === "workflow" ? h("span", { class: "badge" }, "workflow") : null, agent.model ? h("span", { class: "tag model" }, agent.model) : null, editLink(agent)),
         agent.description ? h("div", { class: "muted small description" }, agent.description) : null,
         agent.name === S.agent || broken ? h("div", { class: "tag" }, agent.file) : null,
         reloaded.includes(agent.name) ? h("div", { class: "ok small" }, "reloaded: the file has no problems now") : null,
@@ -64,6 +64,16 @@ function renderAgents(reloaded = []) {
     );
   }
 }
+
+/** A link to the agent's file in the editor, for a user the editor lets in (editor/link.js
+ * marks the page so) when the server edits that file; null otherwise. */
+function editLink(agent) {
+  if (!agent.edit || document.body.dataset.canEdit !== "true") return null;
+  const stop = (event) => event.stopPropagation(); // the link, not the agent's row, is followed
+  return h("a", { class: "edit-agent small", href: `/edit?file=${encodeURIComponent(agent.edit)}`, "aria-label": `edit ${agent.name}'s file (${agent.edit})`, onclick: stop, onkeydown: stop }, "Edit");
+}
+
+document.addEventListener("agentctl:can-edit", () => renderAgents());
 
 function selectAgent(name) {
   const changed = S.agent !== name;
