@@ -65,6 +65,8 @@ def read(path: Path, text: str, shown: str) -> Translation:
     import tomllib
 
     tr = Translation("codex", shown)
+    # the byte order mark and CRLF line ends a Windows editor may write
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     try:
         value = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -168,7 +170,12 @@ def _approvals(tr: Translation, policy: Any, at: Loc) -> None:
         tr.drop(at, "approval_policy", policy, f"expected one of {', '.join(APPROVAL_POLICIES)}")
         return
     backend = tr.value.get("backend") if tr.value is not None else None
-    if policy == "never" or not (isinstance(backend, dict) and backend["kind"] == "local_shell"):
+    if policy == "never":
+        return
+    if not (isinstance(backend, dict) and backend["kind"] == "local_shell"):
+        tr.drop(
+            at, "approval_policy", policy, "nothing to approve: the read-only sandbox has no shell"
+        )
         return
     tr.put("interrupt_on", {"execute": True}, at)
     tr.comment("interrupt_on", f"approval_policy = {policy!r} in the original")
