@@ -152,7 +152,11 @@ def _write_files(request: EvalRequest, outcome: Outcome) -> bool:
         except OSError as exc:
             click.echo(f"{request.report}: cannot write the report ({exc.strerror})", err=True)
             written = False
-    if request.junit and not write_junit_report(outcome.result.as_suite(), request.junit):
+    regressed: dict[str, list[str]] = {}
+    for regression in outcome.regressions:
+        regressed.setdefault(regression.id, []).append(regression.message)
+    suite = outcome.result.as_suite()
+    if request.junit and not write_junit_report(suite, request.junit, regressed):
         written = False
     return written
 
@@ -210,12 +214,15 @@ def _print_text(request: EvalRequest, outcome: Outcome) -> None:
     click.echo(live_report.summary(result, outcome.elapsed, regressions=len(outcome.regressions)))
 
 
-def write_junit_report(suite: SuiteResult, path: str) -> bool:
-    """Write the JUnit XML; False (and the reason on stderr) when it cannot be written."""
+def write_junit_report(
+    suite: SuiteResult, path: str, regressions: dict[str, list[str]] | None = None
+) -> bool:
+    """Write the JUnit XML (`regressions`: per case id, its regressions against a baseline);
+    False (and the reason on stderr) when it cannot be written."""
     from runner.testing.junit import write_junit
 
     try:
-        write_junit(suite, path)
+        write_junit(suite, path, regressions)
     except OSError as exc:
         click.echo(f"{path}: cannot write the JUnit report ({exc.strerror})", err=True)
         return False

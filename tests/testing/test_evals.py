@@ -164,6 +164,36 @@ def test_baseline_flags_a_significant_drop_and_nothing_else(
     assert lines(out)[0]["status"] == "passed"  # above its own threshold, still a regression
 
 
+def test_a_regression_above_the_threshold_is_a_junit_failure(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run exits 1 for a regression: the JUnit report CI shows says which case, and why."""
+    import xml.etree.ElementTree as ET
+
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path, head="pass_rate: 0.5\n")
+    assert cli(tmp_path, monkeypatch, "test --live --repeat 6 --save-baseline b.json")[0] == 0
+    write_agent(tmp_path, PROMPT_B)
+    scripted.fail_every = 2  # 3/6 against 6/6: p = C(9,3)/C(12,6) = 0.0909, no regression
+    code, out, err = cli(
+        tmp_path, monkeypatch, "test --live --repeat 6 --baseline b.json --junit j.xml"
+    )
+    assert code == 0, out + err
+    assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "0"
+    scripted.fail_every = 100  # 6/6, 54 tokens a run against 36: +50%
+    code, out, err = cli(
+        tmp_path, monkeypatch, "test --live --repeat 6 --baseline b.json --junit j.xml"
+    )
+    root = ET.parse(tmp_path / "j.xml").getroot()
+    (failure,) = root.iter("failure")
+    assert code == 1 and root.get("failures") == "1", out + err
+    assert failure.get("message") == (
+        "regression: cost per run $0.00005 -> $0.000075 (+50%, more than +20%); "
+        "regression: tokens per run 36 -> 54 (+50%, more than +20%)"
+    )
+    assert "expect.tool_calls" not in failure.get("message", "")  # the case reached its rate
+
+
 def test_baseline_cost_and_tokens_growth(
     tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,7 +206,7 @@ def test_baseline_cost_and_tokens_growth(
     assert code == 1, out + err
     assert "against the baseline base.json:\n" in out
     assert (
-        "REGRESSION notes.test.yaml::writes notes: cost per run $5e-05 -> $6.25e-05 "
+        "REGRESSION notes.test.yaml::writes notes: cost per run $0.00005 -> $0.0000625 "
         "(+25%, more than +20%)\n"
         "REGRESSION notes.test.yaml::writes notes: tokens per run 36 -> 45 (+25%, more than +20%)\n"
     ) in out
