@@ -298,6 +298,28 @@ def test_compare_with_a_file_diffs_trajectories_answers_and_figures(
     assert "~ write_file(file_path=&#x27;/notes.md&#x27;, content=&#x27;B&#x27;)" in page
 
 
+def test_a_tie_of_trajectories_is_the_passing_runs_whichever_ran_first(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With -j the failing run of a flaky version may come first: the diff shows what the
+    version does when it works, not what the scheduler happened to run first."""
+    write_agent(tmp_path, PROMPT_B)
+    write_agent(tmp_path, PROMPT_A, name="old.yaml")
+    write_eval_test(tmp_path, head="pass_rate: 0.5\n")
+    scripted.fail_every = 2
+    scripted.first_requests["B"] = 1  # B's first run is its 2nd first request: no tool call
+    code, out, err = cli(
+        tmp_path, monkeypatch, "test --compare old.yaml --repeat 2 -j 1 --output jsonl"
+    )
+    assert code == 0, out + err
+    found = comparison(out)
+    assert found["trajectory_runs"] == {"old.yaml": 2, "current": 1}
+    assert found["trajectory"] == EXPECTED_STEPS
+    assert found["answers"]["current"] == "Done B, notes written."
+    assert [t["runs"] for t in found["trajectories"]["current"]] == [1, 1]
+    assert found["trajectories"]["current"][1]["calls"] == []
+
+
 def test_compare_with_a_git_ref(
     tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
 ) -> None:
