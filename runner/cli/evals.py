@@ -53,6 +53,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     comparisons: list[CaseComparison] = field(default_factory=list)
     code: int = 0
+    report_written: bool = False
 
 
 def evaluate(request: EvalRequest) -> int:
@@ -152,6 +153,8 @@ def _write_files(request: EvalRequest, outcome: Outcome) -> bool:
         except OSError as exc:
             click.echo(f"{request.report}: cannot write the report ({exc.strerror})", err=True)
             written = False
+        else:
+            outcome.report_written = True
     regressed: dict[str, list[str]] = {}
     for regression in outcome.regressions:
         regressed.setdefault(regression.id, []).append(regression.message)
@@ -208,7 +211,7 @@ def _print_text(request: EvalRequest, outcome: Outcome) -> None:
             click.echo("no regressions")
     if result.workdir is not None:
         click.echo(f"\nfailed runs' threads are kept under {result.workdir}")
-    if request.report:
+    if outcome.report_written:
         click.echo(f"report: {request.report}")
     click.echo("")
     click.echo(live_report.summary(result, outcome.elapsed, regressions=len(outcome.regressions)))

@@ -418,3 +418,16 @@ def test_a_pass_rate_above_one_is_located(tmp_path: Path, monkeypatch: pytest.Mo
     assert (
         err == "notes.test.yaml:7:16: cases[0].pass_rate: must be at most 1, found the number 1.5\n"
     )
+
+
+def test_a_cheap_run_costs_what_it_costs_and_an_unwritten_report_is_not_announced(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path)
+    (tmp_path / "file").write_text("")
+    code, out, err = cli(tmp_path, monkeypatch, "test --live --report file/r.html")
+    assert code == 2, out + err
+    assert "cannot write the report" in err and "report: file/r.html" not in out
+    # one run of 36 tokens: 22 in at $1/M, 14 out at $2/M
+    assert "1 passed (1 runs on openai:scripted, agent cost $0.00005)" in out
