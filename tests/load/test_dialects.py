@@ -603,3 +603,23 @@ def test_an_adk_sub_agent_without_a_description_loads_described_by_its_name(
         ":5:5: sub_agents: helper.yaml has no `description`" in w
         for w in warnings_of(tmp_path / "root_agent.yaml")
     )
+
+
+def test_codex_mcp_servers_are_located_at_their_tables_and_a_disabled_one_is_left_out(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mcp.toml"
+    path.write_text(
+        'name = "m"\ndeveloper_instructions = "Go."\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+        '\n[mcp_servers.off]\ncommand = "off-mcp"\nenabled = false\n'
+    )
+    from runner.load.dialects import codex
+
+    spec = load_spec(path)
+    assert [t.mcp.name for t in spec.tools if isinstance(t, McpTool)] == ["docs"]
+    translated = codex.read(path, path.read_text(), str(path))
+    assert translated.root.children["tools"].children[0].loc.line == 4  # not 1:1
+    assert any(
+        ":7:1: mcp_servers.off: not run by agentctl: a disabled server (left out)" in w
+        for w in warnings_of(path)
+    )

@@ -208,11 +208,14 @@ def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
     if not isinstance(servers, dict):
         tr.fail(loc("mcp_servers"), "mcp_servers", "expected a table of servers")
         return
-    entries = []
+    entries, locs = [], []
     for name, server in servers.items():
         at = loc("mcp_servers", name)
         if not isinstance(server, dict):
             tr.fail(at, f"mcp_servers.{name}", "expected a table")
+            continue
+        if server.get("enabled") is False:  # Codex does not start it: neither does agentctl
+            tr.drop(at, f"mcp_servers.{name}", "enabled = false", "a disabled server (left out)")
             continue
         entry: dict[str, Any] = {"name": agent_name(name)}
         if "command" in server and "cwd" not in server:
@@ -238,6 +241,7 @@ def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
             "enabled_tools",
             "disabled_tools",
             "tool_timeout_sec",
+            "enabled",
         }
         for key, raw in server.items():
             if key not in known:
@@ -248,8 +252,9 @@ def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
                     "an MCP server setting agentctl does not have",
                 )
         entries.append({"mcp": entry})
-    if entries:
-        tr.put("tools", entries, loc("mcp_servers"))
+        locs.append(at)
+    if entries:  # each entry located at its `[mcp_servers.NAME]` table
+        tr.put("tools", entries, locs[0], item_locs=locs)
 
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
