@@ -240,6 +240,10 @@ def write(spec: Any, losses: list[str]) -> str:
     mode = _mode_of(spec, tools, losses)
     if mode != "default":
         fields.append(("permissionMode", mode))
+    if spec.limits.model_calls is not None:  # read back as `limits.model_calls`
+        fields.append(("maxTurns", str(spec.limits.model_calls)))
+    for key in sorted(spec.limits.model_fields_set - {"model_calls"}):
+        losses.append(f"limits.{key}: claude cannot express budgets other than maxTurns")
     return markdown.write(fields, spec.prompt or "")
 
 
