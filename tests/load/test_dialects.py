@@ -623,3 +623,14 @@ def test_codex_mcp_servers_are_located_at_their_tables_and_a_disabled_one_is_lef
         ":7:1: mcp_servers.off: not run by agentctl: a disabled server (left out)" in w
         for w in warnings_of(path)
     )
+
+
+def test_each_disallowed_tool_is_located_at_its_name(tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    path = agents / "d.md"
+    path.write_text("---\nname: d\ndescription: D\ndisallowedTools: Bash, Write\n---\nGo.\n")
+    warned = warnings_of(path)
+    assert any(":4:18: disallowedTools[0]: Claude Code tool 'Bash'" in w for w in warned)
+    assert any(":4:24: disallowedTools[1]: Claude Code tool 'Write'" in w for w in warned)
+    assert "execute" not in (load_spec(path).filesystem.tools or [])
