@@ -78,7 +78,7 @@ def test_below_the_threshold_fails_and_names_the_expectation(
     junit = (tmp_path / "j.xml").read_text()
     assert 'tests="1" failures="1"' in junit
     assert "3/4 runs passed (75%), needs 80%" in junit
-    assert "1 below their pass rate (4 runs on openai:scripted, agent cost $0.0003)" in out
+    assert "1 below their pass rate (4 runs on openai:scripted, agent cost $0.00025)" in out
 
 
 def test_default_threshold_is_every_run_and_parallel_runs_count_alike(
