@@ -53,6 +53,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     comparisons: list[CaseComparison] = field(default_factory=list)
     code: int = 0
+    report_written: bool = False
 
 
 def evaluate(request: EvalRequest) -> int:
@@ -152,7 +153,13 @@ def _write_files(request: EvalRequest, outcome: Outcome) -> bool:
         except OSError as exc:
             click.echo(f"{request.report}: cannot write the report ({exc.strerror})", err=True)
             written = False
-    if request.junit and not write_junit_report(outcome.result.as_suite(), request.junit):
+        else:
+            outcome.report_written = True
+    regressed: dict[str, list[str]] = {}
+    for regression in outcome.regressions:
+        regressed.setdefault(regression.id, []).append(regression.message)
+    suite = outcome.result.as_suite()
+    if request.junit and not write_junit_report(suite, request.junit, regressed):
         written = False
     return written
 
@@ -204,18 +211,21 @@ def _print_text(request: EvalRequest, outcome: Outcome) -> None:
             click.echo("no regressions")
     if result.workdir is not None:
         click.echo(f"\nfailed runs' threads are kept under {result.workdir}")
-    if request.report:
+    if outcome.report_written:
         click.echo(f"report: {request.report}")
     click.echo("")
     click.echo(live_report.summary(result, outcome.elapsed, regressions=len(outcome.regressions)))
 
 
-def write_junit_report(suite: SuiteResult, path: str) -> bool:
-    """Write the JUnit XML; False (and the reason on stderr) when it cannot be written."""
+def write_junit_report(
+    suite: SuiteResult, path: str, regressions: dict[str, list[str]] | None = None
+) -> bool:
+    """Write the JUnit XML (`regressions`: per case id, its regressions against a baseline);
+    False (and the reason on stderr) when it cannot be written."""
     from runner.testing.junit import write_junit
 
     try:
-        write_junit(suite, path)
+        write_junit(suite, path, regressions)
     except OSError as exc:
         click.echo(f"{path}: cannot write the JUnit report ({exc.strerror})", err=True)
         return False

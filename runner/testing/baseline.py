@@ -221,9 +221,11 @@ def _regressions(stats: CaseStats, old: dict[str, Any], limits: Limits) -> list[
                     p_value=p,
                 )
             )
+    from runner.testing.live_report import money
+
     for kind, now, allowed, show in (
-        ("cost", stats.cost, limits.max_cost_increase, "${:.6g}"),
-        ("tokens", stats.tokens, limits.max_token_increase, "{:,.0f}"),
+        ("cost", stats.cost, limits.max_cost_increase, money),
+        ("tokens", stats.tokens, limits.max_token_increase, "{:,.0f}".format),
     ):
         was = old.get(kind)
         if now is None or not isinstance(was, int | float) or was <= 0:
@@ -235,7 +237,7 @@ def _regressions(stats: CaseStats, old: dict[str, Any], limits: Limits) -> list[
                     stats.file,
                     stats.name,
                     kind,
-                    f"{kind} per run {show.format(was)} -> {show.format(now)} "
+                    f"{kind} per run {show(was)} -> {show(now)} "
                     f"(+{growth:.0%}, more than +{allowed:.0%})",
                     float(was),
                     float(now),

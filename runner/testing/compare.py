@@ -7,7 +7,8 @@ compares their pass rates, their tool-call trajectories, their final answers and
 tokens and time.
 
 A version's trajectory is its most common sequence of `(tool, arguments)` over its runs (ties:
-the one seen first); its answer is the answer of the first run with that trajectory. The two
+one made by a passing run, then the one seen first); its answer is the answer of the first
+(passing) run with that trajectory. The two
 sequences are aligned on the tools' names with `difflib.SequenceMatcher`: a call in both with
 other arguments is `changed`, one only in the new version `added`, only in the old `removed`
 (calls made alike are matched first, on tool and arguments together).
@@ -122,27 +123,36 @@ def _key(calls: list[ToolCall]) -> tuple[tuple[str, str], ...]:
     return tuple((name, json.dumps(args, sort_keys=True, default=str)) for name, args in calls)
 
 
-def trajectories(stats: CaseStats) -> list[dict[str, Any]]:
-    """Every tool-call sequence the runs made, most common first, with how many runs made it."""
+def _ranked(stats: CaseStats) -> list[tuple[CaseResult, int]]:
+    """Each tool-call sequence the runs that ran made (as its first run, or its first passing
+    run), with how many runs made it: most common first; ties: one made by a passing run first
+    (parallel runs finish in any order, so a scripted or flaky failure can land on any run),
+    then the one seen first."""
     ran = [r for r in stats.runs if r.status != "error"]
     counts = Counter(_key(r.calls) for r in ran)
-    found = []
-    for key, count in counts.most_common():
-        run = next(r for r in ran if _key(r.calls) == key)
-        calls = [{"tool": name, "args": args} for name, args in run.calls]
-        found.append({"calls": calls, "runs": count})
-    return found
+    firsts: dict[tuple[tuple[str, str], ...], CaseResult] = {}
+    for run in ran:
+        key = _key(run.calls)
+        if key not in firsts or (run.status == "passed" and firsts[key].status != "passed"):
+            firsts[key] = run
+    order = {key: index for index, key in enumerate(dict.fromkeys(_key(r.calls) for r in ran))}
+    keys = sorted(counts, key=lambda k: (-counts[k], firsts[k].status != "passed", order[k]))
+    return [(firsts[key], counts[key]) for key in keys]
+
+
+def trajectories(stats: CaseStats) -> list[dict[str, Any]]:
+    """Every tool-call sequence the runs made, most common first, with how many runs made it."""
+    return [
+        {"calls": [{"tool": name, "args": args} for name, args in run.calls], "runs": count}
+        for run, count in _ranked(stats)
+    ]
 
 
 def trajectory(stats: CaseStats) -> tuple[CaseResult | None, int]:
-    """The run whose tool-call sequence is the most common among the runs that ran (ties: the
-    first seen), and how many runs made that sequence."""
-    ran = [r for r in stats.runs if r.status != "error"]
-    if not ran:
-        return None, 0
-    counts = Counter(_key(r.calls) for r in ran)
-    key, count = counts.most_common(1)[0]
-    return next(r for r in ran if _key(r.calls) == key), count
+    """The run whose tool-call sequence is the most common among the runs that ran (ties: one
+    of a passing run, then the first seen), and how many runs made that sequence."""
+    ranked = _ranked(stats)
+    return ranked[0] if ranked else (None, 0)
 
 
 @dataclass(frozen=True)

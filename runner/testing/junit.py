@@ -2,7 +2,8 @@
 
 A failed case is a `<failure>` (its failed expectations in the message, the full report in the
 text), a case that could not run an `<error>`, a skipped one `<skipped>`; a bad test file is a
-suite with one `<error>` case, so CI shows it too.
+suite with one `<error>` case, so CI shows it too. A live case that reached its pass rate but
+regressed against a baseline (`regressions`) is a `<failure>` too: the run exits 1 for it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from runner.testing.suite import SuiteResult
 __all__ = ["junit_xml", "write_junit"]
 
 
-def junit_xml(suite: SuiteResult) -> ET.Element:
+def junit_xml(suite: SuiteResult, regressions: dict[str, list[str]] | None = None) -> ET.Element:
+    """`regressions`: per case id (`file::case`), the messages of its regressions."""
     root = ET.Element("testsuites", name="agentctl test")
     by_file: dict[str, list[ET.Element]] = {}
     counts: dict[str, dict[str, float]] = {}
@@ -34,9 +36,14 @@ def junit_xml(suite: SuiteResult) -> ET.Element:
         tally["tests"] += 1
         tally["time"] += result.duration
         text = "\n".join(details(result))
-        if result.status == "failed":
+        regressed = [f"regression: {m}" for m in (regressions or {}).get(result.id, [])]
+        if result.status == "failed" or (regressed and result.status == "passed"):
             tally["failures"] += 1
-            message = "; ".join(f"{c.expectation}: {c.message}" for c in result.failures)
+            failed = result.failures if result.status == "failed" else []
+            message = "; ".join([f"{c.expectation}: {c.message}" for c in failed] + regressed)
+            text = (
+                "\n".join([text, *regressed]) if result.status == "failed" else "\n".join(regressed)
+            )
             ET.SubElement(case, "failure", message=message, type="AssertionError").text = text
         elif result.status == "error":
             tally["errors"] += 1
@@ -77,8 +84,12 @@ def junit_xml(suite: SuiteResult) -> ET.Element:
     return root
 
 
-def write_junit(suite: SuiteResult, path: str | os.PathLike[str]) -> None:
-    tree = ET.ElementTree(junit_xml(suite))
+def write_junit(
+    suite: SuiteResult,
+    path: str | os.PathLike[str],
+    regressions: dict[str, list[str]] | None = None,
+) -> None:
+    tree = ET.ElementTree(junit_xml(suite, regressions))
     ET.indent(tree)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -88,9 +88,9 @@ def summary(result: EvalResult, elapsed: float, *, regressions: int = 0) -> str:
     runs = sum(len(s.runs) for s in result.all_stats())
     costs = [s.cost * len(s.runs) for s in result.all_stats() if s.cost is not None]
     judge = [s.judge_cost for s in result.all_stats() if s.judge_cost is not None]
-    spent = f", agent cost {human_cost(sum(costs))}" if costs else ""
+    spent = f", agent cost {money(sum(costs))}" if costs else ""  # a cheap run is not $0
     if judge:
-        spent += f", judge cost {human_cost(sum(judge))}"
+        spent += f", judge cost {money(sum(judge))}"
     model = f" on {result.model}" if result.model else ""
     return f"{', '.join(parts) or 'no cases'} ({runs} runs{model}{spent}) in {elapsed:.1f}s"
 

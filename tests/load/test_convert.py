@@ -108,11 +108,11 @@ def test_exports_report_what_the_target_cannot_express(tmp_path: Path) -> None:
     assert code == 0, err
     losses = [line for line in err.splitlines() if line.startswith("loss: ")]
     assert losses == [
-        "loss: limits: claude cannot express budgets",
         "loss: backend: claude cannot express the shell's paths, env or network",
         "loss: model: Claude Code runs Anthropic models; openai:gpt-4.1 is kept as written",
         "loss: interrupt_on (execute): Claude Code chooses approvals by permission mode and none "
         "matches; the default mode is written (it asks before commands and edits)",
+        "loss: limits.tool_calls: claude cannot express budgets other than maxTurns",
     ]
     # and they are comments in the front matter, which still reads as this agent
     assert text.startswith("---\n# agentctl convert: claude cannot express:\n")
@@ -201,3 +201,15 @@ def test_settings_inside_the_keys_a_target_has_are_losses_too(tmp_path: Path) ->
         "loss: general_purpose_agent.description: claude has no field for it",
     ]
     assert "tools: Read, TodoWrite, Task\n" in text
+
+
+def test_max_turns_goes_back_to_claude_code(tmp_path: Path) -> None:
+    """A Claude Code agent's maxTurns runs as limits.model_calls and is written back as maxTurns."""
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    original = "---\nname: r\ndescription: Reviews.\nmaxTurns: 7\n---\n\nReview.\n"
+    (agents / "r.md").write_text(original)
+    code, text, err = cli("convert", str(agents / "r.md"), "--to", "claude")
+    assert code == 0, err
+    assert "loss:" not in err
+    assert text == original

@@ -516,3 +516,121 @@ def test_odd_values_are_located_problems_or_warnings_never_a_crash(
             attempt()
         except SpecError as exc:
             assert all(p.file == str(path) for p in exc.problems), exc
+
+
+# --------------------------------------------------------------------------- odd but valid files
+
+
+def test_a_byte_order_mark_and_crlf_lines_are_read_as_the_tools_read_them(tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "debugger.md").write_bytes(
+        b"\xef\xbb\xbf---\r\nname: debugger\r\ndescription: 'Debugs.'\r\ntools: Read, Bash\r\n"
+        b"---\r\nYou debug.\r\n"
+    )
+    spec = load_spec(agents / "debugger.md")
+    assert (spec.name, spec.description, spec.prompt) == ("debugger", "Debugs.", "You debug.")
+    assert spec.filesystem.tools == ["read_file", "execute"]
+    codex = tmp_path / "fixer.toml"
+    codex.write_bytes(
+        b'\xef\xbb\xbfname = "fixer"\r\ndeveloper_instructions = """\r\nFix.\r\nNow."""\r\n'
+    )
+    assert load_spec(codex).prompt == "Fix.\nNow."
+    from runner.load.dialects.detect import is_dialect_file
+
+    assert is_dialect_file(agents / "debugger.md")  # a folder's validate/serve finds it
+
+
+def test_copilot_star_is_every_tool_and_tool_set_names_map_by_their_tool(tmp_path: Path) -> None:
+    agents = tmp_path / ".github" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "all.agent.md").write_text(
+        "---\ndescription: All\ntools: ['*', 'github/*']\n---\nGo.\n"
+    )
+    spec = load_spec(agents / "all.agent.md")
+    assert spec.filesystem.tools is None or "execute" in spec.filesystem.tools
+    assert spec.todos and spec.general_purpose_agent.enabled
+    warned = warnings_of(agents / "all.agent.md")
+    assert any("'*' runs as every agentctl tool" in w for w in warned)
+    assert any(":3:14: tools[1]: Copilot tool 'github/*' has no" in w for w in warned)
+    (agents / "sets.agent.md").write_text(
+        "---\ndescription: Sets\n"
+        "tools: ['edit/editFiles', 'search/codebase', 'read/problems', 'execute/runInTerminal']\n"
+        "---\nGo.\n"
+    )
+    spec = load_spec(agents / "sets.agent.md")
+    assert sorted(spec.filesystem.tools or []) == [
+        "edit_file",
+        "execute",
+        "glob",
+        "grep",
+        "write_file",
+    ]
+    warned = warnings_of(agents / "sets.agent.md")
+    assert any(
+        "tools[2]: Copilot tool 'read/problems' has no agentctl equivalent; a tool of Copilot's "
+        "built-in `read` tool set (left out)" in w
+        for w in warned
+    )
+    assert not any("MCP" in w for w in warned)
+
+
+def test_a_codex_approval_policy_without_a_shell_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "ro.toml"
+    path.write_text(
+        'name = "ro"\ndeveloper_instructions = "Read."\nsandbox_mode = "read-only"\n'
+        'approval_policy = "on-request"\n'
+    )
+    spec = load_spec(path)
+    assert not spec.interrupt_on
+    assert any(
+        ":4:1: approval_policy: not run by agentctl: nothing to approve" in w
+        for w in warnings_of(path)
+    )
+
+
+def test_an_adk_sub_agent_without_a_description_loads_described_by_its_name(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "helper.yaml").write_text("name: helper\nmodel: gemini-2.5-flash\ninstruction: H\n")
+    (tmp_path / "root_agent.yaml").write_text(
+        "name: root\nmodel: gemini-2.5-flash\ninstruction: R\n"
+        "sub_agents:\n  - config_path: helper.yaml\n"
+    )
+    spec = load_spec(tmp_path / "root_agent.yaml")
+    assert [getattr(s, "description", None) for s in spec.subagents] == ["The helper agent."]
+    assert any(
+        ":5:5: sub_agents: helper.yaml has no `description`" in w
+        for w in warnings_of(tmp_path / "root_agent.yaml")
+    )
+
+
+def test_codex_mcp_servers_are_located_at_their_tables_and_a_disabled_one_is_left_out(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mcp.toml"
+    path.write_text(
+        'name = "m"\ndeveloper_instructions = "Go."\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+        '\n[mcp_servers.off]\ncommand = "off-mcp"\nenabled = false\n'
+    )
+    from runner.load.dialects import codex
+
+    spec = load_spec(path)
+    assert [t.mcp.name for t in spec.tools if isinstance(t, McpTool)] == ["docs"]
+    translated = codex.read(path, path.read_text(), str(path))
+    assert translated.root.children["tools"].children[0].loc.line == 4  # not 1:1
+    assert any(
+        ":7:1: mcp_servers.off: not run by agentctl: a disabled server (left out)" in w
+        for w in warnings_of(path)
+    )
+
+
+def test_each_disallowed_tool_is_located_at_its_name(tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    path = agents / "d.md"
+    path.write_text("---\nname: d\ndescription: D\ndisallowedTools: Bash, Write\n---\nGo.\n")
+    warned = warnings_of(path)
+    assert any(":4:18: disallowedTools[0]: Claude Code tool 'Bash'" in w for w in warned)
+    assert any(":4:24: disallowedTools[1]: Claude Code tool 'Write'" in w for w in warned)
+    assert "execute" not in (load_spec(path).filesystem.tools or [])

@@ -78,7 +78,7 @@ def test_below_the_threshold_fails_and_names_the_expectation(
     junit = (tmp_path / "j.xml").read_text()
     assert 'tests="1" failures="1"' in junit
     assert "3/4 runs passed (75%), needs 80%" in junit
-    assert "1 below their pass rate (4 runs on openai:scripted, agent cost $0.0003)" in out
+    assert "1 below their pass rate (4 runs on openai:scripted, agent cost $0.00025)" in out
 
 
 def test_default_threshold_is_every_run_and_parallel_runs_count_alike(
@@ -164,6 +164,36 @@ def test_baseline_flags_a_significant_drop_and_nothing_else(
     assert lines(out)[0]["status"] == "passed"  # above its own threshold, still a regression
 
 
+def test_a_regression_above_the_threshold_is_a_junit_failure(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run exits 1 for a regression: the JUnit report CI shows says which case, and why."""
+    import xml.etree.ElementTree as ET
+
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path, head="pass_rate: 0.5\n")
+    assert cli(tmp_path, monkeypatch, "test --live --repeat 6 --save-baseline b.json")[0] == 0
+    write_agent(tmp_path, PROMPT_B)
+    scripted.fail_every = 2  # 3/6 against 6/6: p = C(9,3)/C(12,6) = 0.0909, no regression
+    code, out, err = cli(
+        tmp_path, monkeypatch, "test --live --repeat 6 --baseline b.json --junit j.xml"
+    )
+    assert code == 0, out + err
+    assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "0"
+    scripted.fail_every = 100  # 6/6, 54 tokens a run against 36: +50%
+    code, out, err = cli(
+        tmp_path, monkeypatch, "test --live --repeat 6 --baseline b.json --junit j.xml"
+    )
+    root = ET.parse(tmp_path / "j.xml").getroot()
+    (failure,) = root.iter("failure")
+    assert code == 1 and root.get("failures") == "1", out + err
+    assert failure.get("message") == (
+        "regression: cost per run $0.00005 -> $0.000075 (+50%, more than +20%); "
+        "regression: tokens per run 36 -> 54 (+50%, more than +20%)"
+    )
+    assert "expect.tool_calls" not in failure.get("message", "")  # the case reached its rate
+
+
 def test_baseline_cost_and_tokens_growth(
     tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,7 +206,7 @@ def test_baseline_cost_and_tokens_growth(
     assert code == 1, out + err
     assert "against the baseline base.json:\n" in out
     assert (
-        "REGRESSION notes.test.yaml::writes notes: cost per run $5e-05 -> $6.25e-05 "
+        "REGRESSION notes.test.yaml::writes notes: cost per run $0.00005 -> $0.0000625 "
         "(+25%, more than +20%)\n"
         "REGRESSION notes.test.yaml::writes notes: tokens per run 36 -> 45 (+25%, more than +20%)\n"
     ) in out
@@ -266,6 +296,28 @@ def test_compare_with_a_file_diffs_trajectories_answers_and_figures(
     assert "<script" not in page and "src=" not in page and "href=" not in page
     assert "+ ls(path=&#x27;/&#x27;)" in page
     assert "~ write_file(file_path=&#x27;/notes.md&#x27;, content=&#x27;B&#x27;)" in page
+
+
+def test_a_tie_of_trajectories_is_the_passing_runs_whichever_ran_first(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With -j the failing run of a flaky version may come first: the diff shows what the
+    version does when it works, not what the scheduler happened to run first."""
+    write_agent(tmp_path, PROMPT_B)
+    write_agent(tmp_path, PROMPT_A, name="old.yaml")
+    write_eval_test(tmp_path, head="pass_rate: 0.5\n")
+    scripted.fail_every = 2
+    scripted.first_requests["B"] = 1  # B's first run is its 2nd first request: no tool call
+    code, out, err = cli(
+        tmp_path, monkeypatch, "test --compare old.yaml --repeat 2 -j 1 --output jsonl"
+    )
+    assert code == 0, out + err
+    found = comparison(out)
+    assert found["trajectory_runs"] == {"old.yaml": 2, "current": 1}
+    assert found["trajectory"] == EXPECTED_STEPS
+    assert found["answers"]["current"] == "Done B, notes written."
+    assert [t["runs"] for t in found["trajectories"]["current"]] == [1, 1]
+    assert found["trajectories"]["current"][1]["calls"] == []
 
 
 def test_compare_with_a_git_ref(
@@ -366,3 +418,16 @@ def test_a_pass_rate_above_one_is_located(tmp_path: Path, monkeypatch: pytest.Mo
     assert (
         err == "notes.test.yaml:7:16: cases[0].pass_rate: must be at most 1, found the number 1.5\n"
     )
+
+
+def test_a_cheap_run_costs_what_it_costs_and_an_unwritten_report_is_not_announced(
+    tmp_path: Path, scripted: Scripted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(tmp_path, PROMPT_A)
+    write_eval_test(tmp_path)
+    (tmp_path / "file").write_text("")
+    code, out, err = cli(tmp_path, monkeypatch, "test --live --report file/r.html")
+    assert code == 2, out + err
+    assert "cannot write the report" in err and "report: file/r.html" not in out
+    # one run of 36 tokens: 22 in at $1/M, 14 out at $2/M
+    assert "1 passed (1 runs on openai:scripted, agent cost $0.00005)" in out

@@ -157,6 +157,7 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
     agent_tools = _tools(tr, value.get("tools"), pos.children.get("tools"), vloc("tools"))
     _sub_agents(
         tr,
+        path.parent,
         value.get("sub_agents"),
         pos.children.get("sub_agents"),
         vloc("sub_agents"),
@@ -307,9 +308,14 @@ def _agent_tool(item: Any) -> str | None:
 
 
 def _sub_agents(
-    tr: Translation, raw: Any, pos: Pos | None, at: Loc, agent_tools: list[tuple[str, Loc]]
+    tr: Translation,
+    folder: Path,
+    raw: Any,
+    pos: Pos | None,
+    at: Loc,
+    agent_tools: list[tuple[str, Loc]],
 ) -> None:
-    entries: list[Any] = [{"ref": path} for path, _ in agent_tools]
+    entries: list[Any] = [_sub_ref(tr, folder, path, loc) for path, loc in agent_tools]
     locs: list[Loc] = [loc for _, loc in agent_tools]
     if raw is not None and not isinstance(raw, list):
         tr.fail(at, "sub_agents", "expected a list of `config_path:` entries")
@@ -317,7 +323,7 @@ def _sub_agents(
     for index, item in enumerate(raw or []):
         item_at = pos.children[index].loc if pos is not None and index in pos.children else at
         if isinstance(item, dict) and isinstance(item.get("config_path"), str):
-            entries.append({"ref": item["config_path"]})
+            entries.append(_sub_ref(tr, folder, item["config_path"], item_at))
             locs.append(item_at)
             _extra_keys(tr, item, {"config_path"}, f"sub_agents[{index}]", item_at)
             continue
@@ -335,6 +341,29 @@ def _sub_agents(
     if entries:
         tr.put("subagents", entries, at, item_locs=locs)
         tr.put("general_purpose_agent", False, at)
+
+
+def _sub_ref(tr: Translation, folder: Path, config_path: str, at: Loc) -> dict[str, Any]:
+    """A sub agent's `ref:` entry. ADK's `description` is optional, agentctl's main agent needs
+    one to choose a subagent: a sub agent file without it is described by its name (warning)."""
+    import yaml
+
+    entry: dict[str, Any] = {"ref": config_path}
+    try:
+        sub = yaml.safe_load((folder / config_path).read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return entry  # the ref's own load says what is wrong with it
+    if not isinstance(sub, dict) or sub.get("description") or not isinstance(sub.get("name"), str):
+        return entry
+    entry["description"] = f"The {sub['name']} agent."
+    tr.warn(
+        at,
+        "sub_agents",
+        f"{config_path} has no `description` (optional in ADK; agentctl's main agent chooses a "
+        f"subagent by it): described as {entry['description']!r}",
+    )
+    tr.comment("subagents", f"description: {config_path} has none in the original")
+    return entry
 
 
 # --------------------------------------------------------------------------- writing
@@ -365,6 +394,11 @@ def write(spec: Any, losses: list[str], out: Path | None) -> str:
         doc["tools"] = tools
     subs = []
     for index, sub in enumerate(spec.subagents):
+        for key in ("name", "description"):
+            if isinstance(sub, RefSubagent) and getattr(sub, key) is not None:
+                losses.append(
+                    f"subagents[{index}].{key}: an ADK sub agent has the {key} its own file gives"
+                )
         if isinstance(sub, RefSubagent) and _is_adk_file(Path(sub.ref)):
             subs.append({"config_path": _relative(Path(sub.ref), out)})
         elif isinstance(sub, RefSubagent):

@@ -137,7 +137,11 @@ def read(path: Path, text: str, shown: str) -> Translation:
             tools = map_tools(tr, names, locs, TOOLS, LABEL, "tools", no_equivalent=NO_EQUIVALENT)
             tr.comment("filesystem", f"from tools: {', '.join(names)} in the original")
     if "disallowedTools" in value:
-        tools = _disallowed(tr, value["disallowedTools"], vloc("disallowedTools"), tools)
+        raw = value["disallowedTools"]
+        names = split_tools(raw) or []
+        at = vloc("disallowedTools")
+        locs = item_locs(raw, pos.children.get("disallowedTools"), at, text)
+        tools = _disallowed(tr, raw, at, locs if len(locs) == len(names) else None, tools)
     mode = value.get("permissionMode", "default")
     tools = _permission_mode(tr, mode, vloc("permissionMode"), tools)
     if tools is not None:
@@ -212,13 +216,22 @@ def _permission_mode(
     return tools
 
 
-def _disallowed(tr: Translation, raw: Any, at: Loc, tools: list[str] | None) -> list[str] | None:
+def _disallowed(
+    tr: Translation, raw: Any, at: Loc, locs: list[Loc] | None, tools: list[str] | None
+) -> list[str] | None:
+    """The tools without those `disallowedTools` names (each warning at its name, `locs`)."""
     names = split_tools(raw)
     if names is None:
         tr.fail(at, "disallowedTools", "expected a comma-separated string or a list of names")
         return tools
     denied = map_tools(
-        tr, names, [at] * len(names), TOOLS, LABEL, "disallowedTools", no_equivalent=NO_EQUIVALENT
+        tr,
+        names,
+        locs or [at] * len(names),
+        TOOLS,
+        LABEL,
+        "disallowedTools",
+        no_equivalent=NO_EQUIVALENT,
     )
     base = tools if tools is not None else [*FILE_TOOLS, "write_todos", "task"]
     return [t for t in base if t not in denied]
@@ -240,6 +253,10 @@ def write(spec: Any, losses: list[str]) -> str:
     mode = _mode_of(spec, tools, losses)
     if mode != "default":
         fields.append(("permissionMode", mode))
+    if spec.limits.model_calls is not None:  # read back as `limits.model_calls`
+        fields.append(("maxTurns", str(spec.limits.model_calls)))
+    for key in sorted(spec.limits.model_fields_set - {"model_calls"}):
+        losses.append(f"limits.{key}: claude cannot express budgets other than maxTurns")
     return markdown.write(fields, spec.prompt or "")
 
 

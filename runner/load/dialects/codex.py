@@ -65,6 +65,8 @@ def read(path: Path, text: str, shown: str) -> Translation:
     import tomllib
 
     tr = Translation("codex", shown)
+    # the byte order mark and CRLF line ends a Windows editor may write
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     try:
         value = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -168,7 +170,12 @@ def _approvals(tr: Translation, policy: Any, at: Loc) -> None:
         tr.drop(at, "approval_policy", policy, f"expected one of {', '.join(APPROVAL_POLICIES)}")
         return
     backend = tr.value.get("backend") if tr.value is not None else None
-    if policy == "never" or not (isinstance(backend, dict) and backend["kind"] == "local_shell"):
+    if policy == "never":
+        return
+    if not (isinstance(backend, dict) and backend["kind"] == "local_shell"):
+        tr.drop(
+            at, "approval_policy", policy, "nothing to approve: the read-only sandbox has no shell"
+        )
         return
     tr.put("interrupt_on", {"execute": True}, at)
     tr.comment("interrupt_on", f"approval_policy = {policy!r} in the original")
@@ -201,11 +208,14 @@ def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
     if not isinstance(servers, dict):
         tr.fail(loc("mcp_servers"), "mcp_servers", "expected a table of servers")
         return
-    entries = []
+    entries, locs = [], []
     for name, server in servers.items():
         at = loc("mcp_servers", name)
         if not isinstance(server, dict):
             tr.fail(at, f"mcp_servers.{name}", "expected a table")
+            continue
+        if server.get("enabled") is False:  # Codex does not start it: neither does agentctl
+            tr.drop(at, f"mcp_servers.{name}", "enabled = false", "a disabled server (left out)")
             continue
         entry: dict[str, Any] = {"name": agent_name(name)}
         if "command" in server and "cwd" not in server:
@@ -231,6 +241,7 @@ def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
             "enabled_tools",
             "disabled_tools",
             "tool_timeout_sec",
+            "enabled",
         }
         for key, raw in server.items():
             if key not in known:
@@ -241,8 +252,9 @@ def _mcp(tr: Translation, servers: Any, loc: Any, project: str) -> None:
                     "an MCP server setting agentctl does not have",
                 )
         entries.append({"mcp": entry})
-    if entries:
-        tr.put("tools", entries, loc("mcp_servers"))
+        locs.append(at)
+    if entries:  # each entry located at its `[mcp_servers.NAME]` table
+        tr.put("tools", entries, locs[0], item_locs=locs)
 
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")

@@ -214,6 +214,8 @@ def map_tools(
         if mapped is not None:
             shown = ", ".join(f"`{m}`" for m in mapped)
             note = f"{dialect_label} tool {name!r} runs as agentctl's {shown}"
+            if not mapped:  # a wildcard (Copilot's `*`)
+                note = f"{dialect_label} tool {name!r} runs as every agentctl tool"
             if base != name:
                 note += " (the argument pattern is not applied: all its calls are allowed)"
             tr.warn(loc, where, note)

@@ -54,6 +54,7 @@ _EXPRESSIBLE = {
         "backend",
         "version",
         "interrupt_on",
+        "limits",  # `model_calls` as maxTurns; the other budgets are losses (claude.write)
     },
     "copilot": {
         "name",

@@ -51,9 +51,17 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "runSubagent": ("task",),
     "todo": ("write_todos",),
     "todos": ("write_todos",),
+    "readFile": ("read_file",),
+    "listDirectory": ("ls",),
+    "createFile": ("write_file",),
+    "fileSearch": ("glob",),
+    "textSearch": ("grep",),
     **CLAUDE_TOOLS,  # Copilot takes Claude Code's names as aliases
 }
 """Copilot tool alias -> agentctl tools."""
+
+TOOL_SETS = frozenset({"read", "edit", "search", "execute", "agent", "todo", "web", "vscode"})
+"""Copilot's built-in tool sets: `edit/editFiles` names one tool of the `edit` set."""
 
 WRITE_BACK = {
     "read_file": "read",
@@ -143,9 +151,14 @@ def read(path: Path, text: str, shown: str) -> Translation:
             tr.fail(vloc("tools"), "tools", "expected a list of tool names")
         else:
             locs = item_locs(value["tools"], pos.children.get("tools"), vloc("tools"), text)
-            tools = map_tools(tr, names, locs, TOOLS, LABEL, "tools", no_equivalent=NO_EQUIVALENT)
-            tr.comment("filesystem", f"from tools: {', '.join(names)} in the original")
-            tool_settings(tr, tools, vloc("tools"))
+            table, hints = _tool_table(names)
+            table["*"] = ()  # `tools: ['*']`: every tool, as an absent field
+            tools = map_tools(tr, names, locs, table, LABEL, "tools", no_equivalent=hints)
+            if "*" in names:
+                tools = None
+            else:
+                tr.comment("filesystem", f"from tools: {', '.join(names)} in the original")
+                tool_settings(tr, tools, vloc("tools"))
     project_backend(tr, tools, here, project_dir(path, ".github"))
     tr.comment("backend", "Copilot works in the repository folder (the one holding .github/)")
     for key, raw in value.items():
@@ -153,6 +166,24 @@ def read(path: Path, text: str, shown: str) -> Translation:
             unknown_field(tr, key, raw, loc(key), UNMAPPED, MAPPED, LABEL)
     tr.put("prompt", fm.body, Loc(shown, fm.body_line, 1))
     return tr
+
+
+def _tool_table(names: list[str]) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """TOOLS and NO_EQUIVALENT with the names qualified by a built-in tool set: `edit/editFiles`,
+    `search/codebase` run as the tool they name; `read/problems` has no equivalent (a VS Code
+    tool, not an MCP server's: `server/*` and `server/tool` are those)."""
+    table, hints = dict(TOOLS), dict(NO_EQUIVALENT)
+    for name in names:
+        group, _, tool = name.partition("/")
+        if group not in TOOL_SETS or not tool:
+            continue
+        if tool in TOOLS:
+            table[name] = TOOLS[tool]
+        else:
+            hints[name] = NO_EQUIVALENT.get(tool) or (
+                WEB_HINT if group == "web" else f"a tool of Copilot's built-in `{group}` tool set"
+            )
+    return table, hints
 
 
 def _model(tr: Translation, raw: Any, child: Any, at: Loc) -> None:

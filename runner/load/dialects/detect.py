@@ -44,7 +44,7 @@ def is_dialect_file(path: Path) -> bool:
     if path.name.endswith((".agent.md", ".chatmode.md")):
         return True
     try:
-        text = read_source(path)
+        text = read_source(path).removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     if path.name.endswith(".toml"):

@@ -27,8 +27,9 @@ class FrontMatter:
 
 
 def split(text: str, file: str) -> FrontMatter:
-    """The front matter and body of a markdown agent (an empty front matter when it has none)."""
-    lines = text.split("\n")
+    """The front matter and body of a markdown agent (an empty front matter when it has none).
+    A byte order mark and CRLF line ends (Windows editors write them) are not part of the text."""
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     end = None
     if lines and lines[0].strip() == "---":
         end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
