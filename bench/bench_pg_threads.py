@@ -222,9 +222,10 @@ class Agentctl:
         self.session.close()
 
 
-def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
-    """Bare alone, then agentctl with and without its vacuum interleaved turn by turn (each on
-    a database of its own, in one process), so the vacuum's cost shows against the same load."""
+def bench_long_thread(server: str, sizes: list[int], *, bare: bool = True) -> dict[str, Any]:
+    """Bare alone (unless not `bare`), then agentctl with and without its vacuum interleaved
+    turn by turn (each on a database of its own, in one process), so the vacuum's cost shows
+    against the same load."""
     results: dict[str, Any] = {}
     groups: list[dict[str, Any]] = [
         {"bare": lambda f, u: Bare(f, u)},
@@ -232,7 +233,7 @@ def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
             "agentctl": lambda f, u: Agentctl(f, u),
             "novacuum": lambda f, u: Agentctl(f, u, vacuum=False),
         },
-    ]
+    ][0 if bare else 1 :]
     for makers in groups:
         with ExitStack() as stack:
             contenders: dict[str, Any] = {}
@@ -381,10 +382,13 @@ def tables(many: dict[str, Any], long: dict[str, Any], counts: list[int], sizes:
     for size in sizes:
 
         def ms(kind: str, size: int = size) -> str:
+            if f"{kind}_{size}_turn_ms" not in long:
+                return "-"
             return f"{long[f'{kind}_{size}_turn_ms']:.0f} / {long[f'{kind}_{size}_max_ms']:.0f}"
 
+        bare_mb = f"{long[f'bare_{size}_mb']:.1f}" if f"bare_{size}_mb" in long else "-"
         rows.append(
-            f"{size:<8}{long[f'bare_{size}_mb']:>9.1f}{long[f'agentctl_{size}_mb']:>9.1f}"
+            f"{size:<8}{bare_mb:>9}{long[f'agentctl_{size}_mb']:>9.1f}"
             f"{long[f'novacuum_{size}_mb']:>9.1f}{long[f'agentctl_{size}_vacuums']:>9}"
             f"{ms('bare'):>15}{ms('agentctl'):>15}{ms('novacuum'):>15}"
         )
@@ -407,12 +411,15 @@ def main() -> None:
         metavar="N",
         help="also one more turn on a 10-turn thread against bare, median of N (interleaved)",
     )
+    parser.add_argument(
+        "--no-bare", action="store_true", help="the long thread without bare (its cost is turns^2)"
+    )
     args = parser.parse_args()
     counts = [int(s) for s in args.threads.split(",") if s]
     sizes = [int(s) for s in args.turns.split(",") if s]
     os.environ.setdefault("AGENTCTL_HOME", tempfile.mkdtemp())
     many = bench_many_threads(args.server, counts, args.repeat) if counts else {}
-    long = bench_long_thread(args.server, sizes) if sizes else {}
+    long = bench_long_thread(args.server, sizes, bare=not args.no_bare) if sizes else {}
     short = bench_short_thread(args.server, 10, args.short) if args.short else {}
     print("instant scripted model, a turn = message, one tool call, answer")
     print(tables(many, long, counts if many else [], sizes if long else []))
