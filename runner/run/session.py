@@ -608,6 +608,7 @@ class Session:
         keeps it; on SQLite an unlock, no write), with any deferred write (the time of last
         use) not committed yet. A warning when the pruning failed."""
         with self.home.db.batched():
+            self.home.turn_ended(turn.thread_id)
             if turn.lease is not None:
                 turn.lease.release()
             return self._prune(turn.thread_id) if prune else None

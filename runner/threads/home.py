@@ -174,6 +174,10 @@ class Home:
             return None
         return ThreadSettings(model=rows[0][0], vars=json.loads(rows[0][1] or "{}"))
 
+    def turn_ended(self, thread_id: str) -> None:
+        """A turn on the thread ended (its checkpoints written): nothing here; a database a
+        server shares republishes the thread's status (`runner.threads.postgres`)."""
+
     def touch(self, thread_id: str, *, later: bool = False) -> None:
         """Set the thread's time of last use to now; `later`: with the database's next commit
         (`Database.defer`), not one of its own."""

@@ -551,11 +551,19 @@ class PostgresHome(Home):
         super().register(thread_id, agent=agent, spec=spec, first_message=first_message)
         self._publish(thread_id, agent)
 
-    def touch(self, thread_id: str, *, later: bool = False) -> None:
-        super().touch(thread_id, later=later)
-        if self._served():  # (the thread's row read only for a server's table)
+    def _republish(self, thread_id: str) -> None:
+        """The server's row of the thread, its status as it is now (the registry's row read
+        only when the server's table is there)."""
+        if self._served():
             info = self.thread(thread_id)
             self._publish(thread_id, info.agent if info is not None else None)
+
+    def turn_ended(self, thread_id: str) -> None:
+        self._republish(thread_id)  # idle, or interrupted: as the turn left it
+
+    def touch(self, thread_id: str, *, later: bool = False) -> None:
+        super().touch(thread_id, later=later)
+        self._republish(thread_id)
 
     def _served_threads(self, where: str, args: tuple[Any, ...]) -> list[ThreadInfo]:
         if not self._served():
