@@ -181,9 +181,14 @@ class Bare:
         )
         self.config: Any = {"configurable": {"thread_id": "t"}}
         self.vacuums = 0
+        self.durability: Any = None  # LangGraph's default ("async")
 
     def turn(self, text: str) -> None:
-        self.agent.invoke({"messages": [{"role": "user", "content": text}]}, self.config)
+        self.agent.invoke(
+            {"messages": [{"role": "user", "content": text}]},
+            self.config,
+            durability=self.durability,
+        )
 
     def close(self) -> None:
         self.conn.close()
@@ -217,9 +222,10 @@ class Agentctl:
         self.session.close()
 
 
-def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
-    """Bare alone, then agentctl with and without its vacuum interleaved turn by turn (each on
-    a database of its own, in one process), so the vacuum's cost shows against the same load."""
+def bench_long_thread(server: str, sizes: list[int], *, bare: bool = True) -> dict[str, Any]:
+    """Bare alone (unless not `bare`), then agentctl with and without its vacuum interleaved
+    turn by turn (each on a database of its own, in one process), so the vacuum's cost shows
+    against the same load."""
     results: dict[str, Any] = {}
     groups: list[dict[str, Any]] = [
         {"bare": lambda f, u: Bare(f, u)},
@@ -227,7 +233,7 @@ def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
             "agentctl": lambda f, u: Agentctl(f, u),
             "novacuum": lambda f, u: Agentctl(f, u, vacuum=False),
         },
-    ]
+    ][0 if bare else 1 :]
     for makers in groups:
         with ExitStack() as stack:
             contenders: dict[str, Any] = {}
@@ -259,6 +265,97 @@ def bench_long_thread(server: str, sizes: list[int]) -> dict[str, Any]:
     return results
 
 
+class Counted:
+    """psycopg statements and explicit transactions made in this process while counting."""
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.statements = 0
+        self.transactions = 0
+        self.on = False
+        counted = self
+        for cls, name in ((psycopg.Cursor, "execute"), (psycopg.Cursor, "executemany")):
+            original = getattr(cls, name)
+
+            def counting(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                if counted.on:
+                    counted.statements += 1
+                return _original(self, *args, **kwargs)
+
+            setattr(cls, name, counting)
+        original_transaction = psycopg.Connection.transaction
+
+        def transaction(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if counted.on:
+                counted.transactions += 1
+            return original_transaction(self, *args, **kwargs)
+
+        psycopg.Connection.transaction = transaction  # type: ignore[method-assign]
+
+
+def bench_short_thread(server: str, warm: int, measured: int) -> dict[str, Any]:
+    """One more turn on a short thread: bare `create_agent` on a `PostgresSaver` with
+    agentctl's durability ("sync") against agentctl's `Session`, each on a scratch database,
+    `warm` turns first, then `measured` turns interleaved (alternating which goes first); the
+    median wall and CPU time (the process's, both in this process) of a turn, and the psycopg
+    statements and explicit transactions per turn (the savers' transactions and agentctl's;
+    a statement outside one is its own, autocommit)."""
+    counted = Counted()
+    results: dict[str, Any] = {}
+    with ExitStack() as stack:
+        contenders: dict[str, Any] = {}
+        for kind in ("bare", "agentctl"):
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            url = stack.enter_context(scratch(server))
+            contender: Any = Bare(folder, url) if kind == "bare" else Agentctl(folder, url)
+            if kind == "bare":
+                contender.durability = "sync"
+            contenders[kind] = contender
+            stack.callback(contender.close)
+        for i in range(warm):
+            for contender in contenders.values():
+                contender.turn(f"message {i}")
+        wall: dict[str, list[float]] = {kind: [] for kind in contenders}
+        cpu: dict[str, list[float]] = {kind: [] for kind in contenders}
+        statements: dict[str, list[int]] = {kind: [] for kind in contenders}
+        transactions: dict[str, list[int]] = {kind: [] for kind in contenders}
+        for i in range(warm, warm + measured):
+            order = list(contenders.items())
+            for kind, contender in order if i % 2 else reversed(order):
+                counted.statements = counted.transactions = 0
+                counted.on = True
+                started, started_cpu = time.perf_counter(), time.process_time()
+                contender.turn(f"message {i}")
+                wall[kind].append(time.perf_counter() - started)
+                cpu[kind].append(time.process_time() - started_cpu)
+                counted.on = False
+                statements[kind].append(counted.statements)
+                transactions[kind].append(counted.transactions)
+        for kind in contenders:
+            results[f"short_{kind}_ms"] = median(wall[kind]) * 1e3
+            results[f"short_{kind}_cpu_ms"] = median(cpu[kind]) * 1e3
+            results[f"short_{kind}_statements"] = median(statements[kind])
+            results[f"short_{kind}_transactions"] = median(transactions[kind])
+    return results
+
+
+def short_table(short: dict[str, Any], warm: int, measured: int) -> str:
+    rows = [
+        f"one more turn on a {warm}-turn thread, median of {measured}",
+        f"{'':<34}{'wall ms':>9}{'CPU ms':>9}{'statements':>12}{'transactions':>14}",
+    ]
+    for kind, label in (("bare", "(a) create_agent + PostgresSaver"), ("agentctl", "(c)")):
+        rows.append(
+            f"{label:<34}{short[f'short_{kind}_ms']:>9.1f}{short[f'short_{kind}_cpu_ms']:>9.1f}"
+            f"{short[f'short_{kind}_statements']:>12}{short[f'short_{kind}_transactions']:>14}"
+        )
+    ratio = short["short_agentctl_ms"] / short["short_bare_ms"]
+    ratio_cpu = short["short_agentctl_cpu_ms"] / short["short_bare_cpu_ms"]
+    rows.append(f"c/a wall {ratio:.2f}, CPU {ratio_cpu:.2f}")
+    return "\n".join(rows)
+
+
 def tables(many: dict[str, Any], long: dict[str, Any], counts: list[int], sizes: list[int]) -> str:
     rows = [
         f"{'threads in the DB':<20}{'list s':>9}{'CPU s':>9}{'show s':>9}{'CPU s':>9}"
@@ -285,10 +382,13 @@ def tables(many: dict[str, Any], long: dict[str, Any], counts: list[int], sizes:
     for size in sizes:
 
         def ms(kind: str, size: int = size) -> str:
+            if f"{kind}_{size}_turn_ms" not in long:
+                return "-"
             return f"{long[f'{kind}_{size}_turn_ms']:.0f} / {long[f'{kind}_{size}_max_ms']:.0f}"
 
+        bare_mb = f"{long[f'bare_{size}_mb']:.1f}" if f"bare_{size}_mb" in long else "-"
         rows.append(
-            f"{size:<8}{long[f'bare_{size}_mb']:>9.1f}{long[f'agentctl_{size}_mb']:>9.1f}"
+            f"{size:<8}{bare_mb:>9}{long[f'agentctl_{size}_mb']:>9.1f}"
             f"{long[f'novacuum_{size}_mb']:>9.1f}{long[f'agentctl_{size}_vacuums']:>9}"
             f"{ms('bare'):>15}{ms('agentctl'):>15}{ms('novacuum'):>15}"
         )
@@ -304,15 +404,28 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", default="1000,5000", help="thread counts for `threads`")
     parser.add_argument("--turns", default="100,300", help="lengths of the long thread")
+    parser.add_argument(
+        "--short",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also one more turn on a 10-turn thread against bare, median of N (interleaved)",
+    )
+    parser.add_argument(
+        "--no-bare", action="store_true", help="the long thread without bare (its cost is turns^2)"
+    )
     args = parser.parse_args()
     counts = [int(s) for s in args.threads.split(",") if s]
     sizes = [int(s) for s in args.turns.split(",") if s]
     os.environ.setdefault("AGENTCTL_HOME", tempfile.mkdtemp())
     many = bench_many_threads(args.server, counts, args.repeat) if counts else {}
-    long = bench_long_thread(args.server, sizes) if sizes else {}
+    long = bench_long_thread(args.server, sizes, bare=not args.no_bare) if sizes else {}
+    short = bench_short_thread(args.server, 10, args.short) if args.short else {}
     print("instant scripted model, a turn = message, one tool call, answer")
     print(tables(many, long, counts if many else [], sizes if long else []))
-    print(json.dumps({"bench": "pg_threads", "repeat": args.repeat, **many, **long}))
+    if short:
+        print(short_table(short, 10, args.short))
+    print(json.dumps({"bench": "pg_threads", "repeat": args.repeat, **many, **long, **short}))
 
 
 if __name__ == "__main__":

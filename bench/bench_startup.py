@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,9 @@ AGENTCTL = str(Path(PYTHON).parent / "agentctl")
 MARK = "agentctl-bench-ready "
 
 # The child reports when it is ready (the imports done), before the interpreter's teardown.
-REPORT = f"import sys, time; sys.stderr.write('{MARK}%r\\n' % time.time())"
+REPORT = (
+    f"import sys, time; sys.stderr.write('{MARK}%r %r\\n' % (time.time(), time.process_time()))"
+)
 
 # The child process of a `run`: agentctl's own entry point, with the replay model reporting
 # the wall-clock time of its first call on stderr.
@@ -47,14 +50,14 @@ import sys, time
 import runner.agent.models as models
 original = models.ReplayChatModel._stream
 def stream(self, *args, **kwargs):
-    sys.stderr.write("{MARK}%r\\n" % time.time())
+    sys.stderr.write("{MARK}%r %r\\n" % (time.time(), time.process_time()))
     sys.stderr.flush()
     models.ReplayChatModel._stream = original
     return original(self, *args, **kwargs)
 models.ReplayChatModel._stream = stream
 original_generate = models.ReplayChatModel._generate
 def generate(self, *args, **kwargs):
-    sys.stderr.write("{MARK}%r\\n" % time.time())
+    sys.stderr.write("{MARK}%r %r\\n" % (time.time(), time.process_time()))
     sys.stderr.flush()
     return original_generate(self, *args, **kwargs)
 models.ReplayChatModel._generate = generate
@@ -64,19 +67,24 @@ main()
 """
 
 
-def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float | None]:
-    """Wall seconds from spawn to exit, and to the first model call when the child reports it."""
+def spawn(argv: list[str], env: dict[str, str]) -> tuple[float, float | None, float, float | None]:
+    """Wall seconds from spawn to exit, and to the first model call when the child reports it;
+    then the child's CPU seconds (user + system) to exit, and to that first call."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     ended = time.time()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
-    first = None
+    first = first_cpu = None
     for line in done.stderr.splitlines():
         if line.startswith(MARK):
-            first = float(line.removeprefix(MARK)) - started
+            when, used = line.removeprefix(MARK).split()
+            first, first_cpu = float(when) - started, float(used)
             break
-    return ended - started, first
+    return ended - started, first, cpu, first_cpu
 
 
 def commands(folder: Path) -> dict[str, list[str]]:
@@ -89,6 +97,7 @@ def commands(folder: Path) -> dict[str, list[str]]:
         "deepagents": [PYTHON, "-c", "from deepagents import create_deep_agent"],
         "help": [AGENTCTL, "--help"],
         "validate": [AGENTCTL, "validate", "agents/"],
+        "validate_one": [AGENTCTL, "validate", "agents/notes.yaml"],
         "run": [AGENTCTL, *run, "--db", str(folder / "run.db")],
         "run_first_call": [PYTHON, "-c", FIRST_CALL, *run, "--db", str(folder / "first.db")],
     }
@@ -109,28 +118,35 @@ def bench(repeat: int) -> dict[str, float]:
             names = list(argvs)
             names = names[index % len(names) :] + names[: index % len(names)]
             for name in names:
-                total, first = spawn(argvs[name], env)
+                total, first, cpu, first_cpu = spawn(argvs[name], env)
                 if name in ("run_first_call", "floor_ready"):
-                    assert first is not None, f"{name}: the child did not report"
+                    assert first is not None and first_cpu is not None, f"{name}: no report"
                     times.setdefault(name, []).append(first)
+                    times.setdefault(f"{name}_cpu", []).append(first_cpu)
                 else:
                     times.setdefault(name, []).append(total)
+                    times.setdefault(f"{name}_cpu", []).append(cpu)
     return {name: sorted(values)[len(values) // 2] for name, values in times.items()}
 
 
 def table(results: dict[str, float]) -> str:
-    floor = results["floor_ready"]
-    rows = [f"{'whole process, seconds':<60}{'median':>8}{'/ floor':>9}"]
+    floor, floor_cpu = results["floor_ready"], results["floor_ready_cpu"]
+    rows = [f"{'whole process, seconds':<60}{'wall':>8}{'/ floor':>9}{'CPU':>8}{'/ floor':>9}"]
     for key, label in [
         ("floor_ready", "(a) floor: from langchain.agents import create_agent, done"),
         ("floor", "(a) floor, to exit"),
         ("deepagents", "(b) python -c 'from deepagents import create_deep_agent'"),
         ("help", "(c) agentctl --help"),
         ("validate", "(c) agentctl validate agents/"),
+        ("validate_one", "(c) agentctl validate agents/notes.yaml"),
         ("run_first_call", "(c) agentctl run: first model call"),
         ("run", "(c) agentctl run: exit"),
     ]:
-        rows.append(f"{label:<60}{results[key]:>8.3f}{results[key] / floor:>9.2f}")
+        cpu = results[f"{key}_cpu"]
+        rows.append(
+            f"{label:<60}{results[key]:>8.3f}{results[key] / floor:>9.2f}"
+            f"{cpu:>8.3f}{cpu / floor_cpu:>9.2f}"
+        )
     return "\n".join(rows)
 
 
@@ -145,6 +161,13 @@ def main() -> None:
     summary.update({f"{k}_s": round(v, 4) for k, v in results.items()})
     first_call = results["run_first_call"]
     summary["ratio_run_first_call_floor"] = round(first_call / results["floor_ready"], 3)
+    summary["ratio_run_first_call_floor_cpu"] = round(
+        results["run_first_call_cpu"] / results["floor_ready_cpu"], 3
+    )
+    summary["ratio_validate_one_floor"] = round(results["validate_one"] / results["floor_ready"], 3)
+    summary["ratio_validate_one_floor_cpu"] = round(
+        results["validate_one_cpu"] / results["floor_ready_cpu"], 3
+    )
     summary["ratio_run_floor"] = round(results["run"] / results["floor"], 3)
     summary["ratio_run_first_call_deepagents"] = round(
         results["run_first_call"] / results["deepagents"], 3

@@ -232,9 +232,12 @@ def main() -> None:
     parser.add_argument(
         "--durable-only", action="store_true", help="only the SQLite rows (durability=sync)"
     )
+    parser.add_argument("--sizes", help="comma-separated step counts instead of 50,500")
     args = parser.parse_args()
     repeat = 2 if args.quick else args.repeat
     sizes = [50, 200] if args.quick else [50, 500]
+    if args.sizes:
+        sizes = [int(size) for size in args.sizes.split(",") if size]
     with tempfile.TemporaryDirectory() as tmp:
         spec = spec_file(Path(tmp), "steps")
         if args.durable_only:

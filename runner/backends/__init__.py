@@ -27,38 +27,89 @@ reach.py        what of the host a backend spec reaches: its leaves by route, ag
 
 from __future__ import annotations
 
-from runner.backends.composite import CompositeBackend, can_execute
-from runner.backends.filesystem import FilesystemBackend
-from runner.backends.local_shell import LocalShellBackend
-from runner.backends.mounts import Mount
-from runner.backends.paths import validate_path
-from runner.backends.protocol import (
-    Backend,
-    BackendError,
-    EditResult,
-    ExecuteResult,
-    FileData,
-    FileInfo,
-    GrepMatch,
-    PathError,
-    ReadResult,
-    SandboxBackend,
-    WriteResult,
-)
-from runner.backends.provider import (
-    THREAD_PLACEHOLDER,
-    BackendProvider,
-    checked_backend,
-    current_thread_id,
-    protocol_gaps,
-    provider_from_backend,
-    provider_from_spec,
-    scope_store_by_user,
-    store_user_prefix,
-    thread_root,
-)
-from runner.backends.state import FilesState, StateBackend, merge_files
-from runner.backends.store import StoreBackend
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.backends.composite import CompositeBackend, can_execute
+    from runner.backends.filesystem import FilesystemBackend
+    from runner.backends.local_shell import LocalShellBackend
+    from runner.backends.mounts import Mount
+    from runner.backends.paths import validate_path
+    from runner.backends.protocol import (
+        Backend,
+        BackendError,
+        EditResult,
+        ExecuteResult,
+        FileData,
+        FileInfo,
+        GrepMatch,
+        PathError,
+        ReadResult,
+        SandboxBackend,
+        WriteResult,
+    )
+    from runner.backends.provider import (
+        THREAD_PLACEHOLDER,
+        BackendProvider,
+        checked_backend,
+        current_thread_id,
+        protocol_gaps,
+        provider_from_backend,
+        provider_from_spec,
+        scope_store_by_user,
+        store_user_prefix,
+        thread_root,
+    )
+    from runner.backends.state import FilesState, StateBackend, merge_files
+    from runner.backends.store import StoreBackend
+
+_WHERE = {
+    "Backend": "protocol",
+    "BackendError": "protocol",
+    "BackendProvider": "provider",
+    "CompositeBackend": "composite",
+    "EditResult": "protocol",
+    "ExecuteResult": "protocol",
+    "FileData": "protocol",
+    "FileInfo": "protocol",
+    "FilesState": "state",
+    "FilesystemBackend": "filesystem",
+    "GrepMatch": "protocol",
+    "LocalShellBackend": "local_shell",
+    "Mount": "mounts",
+    "PathError": "protocol",
+    "ReadResult": "protocol",
+    "SandboxBackend": "protocol",
+    "StateBackend": "state",
+    "StoreBackend": "store",
+    "THREAD_PLACEHOLDER": "provider",
+    "WriteResult": "protocol",
+    "can_execute": "composite",
+    "checked_backend": "provider",
+    "current_thread_id": "provider",
+    "merge_files": "state",
+    "protocol_gaps": "provider",
+    "provider_from_backend": "provider",
+    "provider_from_spec": "provider",
+    "scope_store_by_user": "provider",
+    "store_user_prefix": "provider",
+    "thread_root": "provider",
+    "validate_path": "paths",
+}
+"""Where each name is defined: imported on first use, so that what needs one piece (a spec's
+sandbox check in `validate`) does not load them all (the composite backend imports asyncio)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runner.backends' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"runner.backends.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "THREAD_PLACEHOLDER",

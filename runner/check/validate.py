@@ -12,15 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import Problem, SpecError, display_path
+from runner.load.any import load_any
 from runner.load.dialects.detect import is_dialect_file
 from runner.load.loader import _host_path
-from runner.load.workflow import load_any
 from runner.spec import AgentSpec
+from runner.spec.base import is_workflow_document
 from runner.spec.cassette import CASSETTE_SUFFIXES
-from runner.spec.workflow import WorkflowSpec, is_workflow_document
+
+if TYPE_CHECKING:  # the workflow models are loaded with the first workflow file
+    from runner.spec.workflow import WorkflowSpec
 
 __all__ = ["SPEC_SUFFIXES", "find_specs", "validate_file"]
 
@@ -155,7 +158,7 @@ def check_file(
                 problems = set(exc.problems) | set(_skill_problems_of_unloaded(path, env))
                 return FileReport(sorted(problems))
         else:
-            if isinstance(spec, WorkflowSpec):
+            if not isinstance(spec, AgentSpec):  # a workflow
                 return _check_workflow(spec, cache)
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
             found |= set(static_problems(spec, cache=cache))
@@ -210,7 +213,7 @@ def _model_ids(spec: AgentSpec) -> list[str]:
     )
 
 
-LoadCache = dict[tuple[Any, ...], AgentSpec | WorkflowSpec | SpecError]
+LoadCache = dict[tuple[Any, ...], "AgentSpec | WorkflowSpec | SpecError"]
 
 
 def _load(
@@ -298,9 +301,7 @@ def agents_playing(
             loaded = _load(candidate, vars=vars, env=env, allow_unused_vars=True, cache=cache)
         except SpecError:
             continue
-        specs = (
-            list(loaded.agent_specs().values()) if isinstance(loaded, WorkflowSpec) else [loaded]
-        )
+        specs = [loaded] if isinstance(loaded, AgentSpec) else list(loaded.agent_specs().values())
         if candidate.name in named or any(target in _replayed(spec) for spec in specs):
             found += specs
     return found

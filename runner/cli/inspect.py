@@ -53,7 +53,7 @@ def inspect(
     from runner.agent.context import local_context_for
     from runner.agent.inspect import describe
     from runner.cli.options import parse_vars
-    from runner.load.workflow import is_workflow_file
+    from runner.load.loader import is_workflow_file
 
     if is_workflow_file(spec):
         if show_prompt:

@@ -257,7 +257,7 @@ def run(
             raise click.UsageError("MESSAGE is `-` but stdin was empty")
     if message is not None and replies is not None:
         raise click.UsageError("send a MESSAGE or answer approvals, not both in one run")
-    from runner.load.workflow import is_workflow_file
+    from runner.load.loader import is_workflow_file
 
     workflow = is_workflow_file(spec)
     if not workflow and not quiet:

@@ -61,7 +61,7 @@ class TryRuns:
         `agentctl run --model`); `record`: the cassette to save the live replies in."""
         from runner.errors import RunnerError, SpecError
         from runner.load.source import SOURCE_OVERLAY
-        from runner.load.workflow import load_any
+        from runner.load.any import load_any
         from runner.lsp.documents import Overlay
         from runner.run.options import RunOptions
         from runner.run.session import Session, WorkflowSession

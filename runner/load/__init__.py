@@ -3,7 +3,8 @@
 ```
 source.py     YAML with positions, ${ENV} interpolation
 loader.py     load_spec: includes, subagent refs, templates, openapi documents, SKILL.md folders
-workflow.py   load_workflow, load_any: a workflow file and the agents its steps run
+any.py        load_any: an agent file or a workflow file, whichever it is
+workflow.py   load_workflow: a workflow file and the agents its steps run
 problems.py   pydantic errors -> located problems, did-you-mean
 templates.py  the prompt templates ({{ vars.x }})
 openapi.py    the operations of an OpenAPI document
@@ -16,15 +17,16 @@ No LangChain import here (`tests/test_startup_imports.py`).
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runner.load.any import load_any
     from runner.load.loader import load_spec
-    from runner.load.workflow import load_any, load_workflow
+    from runner.load.workflow import load_workflow
 
 __all__ = ["load_any", "load_spec", "load_workflow"]
 
 _LAZY = {
     "load_spec": "runner.load.loader",
     "load_workflow": "runner.load.workflow",
-    "load_any": "runner.load.workflow",
+    "load_any": "runner.load.any",
 }
 
 

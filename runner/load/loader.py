@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -48,14 +48,17 @@ from runner.spec import (
 )
 from runner.spec.agent import AgentCore
 from runner.spec.backend import ImportBackendSpec, backend_leaves
+from runner.spec.base import is_workflow_document
 from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
-from runner.spec.workflow import WorkflowSpec, is_workflow_document
+
+if TYPE_CHECKING:  # the workflow models are loaded with the first workflow (`load_any`)
+    from runner.spec.workflow import WorkflowSpec
 
 __all__ = ["load_spec"]
 
 _CONCAT_ON_INCLUDE = frozenset({"tools", "subagents"})
-_T = TypeVar("_T", AgentSpec, WorkflowSpec)
+_T = TypeVar("_T", AgentSpec, "WorkflowSpec")
 
 
 def load_spec(
@@ -624,3 +627,15 @@ def _replay_path(model_id: str, smap: SourceMap, at: KeyPath) -> str:
 def _prompt_key(mapping: dict[str, Any]) -> str:
     """The key an agent's prompt is written under: ours, or the seeds' `system_prompt`."""
     return "system_prompt" if "system_prompt" in mapping and "prompt" not in mapping else "prompt"
+
+
+def is_workflow_file(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> bool:
+    """Whether the file at `path` reads as a workflow (False when it cannot be read: the agent
+    loader then says why)."""
+    try:
+        text = read_source(path)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    if "workflow" not in text:
+        return False
+    return is_workflow_document(read_yaml(text, str(path), env={} if env is None else env).value)

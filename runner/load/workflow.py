@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from runner.errors import Problem
 from runner.load.loader import _Loader, _resolve_model, _UsedVars
 from runner.load.problems import problems_from_validation
-from runner.load.source import KeyPath, Pos, SourceMap, format_path, read_source, read_yaml
+from runner.load.source import KeyPath, Pos, SourceMap, format_path
 from runner.spec import AgentSpec
 from runner.spec.workflow import (
     AgentStep,
@@ -32,10 +32,9 @@ from runner.spec.workflow import (
     WorkflowAgent,
     WorkflowAgentRef,
     WorkflowSpec,
-    is_workflow_document,
 )
 
-__all__ = ["agents_in", "load_any", "load_workflow", "step_agents", "walk_steps"]
+__all__ = ["agents_in", "load_workflow", "step_agents", "walk_steps"]
 
 
 def load_workflow(
@@ -52,35 +51,6 @@ def load_workflow(
     loader = _Loader(dict(vars or {}), os.environ if env is None else env, require_inputs)
     spec = _load(loader, Path(path))
     return loader.finish(spec, Path(path), allow_unused_vars=allow_unused_vars)
-
-
-def load_any(
-    path: str | os.PathLike[str],
-    *,
-    vars: Mapping[str, Any] | None = None,
-    env: Mapping[str, str] | None = None,
-    allow_unused_vars: bool = False,
-    require_inputs: bool = True,
-) -> AgentSpec | WorkflowSpec:
-    """`load_workflow` for a workflow file (a top-level `workflow:` key), else `load_spec`."""
-    from runner.load.loader import load_spec
-
-    load = load_workflow if is_workflow_file(path, env) else load_spec
-    return load(
-        path, vars=vars, env=env, allow_unused_vars=allow_unused_vars, require_inputs=require_inputs
-    )
-
-
-def is_workflow_file(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> bool:
-    """Whether the file at `path` reads as a workflow (False when it cannot be read: the agent
-    loader then says why)."""
-    try:
-        text = read_source(path)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    if "workflow" not in text:
-        return False
-    return is_workflow_document(read_yaml(text, str(path), env={} if env is None else env).value)
 
 
 # --------------------------------------------------------------------------- steps

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -537,6 +538,10 @@ class Session:
                 )
             if started is None:  # a thread keeps its first settings: written once
                 self.home.remember_settings(thread_id, self.settings)
+        if turn.registered:
+            # its time of last use (when its last turn began) goes with the next commit: the
+            # turn's first checkpoint on SQLite, the turn's end on Postgres
+            self.home.touch(thread_id, later=True)
         yield Start(agent=self.name, thread_id=thread_id)
         if self.no_sandbox is not None:
             yield self.no_sandbox
@@ -598,11 +603,12 @@ class Session:
         return self.state(thread_id)
 
     def _end(self, turn: _Turn, *, prune: bool) -> RunWarning | None:
-        """The thread's bookkeeping after a turn, in one commit: its time of last use, the
-        checkpoints the turn made obsolete (`_prune`, when `prune`), and the lease let go
-        (unless the session keeps it). A warning when the pruning failed."""
+        """The thread's bookkeeping after a turn, in one commit at most: the checkpoints the
+        turn made obsolete (`_prune`, when `prune`), and the lease let go (unless the session
+        keeps it; on SQLite an unlock, no write), with any deferred write (the time of last
+        use) not committed yet. A warning when the pruning failed."""
         with self.home.db.batched():
-            self.home.touch(turn.thread_id)
+            self.home.turn_ended(turn.thread_id)
             if turn.lease is not None:
                 turn.lease.release()
             return self._prune(turn.thread_id) if prune else None
@@ -706,12 +712,13 @@ def _chosen_options(options: RunOptions | None, keywords: RunOptions) -> RunOpti
 
 
 def _is_workflow(spec_or_path: Any) -> bool:
-    from runner.spec.workflow import WorkflowSpec
-
-    if isinstance(spec_or_path, WorkflowSpec):
+    # A `WorkflowSpec` cannot exist before its module is imported: an agent's run does not
+    # import the workflow models to find it is not given one.
+    workflow = sys.modules.get("runner.spec.workflow")
+    if workflow is not None and isinstance(spec_or_path, workflow.WorkflowSpec):
         return True
     if isinstance(spec_or_path, str | os.PathLike):
-        from runner.load.workflow import is_workflow_file
+        from runner.load.loader import is_workflow_file
 
         return is_workflow_file(spec_or_path)
     return False

@@ -345,7 +345,7 @@ def mount_a2a(
 
     if importlib.util.find_spec("a2a") is None:
         return
-    from runner.load.workflow import load_any
+    from runner.load.any import load_any
     from runner.spec import AgentSpec
 
     described: dict[str, tuple[str | None, Mapping[str, Any]]] = {}

@@ -44,7 +44,8 @@ def collect_agents(
     """
     from runner.check.validate import find_specs, validate_file
     from runner.errors import display_path
-    from runner.load.workflow import agents_in, load_any
+    from runner.load.any import load_any
+    from runner.load.workflow import agents_in
 
     problems: list[Problem] = []
     found: list[ServedAgent] = []

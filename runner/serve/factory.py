@@ -100,7 +100,7 @@ def refuse_file_inputs(
 
 
 def _served_spec(path: str | os.PathLike[str], base_vars: Mapping[str, Any]) -> Any:
-    from runner.load.workflow import load_any
+    from runner.load.any import load_any
 
     return load_any(Path(path), vars=base_vars, require_inputs=False, allow_unused_vars=True)
 
@@ -213,8 +213,7 @@ class GraphFactory:
 
         from runner.agent.build import build_graph
         from runner.agent.resolve import Resolver
-        from runner.load.loader import load_spec
-        from runner.load.workflow import is_workflow_file
+        from runner.load.loader import is_workflow_file, load_spec
 
         if is_workflow_file(path):
             return self._build_workflow(path, vars, model, require)

@@ -154,7 +154,7 @@ class AgentTools:
         """Validate every agent file under `paths` (a `SpecError` lists every problem of every
         file) and build each agent once, so a file that cannot be built fails here, before the
         server starts."""
-        from runner.load.workflow import load_any
+        from runner.load.any import load_any
         from runner.serve.agents import collect_agents
         from runner.serve.factory import served_file_inputs
         from runner.spec.workflow import WorkflowSpec
@@ -226,7 +226,7 @@ class AgentTools:
 
     def _check_builds(self, tool: ServedTool) -> None:
         """Build an agent whose calls need inputs, with stand-ins for them, and close it."""
-        from runner.load.workflow import load_any
+        from runner.load.any import load_any
         from runner.run import Session
         from runner.threads import open_home
 

@@ -261,7 +261,8 @@ class ThreadGuard:
     def _roots(self) -> list[str]:
         """The per-thread roots of every served agent, read from the files as they are now."""
         from runner.errors import RunnerError
-        from runner.load.workflow import agents_in, load_any
+        from runner.load.any import load_any
+        from runner.load.workflow import agents_in
 
         roots: list[str] = []
         for path in self.agents.values():

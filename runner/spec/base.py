@@ -213,3 +213,8 @@ def seed_names(data: Any, names: dict[str, str]) -> Any:
             if seed in data and ours in data:
                 raise ValueError(f"`{seed}` is the seeds' name for `{ours}`; give only one of them")
     return data
+
+
+def is_workflow_document(value: Any) -> bool:
+    """True for a YAML document that is a workflow (it has `workflow:`)."""
+    return isinstance(value, dict) and "workflow" in value

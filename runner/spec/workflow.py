@@ -67,7 +67,7 @@ from pydantic import (
 
 from runner.errors import Problem
 from runner.spec.agent import DECISIONS, AgentCore, AgentSpec, Decision, LimitsSpec, VarName
-from runner.spec.base import ENTRY_ERROR, Name, SpecModel
+from runner.spec.base import ENTRY_ERROR, Name, SpecModel, is_workflow_document
 from runner.spec.inputs import InputSpec
 from runner.spec.model import ModelInput
 from runner.spec.tools import ToolEntry
@@ -484,8 +484,3 @@ class WorkflowSpec(SpecModel):
             return self._locator(path, message, at_key)
         dotted = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
         return Problem(self._source or "<spec>", 0, 0, dotted, message)
-
-
-def is_workflow_document(value: Any) -> bool:
-    """True for a YAML document that is a workflow (it has `workflow:`)."""
-    return isinstance(value, dict) and "workflow" in value

@@ -23,10 +23,33 @@ Nothing below `cli/` imports this package; it uses `loader`, `run` and the backe
 
 from __future__ import annotations
 
-from runner.testing.execution import CaseResult, RunOptions, run_case
-from runner.testing.loader import LoadedTestFile, find_test_files, load_test_file
-from runner.testing.spec import TestFileSpec
-from runner.testing.suite import SuiteResult, run_suite
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.testing.execution import CaseResult, RunOptions, run_case
+    from runner.testing.loader import LoadedTestFile, find_test_files, load_test_file
+    from runner.testing.spec import TestFileSpec
+    from runner.testing.suite import SuiteResult, run_suite
+
+# Each name from its module on first use: `validate` asks `runner.testing.loader` whether a file
+# is a test file without loading the runner of the tests.
+_MODULES = {
+    "execution": ("CaseResult", "RunOptions", "run_case"),
+    "loader": ("LoadedTestFile", "find_test_files", "load_test_file"),
+    "spec": ("TestFileSpec",),
+    "suite": ("SuiteResult", "run_suite"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    for module, names in _MODULES.items():
+        if name in names:
+            value = getattr(importlib.import_module(f"runner.testing.{module}"), name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module 'runner.testing' has no attribute {name!r}")
+
 
 __all__ = [
     "TEST_SCHEMA_ID",
@@ -48,6 +71,7 @@ TEST_SCHEMA_ID = "https://agentctl.dev/schemas/test.schema.json"
 def test_json_schema_text() -> str:
     """The JSON Schema of test files, as committed in `schemas/test.schema.json`."""
     from runner.spec import schema_document, schema_file_text
+    from runner.testing.spec import TestFileSpec
 
     schema = TestFileSpec.model_json_schema(mode="validation")
     return schema_file_text(schema_document(schema, TEST_SCHEMA_ID))

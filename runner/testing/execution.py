@@ -132,7 +132,7 @@ def run_case(
     record = _cassette_for(loaded, case) if options.record and live else None
     session = None
     try:
-        from runner.load.workflow import is_workflow_file
+        from runner.load.loader import is_workflow_file
         from runner.testing.isolation import fixture_files, isolate_roots
 
         workflow = is_workflow_file(loaded.agent_path)

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -23,7 +24,9 @@ from runner.load.source import (
     read_source,
     read_yaml,
 )
-from runner.testing.spec import TestFileSpec
+
+if TYPE_CHECKING:  # the models are loaded with the first test file read
+    from runner.testing.spec import TestFileSpec
 
 __all__ = [
     "TEST_FILE_SUFFIXES",
@@ -87,6 +90,8 @@ def load_test_file(
         raise SpecError(not_a_mapping(doc, shown, "version:, agent:, cases:"))
     smap = SourceMap(doc.pos)
     problems = list(doc.problems)
+    from runner.testing.spec import TestFileSpec
+
     spec: TestFileSpec | None = None
     try:
         spec = TestFileSpec.model_validate(doc.value)
@@ -129,7 +134,7 @@ def test_file_problems(path: Path) -> list[Problem]:
     except SpecError as exc:
         return list(exc.problems)
     problems: set[Problem] = set()
-    from runner.load.workflow import is_workflow_file
+    from runner.load.loader import is_workflow_file
 
     workflow = is_workflow_file(loaded.agent_path)
     for index, case in enumerate(loaded.spec.cases):
@@ -165,7 +170,7 @@ def _check(spec: TestFileSpec, path: Path, smap: SourceMap) -> Iterator[Problem]
         if not host.is_dir():
             reason = "is a file, not a folder" if host.is_file() else "folder not found"
             yield smap.problem(("fixtures", at), f"{reason}: {display_path(host)}")
-    from runner.load.workflow import is_workflow_file
+    from runner.load.loader import is_workflow_file
 
     workflow = agent.is_file() and is_workflow_file(agent)
     seen: dict[str, int] = {}

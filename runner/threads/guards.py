@@ -123,6 +123,13 @@ class Database(Protocol):
         transaction that fails leaves them to the end of the block."""
         ...
 
+    def defer(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Write `rows` with the database's next commit, whoever makes it: the next
+        `transaction`, `write` or `batched` block of any thread, or (SQLite) the checkpointer's
+        next transaction on the shared connection. For bookkeeping that may wait a moment and
+        is not worth a commit of its own (a thread's time of last use)."""
+        ...
+
 
 Write = tuple[str, list[Sequence[Any]]]
 
@@ -134,6 +141,18 @@ class HeldWrites:
 
     def __init__(self) -> None:
         self._local = threading.local()
+        self._deferred: list[Write] = []
+        self._deferred_lock = threading.Lock()
+
+    def defer(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Keep a write for the next commit of any thread (`Database.defer`)."""
+        with self._deferred_lock:
+            self._deferred.append((sql, list(rows)))
+
+    def take_deferred(self) -> list[Write]:
+        with self._deferred_lock:
+            taken, self._deferred = self._deferred, []
+        return taken
 
     def hold(self, sql: str, rows: Iterable[Sequence[Any]]) -> bool:
         """Hold the write if a block is open in this thread (True), else leave it (False)."""
@@ -144,17 +163,21 @@ class HeldWrites:
         return True
 
     def take(self) -> list[Write]:
+        """The deferred writes and this thread's held ones, to commit now."""
+        taken = self.take_deferred()
         held: list[Write] | None = getattr(self._local, "writes", None)
-        if not held:
-            return []
-        taken = list(held)
-        held.clear()
+        if held:
+            taken.extend(held)
+            held.clear()
         return taken
 
     def put_back(self, writes: list[Write]) -> None:
         held: list[Write] | None = getattr(self._local, "writes", None)
         if held is not None:
             held[:0] = writes
+        else:  # no block to leave them to: the next commit takes them
+            with self._deferred_lock:
+                self._deferred[:0] = writes
 
     @contextlib.contextmanager
     def block(self, flush: Callable[[list[Write]], None]) -> Iterator[None]:
@@ -257,6 +280,8 @@ class TableThreadLease:
 
     POLL = 0.1
     """Seconds between tries while waiting."""
+    beats = True
+    """Whether holders refresh their rows' heartbeat (a subclass that keeps no row does not)."""
 
     def __init__(self, db: Database, *, ttl: float = 30.0) -> None:
         self.db = db
@@ -311,7 +336,7 @@ class TableThreadLease:
         lease = _TableLease(self, thread_id, token)
         with self._held_lock:
             self._held[token] = lease
-            if self._beat is None or not self._beat.is_alive():
+            if self.beats and (self._beat is None or not self._beat.is_alive()):
                 self._stop.clear()
                 self._beat = threading.Thread(
                     target=self._heartbeat, name="agentctl-lease", daemon=True

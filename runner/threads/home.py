@@ -174,10 +174,16 @@ class Home:
             return None
         return ThreadSettings(model=rows[0][0], vars=json.loads(rows[0][1] or "{}"))
 
-    def touch(self, thread_id: str) -> None:
-        self.db.write(
-            "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?",
-            [(now(), thread_id)],
+    def turn_ended(self, thread_id: str) -> None:
+        """A turn on the thread ended (its checkpoints written): nothing here; a database a
+        server shares republishes the thread's status (`runner.threads.postgres`)."""
+
+    def touch(self, thread_id: str, *, later: bool = False) -> None:
+        """Set the thread's time of last use to now; `later`: with the database's next commit
+        (`Database.defer`), not one of its own."""
+        write = self.db.defer if later else self.db.write
+        write(
+            "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?", [(now(), thread_id)]
         )
 
     _THREAD = "SELECT thread_id, agent, spec, created_at, updated_at, first_message FROM "

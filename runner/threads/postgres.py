@@ -243,8 +243,10 @@ class PostgresDatabase:
         rows = list(rows)
         if not rows or self._held.hold(statement, rows):
             return
-        with self._cursor() as cur, cur.connection.transaction():
-            cur.executemany(sql(statement), rows)
+        self._flush([*self._held.take_deferred(), (statement, rows)])
+
+    def defer(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._held.defer(statement, rows)
 
     def batched(self) -> AbstractContextManager[None]:
         return self._held.block(self._flush)
@@ -549,10 +551,19 @@ class PostgresHome(Home):
         super().register(thread_id, agent=agent, spec=spec, first_message=first_message)
         self._publish(thread_id, agent)
 
-    def touch(self, thread_id: str) -> None:
-        super().touch(thread_id)
-        info = self.thread(thread_id)
-        self._publish(thread_id, info.agent if info is not None else None)
+    def _republish(self, thread_id: str) -> None:
+        """The server's row of the thread, its status as it is now (the registry's row read
+        only when the server's table is there)."""
+        if self._served():
+            info = self.thread(thread_id)
+            self._publish(thread_id, info.agent if info is not None else None)
+
+    def turn_ended(self, thread_id: str) -> None:
+        self._republish(thread_id)  # idle, or interrupted: as the turn left it
+
+    def touch(self, thread_id: str, *, later: bool = False) -> None:
+        super().touch(thread_id, later=later)
+        self._republish(thread_id)
 
     def _served_threads(self, where: str, args: tuple[Any, ...]) -> list[ThreadInfo]:
         if not self._served():

@@ -320,21 +320,12 @@ class TableRetention:
     def prune(self, thread_id: str, keep: int | None) -> Pruned:
         if keep is None or not self.ready():
             return Pruned()
+        # Read first, outside a write transaction: most turns leave nothing to prune (a kept
+        # checkpoint's delta chain goes back to the last snapshot), and then commit nothing.
+        if not self._obsolete(self.db.fetch, thread_id, keep):
+            return Pruned()
         with self.db.transaction(thread_id) as execute:
-            rows = [CheckpointRow(*row) for row in execute(self.ROWS, (thread_id,))]
-            if len(rows) <= keep:
-                return Pruned()
-            waited = {
-                (ns, cid)
-                for ns, cid in execute(
-                    f"SELECT DISTINCT checkpoint_ns, checkpoint_id FROM {self.WRITES} "
-                    "WHERE thread_id = ? AND channel = '__interrupt__'",
-                    (thread_id,),
-                )
-            }
-            kept = kept_checkpoints(rows, waited, keep)
-            gone = [(r.namespace, r.checkpoint_id) for r in rows]
-            gone = [key for key in gone if key not in kept]
+            gone = self._obsolete(execute, thread_id, keep)
             if not gone:
                 return Pruned()
             values = self.values_of(execute, thread_id, gone)
@@ -354,6 +345,26 @@ class TableRetention:
                 )
             self.drop_values(execute, thread_id, values)
         return Pruned(checkpoints=len(gone), writes=writes)
+
+    def _obsolete(self, execute: Execute, thread_id: str, keep: int) -> list[Key]:
+        """The checkpoints of `thread_id` that `kept_checkpoints` does not keep."""
+        rows = [CheckpointRow(*row) for row in execute(self.ROWS, (thread_id,))]
+        if len(rows) <= keep:
+            return []
+        waited = {
+            (ns, cid)
+            for ns, cid in execute(
+                f"SELECT DISTINCT checkpoint_ns, checkpoint_id FROM {self.WRITES} "
+                "WHERE thread_id = ? AND channel = '__interrupt__'",
+                (thread_id,),
+            )
+        }
+        kept = kept_checkpoints(rows, waited, keep)
+        return [
+            (r.namespace, r.checkpoint_id)
+            for r in rows
+            if (r.namespace, r.checkpoint_id) not in kept
+        ]
 
     def prune_all(self, keep: int | None) -> Pruned:
         if not self.ready():

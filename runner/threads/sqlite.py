@@ -9,19 +9,23 @@ and the retention's SQLite side (`SqliteRetention`: which tables, and giving spa
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from runner.errors import RunError
 from runner.events import Action
 from runner.threads.guards import (
+    HOST,
     Execute,
     HeldWrites,
+    Holder,
     TableAnswerLog,
     TableThreadLease,
     TableToolJournal,
@@ -100,8 +104,20 @@ class SqliteDatabase:
         if self._held.hold(sql, rows):
             return
         with self.lock:
+            self.run_deferred()
             self.conn.executemany(sql, rows)
             self.conn.commit()
+
+    def defer(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._held.defer(sql, rows)
+
+    def run_deferred(self) -> None:
+        """Run the deferred writes in the transaction the caller is about to commit (with the
+        lock held). One that fails is dropped: it is bookkeeping, and must not fail the
+        caller's own writes (SQLite undoes only the failed statement)."""
+        for sql, rows in self._held.take_deferred():
+            with suppress(sqlite3.Error):
+                self.conn.executemany(sql, rows)
 
     def batched(self) -> AbstractContextManager[None]:
         return self._held.block(self._flush)
@@ -113,7 +129,16 @@ class SqliteDatabase:
 
 
 class SqliteThreadLease(TableThreadLease):
-    """`TableThreadLease` in a SQLite thread database."""
+    """The lease of a SQLite thread database: an exclusive `flock` on a small file per thread
+    (`agentctl.db-leases/<hash of the thread id>`), which holds the holder's pid, host and start.
+
+    Taking and letting go of it commits nothing (the lock is the kernel's), so a turn commits
+    what LangGraph does plus the tool journal. The kernel lets go of the lock when its process
+    dies, however it dies, so a crashed holder frees the thread at once. A row of
+    `agentctl_leases` still counts while its heartbeat is fresh when another host wrote it (the
+    table lease of `runner.threads.guards`, which a database without a path, or a system
+    without `flock`, still uses).
+    """
 
     def __init__(
         self,
@@ -122,10 +147,130 @@ class SqliteThreadLease(TableThreadLease):
         *,
         ttl: float = 30.0,
         db: SqliteDatabase | None = None,
+        path: Path | None = None,
     ):
-        """`db`: the home's, to share its `batched` blocks (a turn lets go of the lease in the
-        commit of its last bookkeeping)."""
+        """`db`: the home's, to share its `batched` blocks; `path`: the database file, whose
+        lease files sit beside it (without it, the table lease)."""
         super().__init__(db or SqliteDatabase(conn, lock), ttl=ttl)
+        self.folder = _lease_folder(path)
+        self.beats = self.folder is None
+        self._files: dict[str, tuple[int, str, str]] = {}
+        """thread id -> (the locked file's descriptor, the lease's token, since when), of the
+        leases this object holds."""
+
+    def _file(self, thread_id: str) -> str:
+        import hashlib
+
+        assert self.folder is not None
+        return str(self.folder / hashlib.sha256(thread_id.encode()).hexdigest()[:40])
+
+    def _seen(self, thread_id: str) -> Holder | None:
+        """The holder known without the lock file: another host's, by a fresh row, or this
+        object (None when neither)."""
+        rows = self.db.fetch(self._SELECT, (thread_id,))
+        if rows and rows[0][2] != HOST and not self._free(rows[0]):
+            row = rows[0]
+            return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
+        with self._held_lock:
+            return self._mine(thread_id) if thread_id in self._files else None
+
+    def _try(self, thread_id: str, token: str) -> Holder | None:
+        if self.folder is None:
+            return super()._try(thread_id, token)
+        import fcntl
+
+        seen = self._seen(thread_id)
+        if seen is not None:
+            return seen
+        with self._held_lock:
+            if thread_id in self._files:  # taken by another thread of ours meanwhile
+                return self._mine(thread_id)
+            fd = os.open(self._file(thread_id), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                return holder
+            except BaseException:
+                os.close(fd)
+                raise
+            since = now()
+            mine = json.dumps(
+                {"pid": os.getpid(), "host": HOST, "since": since, "started": self._started}
+            ).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, mine, 0)
+            self._files[thread_id] = (fd, token, since)
+        return None
+
+    def _mine(self, thread_id: str) -> Holder:
+        return Holder(os.getpid(), HOST, self._files[thread_id][2], time.time())
+
+    def holder(self, thread_id: str) -> Holder | None:
+        if self.folder is None:
+            return super().holder(thread_id)
+        import fcntl
+
+        seen = self._seen(thread_id)
+        if seen is not None:
+            return seen
+        try:
+            fd = os.open(self._file(thread_id), os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(fd)
+        finally:
+            os.close(fd)  # a shared lock taken is let go with it
+        return None
+
+    def _release(self, lease: Any) -> None:
+        if self.folder is None:
+            super()._release(lease)
+            return
+        with self._held_lock:
+            self._held.pop(lease.token, None)
+            held = self._files.get(lease.thread_id)
+            if held is not None and held[1] == lease.token:
+                del self._files[lease.thread_id]
+                os.close(held[0])  # lets go of the lock
+
+    def close(self) -> None:
+        """Let go of every lease this object holds (the database is closing)."""
+        with self._held_lock:
+            files, self._files = self._files, {}
+        for fd, _token, _since in files.values():
+            os.close(fd)
+
+
+def _lease_folder(path: Path | None) -> Path | None:
+    """The folder of a database's lease files (made when missing), or None for the table lease:
+    no file, or no `flock` (Windows)."""
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return None
+    if path is None or str(path) == ":memory:":
+        return None
+    folder = path.with_name(path.name + "-leases")
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
+def _read_holder(fd: int) -> Holder:
+    """Who holds a lease file, from what it holds (its holder writes it just after taking the
+    lock: a holder caught before that is described as this host's process 0, now)."""
+    try:
+        found = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return Holder(int(found["pid"]), str(found["host"]), str(found["since"]), time.time())
+    except (OSError, ValueError, KeyError, TypeError):
+        return Holder(0, HOST, now(), time.time())
 
 
 class SqliteAnswerLog(TableAnswerLog):
@@ -286,7 +431,7 @@ class SqliteHome(Home):
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._lock = threading.Lock()
-            self.db = SqliteDatabase(self.conn, self._lock)
+            self.db: SqliteDatabase = SqliteDatabase(self.conn, self._lock)
             migrate(self.db, "sqlite", str(self.path))
         except (OSError, sqlite3.Error, RunError) as exc:
             if hasattr(self, "conn"):
@@ -299,20 +444,21 @@ class SqliteHome(Home):
         self.retention: SqliteRetention = SqliteRetention(self.db)
         """Prunes old checkpoints (`runner.threads.retention`); shares the connection and its
         lock."""
-        self.lease = SqliteThreadLease(self.conn, self._lock, db=self.db)
+        self.lease: SqliteThreadLease = SqliteThreadLease(
+            self.conn, self._lock, db=self.db, path=self.path
+        )
         self.answers = SqliteAnswerLog(self.conn, self._lock)
         self._journal: ToolJournal | None = None
 
     @property
     def checkpointer(self) -> Any:
         if self._checkpointer is None:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-
-            saver = SqliteSaver(self.conn)
+            saver = _folding_saver()(self.conn)
+            saver.agentctl_db = self.db
             saver.lock = self._lock
             saver.setup()
             # the tool journal (runner.middleware.journal) finds its table through the saver
-            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
+            saver.agentctl_journal = self.journal
             self._checkpointer = saver
         return self._checkpointer
 
@@ -338,4 +484,34 @@ class SqliteHome(Home):
 
     def close(self) -> None:
         with self._lock:  # not while another thread is in the middle of a write
-            self.conn.close()
+            try:
+                with suppress(sqlite3.Error):  # the deferred bookkeeping, if nothing took it
+                    self.db.run_deferred()
+                    self.conn.commit()
+            finally:
+                self.conn.close()
+                self.lease.close()
+
+
+_SAVER: Any = None
+
+
+def _folding_saver() -> Any:
+    """LangGraph's `SqliteSaver` whose transactions also run the home database's deferred writes
+    (`Database.defer`): a turn's bookkeeping rides on its first checkpoint's commit."""
+    global _SAVER
+    if _SAVER is None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        class FoldingSqliteSaver(SqliteSaver):
+            agentctl_db: SqliteDatabase
+
+            @contextmanager
+            def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+                with super().cursor(transaction) as cur:
+                    if transaction:
+                        self.agentctl_db.run_deferred()
+                    yield cur
+
+        _SAVER = FoldingSqliteSaver
+    return _SAVER

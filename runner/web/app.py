@@ -71,7 +71,7 @@ class _Agents:
         """The file's spec (None when it has problems) and its problems (blocking)."""
         from runner.check.validate import validate_file
         from runner.errors import Problem, RunnerError, SpecError, display_path, first_line
-        from runner.load.workflow import load_any
+        from runner.load.any import load_any
 
         try:
             mtime = os.stat(agent.path).st_mtime_ns
