@@ -60,8 +60,8 @@ class TryRuns:
         writes them, and the thread to answer on. `model` instead of the file's (as
         `agentctl run --model`); `record`: the cassette to save the live replies in."""
         from runner.errors import RunnerError, SpecError
-        from runner.load.source import SOURCE_OVERLAY
         from runner.load.any import load_any
+        from runner.load.source import SOURCE_OVERLAY
         from runner.lsp.documents import Overlay
         from runner.run.options import RunOptions
         from runner.run.session import Session, WorkflowSession

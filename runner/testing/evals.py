@@ -198,8 +198,7 @@ def file_hash(path: Path) -> str:
 def _agent_model(loaded: LoadedTestFile, agent: Path) -> str | None:
     """The model the agent file names, for the report (None when it cannot be read)."""
     from runner.errors import RunnerError
-    from runner.load.loader import load_spec
-    from runner.load.workflow import is_workflow_file
+    from runner.load.loader import is_workflow_file, load_spec
 
     if is_workflow_file(agent):
         return None
