@@ -235,6 +235,49 @@ def test_a_run_without_a_thread_is_checked_too(client: Any, log: Log) -> None:
     log.lines_for("run refused: painter.yaml:6:10: inputs.topic: required input 'topic'")
 
 
+NOT_MESSAGES = {
+    "a number": (5, "input.messages: expected a message such as "),
+    "a mapping without content": ([{"role": "user"}], "input.messages[0]: expected a message"),
+    "a number among texts": (["hi", 3], "input.messages[1]: expected a message"),
+}
+
+
+@pytest.mark.parametrize("given", sorted(NOT_MESSAGES))
+def test_input_that_is_not_messages_is_refused_and_leaves_the_thread_readable(
+    client: Any, log: Log, given: str
+) -> None:
+    # The engines would start the run, fail it with LangChain's text, and keep the value in
+    # the thread: its state could no longer be read (500 on every read)
+    messages, start = NOT_MESSAGES[given]
+    thread = client.threads.create()["thread_id"]
+    with pytest.raises(errors.UnprocessableEntityError) as refused:
+        client.runs.create(thread, "greeter", input={"messages": messages})
+    detail = refused.value.body["detail"]
+    assert detail.startswith(start), detail
+    assert '{"role": "user", "content": "Hello"}' in detail
+    assert client.runs.list(thread) == []
+    state = client.runs.wait(thread, "greeter", input=_ask("hi"))
+    assert state["messages"][-1]["content"] == "Hello."
+    log.lines_for("run refused: input.messages")
+
+
+def test_a_thread_id_that_names_no_thread_is_refused_without_a_traceback(
+    server: servers.Server, log: Log
+) -> None:
+    answer = httpx.post(
+        f"{server.url}/threads/not-a-uuid/runs/wait",
+        json={"assistant_id": "greeter", "input": _ask("hi")},
+    )
+    if "--db" in list(map(str, server.proc.args)):  # Aegra takes any name for a thread ID
+        assert answer.status_code == 200, answer.text
+        return
+    assert answer.status_code == 422, answer.text
+    assert answer.json() == {
+        "detail": "thread 'not-a-uuid': Invalid thread ID: must be a UUID",
+    }
+    log.lines_for("run refused: thread 'not-a-uuid'")
+
+
 def test_an_assistants_inputs_count(client: Any) -> None:
     assistant = client.assistants.create("painter", config=_vars(topic="a shed"))
     thread = client.threads.create()["thread_id"]
