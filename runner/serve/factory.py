@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agent.cache import AgentCache, vars_key
-from runner.errors import BuildError
+from runner.errors import BuildError, ResolutionError
 
 __all__ = [
     "GraphFactory",
@@ -167,6 +167,13 @@ class _Built:
     resolved: Any
 
 
+def _unused_model() -> Any:
+    """A chat model for a graph that is read and never run."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    return GenericFakeChatModel(messages=iter(()))
+
+
 def _close_built(built: _Built) -> None:
     built.resolved.close()
 
@@ -219,7 +226,14 @@ class GraphFactory:
         if is_workflow_file(path):
             return self._build_workflow(path, vars, model, require)
         spec = load_spec(Path(path), vars=vars, require_inputs=require, vars_from=VARS_FROM)
-        resolved = Resolver(model=model).resolve(spec)
+        try:
+            resolved = Resolver(model=model).resolve(spec)
+        except ResolutionError:
+            if require:
+                raise
+            # Built only to be read (its schemas, a thread's state), the graph calls no model:
+            # one that cannot be made now (no API key set yet) must not fail the reading
+            resolved = Resolver(model=_unused_model()).resolve(spec)
         try:
             store = InMemoryStore() if resolved.backend and resolved.backend.uses_store else None
             graph = build_graph(resolved, store=store)
@@ -241,7 +255,12 @@ class GraphFactory:
         from runner.workflow.build import build_workflow
 
         spec = load_checked_workflow(Path(path), vars=vars, require_inputs=require)
-        built = build_workflow(spec, model=model, store=InMemoryStore())
+        try:
+            built = build_workflow(spec, model=model, store=InMemoryStore())
+        except ResolutionError:
+            if require:
+                raise
+            built = build_workflow(spec, model=_unused_model(), store=InMemoryStore())
         graph = built.graph
         try:
             graph.context_schema = assistant_config_model(spec)

@@ -394,11 +394,26 @@ class ThreadGuard:
         interrupts = state.get("interrupts") if isinstance(state, dict) else None
         if not isinstance(interrupts, list):
             return None
+        if not interrupts:
+            return await self._nothing_waits(scope, thread)
         try:
             check_resume([i for i in interrupts if isinstance(i, dict)], command["resume"])
         except DecisionError as exc:
             return str(exc)
         return None
+
+    async def _nothing_waits(self, scope: Scope, thread: str) -> str | None:
+        """Why an answer to a thread that waits on none is refused (the engines would fail
+        the run with a traceback, or run it from the start), or None while a run of it is
+        going (it may yet ask: the engine queues or refuses the answer)."""
+        known = await visible_thread(scope.get("app", self.app), scope, thread)
+        status = (known or {}).get("status")
+        if known is None or status == "busy":
+            return None
+        return (
+            f"thread {thread} waits on no answer: no approval or question is pending (status: "
+            f"{status}); send a message as `input`, not an answer as `command.resume`"
+        )
 
 
 def _is_uuid(text: str) -> bool:

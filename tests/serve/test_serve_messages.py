@@ -338,6 +338,26 @@ def test_an_answer_that_does_not_fit_is_refused_with_422(
     log.lines_for(f"run refused: {message}")
 
 
+@pytest.mark.parametrize("before", ["new", "answered"])
+def test_an_answer_to_a_thread_that_waits_on_none_is_refused(
+    client: Any, log: Log, before: str
+) -> None:
+    thread = client.threads.create()["thread_id"]
+    if before == "answered":
+        client.runs.wait(thread, "greeter", input=_ask("hi"))
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # (the SDK's own type not here)
+        client.runs.wait(
+            thread, "greeter", command={"resume": {"decisions": [{"type": "approve"}]}}
+        )
+    message = (
+        f"thread {thread} waits on no answer: no approval or question is pending (status: "
+        "idle); send a message as `input`, not an answer as `command.resume`"
+    )
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json() == {"detail": message}
+    log.lines_for(f"run refused: {message}")
+
+
 def test_an_answer_that_fits_resumes(client: Any) -> None:
     thread = _waiting(client, "asker")
     state = client.runs.wait(thread, "asker", command={"resume": "Blue"})
