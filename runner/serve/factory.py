@@ -167,6 +167,39 @@ class _Built:
     resolved: Any
 
 
+_TELLING: dict[type, type] = {}
+
+
+def _telling_provider_failures(graph: Any) -> Any:
+    """`graph`, whose runs end on a model provider's connection or HTTP error (no API key
+    accepted, a server that cannot be reached) with a `RunError` that says which server and what
+    to check, as `agentctl run` says it: the engines tell a `RunError` to the client and log it
+    on one line, where they sent `An internal error occurred` and logged two tracebacks.
+    Retries and fallbacks inside the graph still see the provider's own error."""
+    cls = type(graph)
+    telling = _TELLING.get(cls)
+    if telling is None:
+
+        class telling(cls):  # type: ignore[valid-type,misc]
+            async def astream(self, *args: Any, **kwargs: Any) -> Any:
+                from runner.agent.models import describe_provider_error
+                from runner.errors import RunError
+
+                try:
+                    async for chunk in super().astream(*args, **kwargs):
+                        yield chunk
+                except Exception as exc:
+                    told = describe_provider_error(exc)
+                    if told is None:
+                        raise
+                    raise RunError(told) from exc
+
+        telling.__name__ = telling.__qualname__ = cls.__name__
+        _TELLING[cls] = telling
+    graph.__class__ = telling
+    return graph
+
+
 def _unused_model() -> Any:
     """A chat model for a graph that is read and never run."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -242,7 +275,7 @@ class GraphFactory:
         except BaseException:
             resolved.close()
             raise
-        return _Built(graph, resolved)
+        return _Built(_telling_provider_failures(graph), resolved)
 
     def _build_workflow(
         self, path: str, vars: dict[str, Any], model: str | None, require: bool
@@ -267,7 +300,7 @@ class GraphFactory:
         except BaseException:
             built.close()
             raise
-        return _Built(graph, built)
+        return _Built(_telling_provider_failures(graph), built)
 
     async def agraph(
         self,

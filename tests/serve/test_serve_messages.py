@@ -19,6 +19,7 @@ import pytest
 
 from tests.serve import servers
 from tests.serve.test_serve_contract import aegra_args
+from tests.wire import refused_url
 
 pytest.importorskip("langgraph_api")
 sdk = pytest.importorskip("langgraph_sdk")
@@ -83,6 +84,15 @@ prompt: You greet.
 """
 
 
+OFFLINE_URL = refused_url() + "/v1"
+OFFLINE = """\
+name: offline
+description: Its model's server is down
+model: {{id: "openai:test-model", params: {{base_url: "{url}", api_key: k, max_retries: 0}}}}
+prompt: You answer.
+"""
+
+
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("mistakes")
@@ -97,6 +107,7 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "counter.cassette.yaml": COUNTER_REPLIES,
         "greeter.yaml": GREETER,
         "greeter.cassette.yaml": "- content: Hello.\n",
+        "offline.yaml": OFFLINE.format(url=OFFLINE_URL),
     }
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
@@ -387,6 +398,18 @@ def test_a_run_over_its_budget_says_so(client: Any, log: Log) -> None:
     assert event == {"error": "BudgetExceeded", "message": message}
     assert error["message"] == message
     log.lines_for(f"run failed: {message}", 2)  # one a run
+
+
+def test_a_run_whose_model_server_is_down_names_the_server(client: Any, log: Log) -> None:
+    # as `agentctl run` says it; the client got `An internal error occurred`, the log two
+    # tracebacks
+    event, error = _failed(client, "offline")
+    start = f"cannot reach the openai server at {OFFLINE_URL} (model 'test-model'): "
+    assert event["error"] == "RunError"
+    assert event["message"].startswith(start), event
+    assert event["message"].endswith("check that it is running and the model's `base_url`")
+    assert error["message"] == event["message"]
+    log.lines_for(f"run failed: {start}", 2)  # one a run
 
 
 def test_a_run_of_a_file_broken_since_the_start_says_where(

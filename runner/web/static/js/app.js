@@ -72,7 +72,10 @@ function selectAgent(name) {
   renderInputs();
   if (changed) {
     if (S.thread) newThread();
-    else loadThreads().catch(() => {});
+    else {
+      renderHead(); // the new thread's heading names the agent it will run
+      loadThreads().catch(() => {});
+    }
   }
 }
 
