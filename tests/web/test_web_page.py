@@ -766,3 +766,11 @@ def test_another_view_added_to_the_header_takes_the_main_area(page: Any) -> None
     nav.get_by_role("button", name="Chat").click()
     playwright.expect(page.locator("#message")).to_be_visible()
     playwright.expect(page.get_by_text("extra view")).to_be_hidden()
+
+
+def test_choosing_another_agent_names_it_in_the_new_threads_heading(page: Any) -> None:
+    # the heading kept the first agent's name while the thread list showed the second's
+    for agent in ("scribe", "asker"):
+        page.click(f'#agents .agent[data-agent="{agent}"]')
+        playwright.expect(page.locator("#thread-head .tag")).to_have_text(agent)
+        _expect_text(page, "#thread-head", "your first message starts it")
