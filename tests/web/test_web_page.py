@@ -613,6 +613,10 @@ def test_usage_and_cost_of_a_thread_and_a_failed_run(page: Any, server: str) -> 
     page.fill("#message", "third")
     page.press("#message", "Enter")
     _expect_text(page, "#log .error-row", "the run asked for reply 3")
+    # agentctl's message alone, without the exception's class name before it
+    playwright.expect(page.locator("#log .error-row").first).to_have_text(
+        re.compile(r"^error: replay cassette ")
+    )
     playwright.expect(page.locator("#threads .thread.selected .badge")).to_have_text("failed")
     playwright.expect(page.locator("#thread-head .badge")).to_have_text("failed")
 

@@ -361,8 +361,17 @@ function onEvent(event, data) {
       warningRow(container, data.code || "warning", data.message || "");
     }
   } else if (mode === "error") {
-    errorRow(container, `${(data && (data.error || "")) || ""} ${(data && data.message) || JSON.stringify(data)}`.trim());
+    errorRow(container, streamError(data));
   }
+}
+
+/** What a stream's error event tells a person: agentctl's message alone (the exception's class
+ * name is no news to them), or, for the engine's generic text on a bug, where to look. */
+function streamError(data) {
+  const message = data && typeof data.message === "string" ? data.message.trim() : "";
+  if (message && !/^(An internal error occurred|.*execution failed)\.?$/i.test(message)) return message;
+  const kind = (data && data.error) || "an unexpected error";
+  return `the run failed on ${kind}, a bug rather than something you can fix here; the server's log has the details`;
 }
 
 /** A workflow step's line: its id and kind, its status and time, its agent's work nested under it. */
