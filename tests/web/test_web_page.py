@@ -266,6 +266,11 @@ def test_a_run_with_plan_edited_approval_subagent_files_and_answer(page: Any) ->
     # the plan, and the approval with the call's arguments and only the allowed decisions
     _expect_text(page, "#todos", "Read the release-notes skill")
     _expect_text(page, ".approval", "/RELEASE_NOTES.md")
+    # each argument under its name, the file's text with its line breaks (not a JSON string)
+    names = page.locator(".approval dl.args dt").all_inner_texts()
+    assert names == ["file_path", "content"]
+    content = page.locator(".approval dl.args dd").nth(1).inner_text()
+    assert content.startswith("# agentctl 0.1.0\n") and "\\n" not in content
     assert page.locator(".approval button").all_inner_texts() == [
         "Approve",
         "Edit arguments",
@@ -275,6 +280,7 @@ def test_a_run_with_plan_edited_approval_subagent_files_and_answer(page: Any) ->
 
     # edit the arguments: invalid JSON is refused, the schema is shown
     page.click(".approval button.edit")
+    playwright.expect(page.locator(".approval .args")).to_be_hidden()  # the editor replaces it
     editor = page.locator(".editor textarea")
     args = json.loads(editor.input_value())
     editor.fill('{"file_path": "/RELEASE_NOTES.md", "content": ')
