@@ -177,27 +177,29 @@ def _telling_provider_failures(graph: Any) -> Any:
     on one line, where they sent `An internal error occurred` and logged two tracebacks.
     Retries and fallbacks inside the graph still see the provider's own error."""
     cls = type(graph)
-    telling = _TELLING.get(cls)
-    if telling is None:
-
-        class telling(cls):  # type: ignore[valid-type,misc]
-            async def astream(self, *args: Any, **kwargs: Any) -> Any:
-                from runner.agent.models import describe_provider_error
-                from runner.errors import RunError
-
-                try:
-                    async for chunk in super().astream(*args, **kwargs):
-                        yield chunk
-                except Exception as exc:
-                    told = describe_provider_error(exc)
-                    if told is None:
-                        raise
-                    raise RunError(told) from exc
-
-        telling.__name__ = telling.__qualname__ = cls.__name__
-        _TELLING[cls] = telling
-    graph.__class__ = telling
+    if cls not in _TELLING:
+        _TELLING[cls] = _telling_class(cls)
+    graph.__class__ = _TELLING[cls]
     return graph
+
+
+def _telling_class(cls: type) -> type:
+    class Telling(cls):
+        async def astream(self, *args: Any, **kwargs: Any) -> Any:
+            from runner.agent.models import describe_provider_error
+            from runner.errors import RunError
+
+            try:
+                async for chunk in super().astream(*args, **kwargs):
+                    yield chunk
+            except Exception as exc:
+                told = describe_provider_error(exc)
+                if told is None:
+                    raise
+                raise RunError(told) from exc
+
+    Telling.__name__ = Telling.__qualname__ = cls.__name__
+    return Telling
 
 
 def _unused_model() -> Any:
