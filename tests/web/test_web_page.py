@@ -625,6 +625,11 @@ def test_usage_and_cost_of_a_thread_and_a_failed_run(page: Any, server: str) -> 
     )
     playwright.expect(page.locator("#threads .thread.selected .badge")).to_have_text("failed")
     playwright.expect(page.locator("#thread-head .badge")).to_have_text("failed")
+    # opened again, the thread says why its last run failed (it said only that it had)
+    page.reload()
+    playwright.expect(page.locator("#log .error-row")).to_contain_text(
+        "The last run of this thread failed: replay cassette "
+    )
 
 
 def test_reopening_a_thread_restores_its_inputs(page: Any) -> None:

@@ -123,7 +123,7 @@ async function openThread(id) {
   S.values = state.values || {};
   renderHead({ ...thread, values: S.values }); // a title from its first message, on any engine
   renderHistory(S.values.messages || []);
-  if (thread.status === "error") errorRow($("log"), "The last run of this thread failed.");
+  if (thread.status === "error") errorRow($("log"), await lastFailure(id));
   renderTodos(S.values.todos || []);
   showApprovals(state);
   loadUsage();
@@ -363,6 +363,18 @@ function onEvent(event, data) {
   } else if (mode === "error") {
     errorRow(container, streamError(data));
   }
+}
+
+/** Why a reopened thread's last run failed, as its error said it when it ran. */
+async function lastFailure(id) {
+  try {
+    const [last] = await api.runs(id);
+    const joined = last && last.status === "error" ? await api.join(id, last.run_id) : null;
+    if (joined && joined.__error__) return `The last run of this thread failed: ${streamError(joined.__error__)}`;
+  } catch {
+    // the reason cannot be read now: the failure is still said
+  }
+  return "The last run of this thread failed.";
 }
 
 /** What a stream's error event tells a person: agentctl's message alone (the exception's class
