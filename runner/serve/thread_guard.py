@@ -371,6 +371,9 @@ class ThreadGuard:
         if path is None or not isinstance(given or {}, dict):
             return None  # not an agent served here, or a body the engine refuses
         configurable.update(given or {})
+        refusal = _model_refused(configurable.get("model"))
+        if refusal:
+            return refusal
         try:
             await asyncio.to_thread(
                 check_run_vars, path, base_vars=self.vars, vars=configurable.get("vars")
@@ -414,6 +417,26 @@ class ThreadGuard:
             f"thread {thread} waits on no answer: no approval or question is pending (status: "
             f"{status}); send a message as `input`, not an answer as `command.resume`"
         )
+
+
+def _model_refused(model: Any) -> str | None:
+    """Why `configurable.model` names no model the run could start with, or None (a model
+    that is not text is the factory's to refuse)."""
+    if not isinstance(model, str):
+        return None
+    from runner.spec.model import check_model_id
+
+    try:
+        check_model_id(model)
+    except ValueError as exc:
+        return f"configurable.model: {exc}"
+    provider, _, cassette = model.partition(":")
+    if provider == "replay" and not Path(cassette).is_file():
+        return (
+            f"configurable.model: replay cassette not found: {cassette} (looked for "
+            f"{Path(cassette).resolve()}: a relative path is from the folder serve runs in)"
+        )
+    return None
 
 
 def _is_uuid(text: str) -> bool:

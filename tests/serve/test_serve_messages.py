@@ -208,6 +208,16 @@ INPUT_MISTAKES = {
         "configurable.vars: coats: expected an integer of at least 1, found text 'many' (the "
         "input is declared at painter.yaml:7:10)",
     ),
+    "no model id": (
+        {"configurable": {"vars": {"topic": "the shed"}, "model": "gpt-4.1"}},
+        "configurable.model: expected 'provider:model', e.g. 'openai:gpt-4.1' or "
+        "'replay:cassette.yaml', found text 'gpt-4.1'; did you mean 'openai:gpt-4.1'?",
+    ),
+    "no cassette": (
+        {"configurable": {"vars": {"topic": "the shed"}, "model": "replay:nowhere.yaml"}},
+        "configurable.model: replay cassette not found: nowhere.yaml (looked for "
+        "{agents}/nowhere.yaml: a relative path is from the folder serve runs in)",
+    ),
     "unknown": (
         _vars(topic="the shed", colour="red"),
         "configurable.vars: colour: painter.yaml has no template variable 'colour'; it uses: "
@@ -218,9 +228,10 @@ INPUT_MISTAKES = {
 
 @pytest.mark.parametrize("mistake", sorted(INPUT_MISTAKES))
 def test_wrong_inputs_are_refused_with_422_and_the_located_message(
-    client: Any, log: Log, mistake: str
+    client: Any, log: Log, mistake: str, agents: Path
 ) -> None:
     config, message = INPUT_MISTAKES[mistake]
+    message = message.replace("{agents}", str(agents.resolve()))
     thread = client.threads.create()["thread_id"]
     with pytest.raises(errors.UnprocessableEntityError) as refused:
         client.runs.create(thread, "painter", input=_ask("paint"), config=config)
