@@ -153,6 +153,7 @@ def create_app(
     *,
     graph_for: Callable[[Path], Any],
     dev: bool = False,
+    edit: bool = False,
     vars: dict[str, Any] | None = None,
     authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
     thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
@@ -173,7 +174,8 @@ def create_app(
     caller (`{"thread": ..., "state": ...}`), None when it does not; the usage route needs it.
     `middleware`: Starlette `Middleware` entries the engine's routes go behind too.
     `routes` and `api_routes`: more pages, and more side API routes (behind its guard), such as
-    the editor's (`runner.edit`)."""
+    the editor's (`runner.edit`); `edit`: whether they are the editor's (the agents' listing says
+    so, and the page asks the editor whether this user may edit only then)."""
     served = _Agents(agents, dict(vars or {}))
 
     async def index(request: Request) -> Response:
@@ -200,7 +202,8 @@ def create_app(
 
     async def list_agents(request: Request) -> Response:
         # Everything that touches the disk runs off the loop (the engine may flag blocking calls).
-        return JSONResponse({"dev": dev, "agents": await asyncio.to_thread(agent_rows)})
+        rows = await asyncio.to_thread(agent_rows)
+        return JSONResponse({"dev": dev, "edit": edit, "agents": rows})
 
     def _agent(request: Request) -> WebAgent | None:
         return served.by_name.get(request.path_params["name"])

@@ -789,3 +789,20 @@ def test_choosing_another_agent_names_it_in_the_new_threads_heading(page: Any) -
         page.click(f'#agents .agent[data-agent="{agent}"]')
         playwright.expect(page.locator("#thread-head .tag")).to_have_text(agent)
         _expect_text(page, "#thread-head", "your first message starts it")
+
+
+def test_a_server_that_does_not_edit_is_not_asked_whether_it_does(
+    browser: Any, server: str
+) -> None:
+    # the page asked /web/api/edit/files at each load: a 404 in the console and the server's log
+    context = browser.new_context(base_url=server)
+    page = context.new_page()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto("/")
+    page.wait_for_selector("#agents .agent")
+    page.wait_for_load_state("networkidle")
+    assert any(url.endswith("/web/api/agents") for url in asked), asked
+    assert not [url for url in asked if "/web/api/edit/" in url]
+    playwright.expect(page.locator("#edit-link")).to_be_hidden()
+    context.close()
