@@ -265,6 +265,9 @@ def test_a_run_with_plan_edited_approval_subagent_files_and_answer(page: Any) ->
     _start(page)
     # the plan, and the approval with the call's arguments and only the allowed decisions
     _expect_text(page, "#todos", "Read the release-notes skill")
+    # the plan's tool result says what changed, not the list as Python writes it
+    planned = page.locator('.call[data-tool="write_todos"] .result').first
+    playwright.expect(planned).to_have_text("the plan updated: 4 steps (shown in the plan above)")
     _expect_text(page, ".approval", "/RELEASE_NOTES.md")
     # each argument under its name, the file's text with its line breaks (not a JSON string)
     names = page.locator(".approval dl.args dt").all_inner_texts()

@@ -241,6 +241,12 @@ function toolResult(message) {
   if (!entry) return;
   const result = clear(entry.result);
   result.className = `result${failed ? " error" : ""}`;
+  if (entry.name === "write_todos" && !failed && Array.isArray(entry.args.todos)) {
+    // its text is the list as Python writes it; the plan above shows the list itself
+    const count = entry.args.todos.length;
+    append(result, h("span", { class: "muted" }, `the plan updated: ${count} ${count === 1 ? "step" : "steps"} (shown in the plan above)`));
+    return false;
+  }
   const lines = text.split("\n");
   if (text.length > FOLD_CHARS || lines.length > FOLD_LINES) {
     append(result, h("details", {}, h("summary", {}, `${lines[0].slice(0, 100)} … (${lines.length} lines, ${text.length} characters)`), h("pre", {}, text)));
