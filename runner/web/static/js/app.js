@@ -244,7 +244,7 @@ function toolResult(message) {
   if (entry.name === "write_todos" && !failed && Array.isArray(entry.args.todos)) {
     // its text is the list as Python writes it; the plan above shows the list itself
     const count = entry.args.todos.length;
-    append(result, h("span", { class: "muted" }, `the plan updated: ${count} ${count === 1 ? "step" : "steps"} (shown in the plan above)`));
+    append(result, h("span", { class: "muted small" }, `the plan updated: ${count} ${count === 1 ? "step" : "steps"} (shown in the plan above)`));
     return false;
   }
   const lines = text.split("\n");
