@@ -313,6 +313,7 @@ def serve(
         # for the tools' schemas: inputs are given by runs, not needed to read them
         graph_for=lambda path: factory.graph(path, require_inputs=False),
         dev=dev,
+        edit=edited is not None,
         vars=variables,
         authenticate=authenticate_with,
         thread_visible=owns,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agent.cache import AgentCache, vars_key
-from runner.errors import BuildError
+from runner.errors import BuildError, ResolutionError
 
 __all__ = [
     "GraphFactory",
@@ -167,6 +167,48 @@ class _Built:
     resolved: Any
 
 
+_TELLING: dict[type, type] = {}
+
+
+def _telling_provider_failures(graph: Any) -> Any:
+    """`graph`, whose runs end on a model provider's connection or HTTP error (no API key
+    accepted, a server that cannot be reached) with a `RunError` that says which server and what
+    to check, as `agentctl run` says it: the engines tell a `RunError` to the client and log it
+    on one line, where they sent `An internal error occurred` and logged two tracebacks.
+    Retries and fallbacks inside the graph still see the provider's own error."""
+    cls = type(graph)
+    if cls not in _TELLING:
+        _TELLING[cls] = _telling_class(cls)
+    graph.__class__ = _TELLING[cls]
+    return graph
+
+
+def _telling_class(cls: type) -> type:
+    class Telling(cls):
+        async def astream(self, *args: Any, **kwargs: Any) -> Any:
+            from runner.agent.models import describe_provider_error
+            from runner.errors import RunError
+
+            try:
+                async for chunk in super().astream(*args, **kwargs):
+                    yield chunk
+            except Exception as exc:
+                told = describe_provider_error(exc)
+                if told is None:
+                    raise
+                raise RunError(told) from exc
+
+    Telling.__name__ = Telling.__qualname__ = cls.__name__
+    return Telling
+
+
+def _unused_model() -> Any:
+    """A chat model for a graph that is read and never run."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    return GenericFakeChatModel(messages=iter(()))
+
+
 def _close_built(built: _Built) -> None:
     built.resolved.close()
 
@@ -218,7 +260,14 @@ class GraphFactory:
         if is_workflow_file(path):
             return self._build_workflow(path, vars, model, require)
         spec = load_spec(Path(path), vars=vars, require_inputs=require, vars_from=VARS_FROM)
-        resolved = Resolver(model=model).resolve(spec)
+        try:
+            resolved = Resolver(model=model).resolve(spec)
+        except ResolutionError:
+            if require:
+                raise
+            # Built only to be read (its schemas, a thread's state), the graph calls no model:
+            # one that cannot be made now (no API key set yet) must not fail the reading
+            resolved = Resolver(model=_unused_model()).resolve(spec)
         try:
             store = InMemoryStore() if resolved.backend and resolved.backend.uses_store else None
             graph = build_graph(resolved, store=store)
@@ -227,7 +276,7 @@ class GraphFactory:
         except BaseException:
             resolved.close()
             raise
-        return _Built(graph, resolved)
+        return _Built(_telling_provider_failures(graph), resolved)
 
     def _build_workflow(
         self, path: str, vars: dict[str, Any], model: str | None, require: bool
@@ -240,14 +289,19 @@ class GraphFactory:
         from runner.workflow.build import build_workflow
 
         spec = load_checked_workflow(Path(path), vars=vars, require_inputs=require)
-        built = build_workflow(spec, model=model, store=InMemoryStore())
+        try:
+            built = build_workflow(spec, model=model, store=InMemoryStore())
+        except ResolutionError:
+            if require:
+                raise
+            built = build_workflow(spec, model=_unused_model(), store=InMemoryStore())
         graph = built.graph
         try:
             graph.context_schema = assistant_config_model(spec)
         except BaseException:
             built.close()
             raise
-        return _Built(graph, built)
+        return _Built(_telling_provider_failures(graph), built)
 
     async def agraph(
         self,

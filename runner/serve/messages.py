@@ -47,13 +47,23 @@ ENGINE_LOGGERS = (
     "langgraph_runtime_inmem.queue",  # its run queue (the --allow-blocking warning)
     "langgraph_api.graph",  # its graph loading (the slow factory warning)
     "aegra_api.services.run_executor",  # Aegra's runs
+    "aegra_api.main",  # its start (the Redis warning)
+    "aegra_api.core.auth_middleware",  # its authentication (the no-auth warning)
 )
-"""The loggers the engines report a failed run on."""
+"""The loggers the engines report a failed run on, and warn on about serve's settings."""
 
-NOT_ASKED_FOR = ("Heads up: You've set --allow-blocking", "Slow graph load.")
+NOT_ASKED_FOR = (
+    "Heads up: You've set --allow-blocking",
+    "Slow graph load.",
+    "Running without Redis broker.",
+    "No auth file configured",
+)
 """The start of engine warnings about what serve does, not the user: the blocking calls it lets
 through (there is no such flag), the time its factory takes to build an agent's graph (it
-builds it from the file, and keeps it for the runs that follow)."""
+builds it from the file, and keeps it for the runs that follow); Aegra's advice, in its own
+settings (`REDIS_BROKER_ENABLED`, `aegra.json`), on a server without `--redis` or without
+authentication, which serve's banner already states in its own terms ("no run queue", "no
+authentication: anyone who reaches this address may use it")."""
 
 NOT_ASKED_FOR_WARNINGS = (
     "Remove `format_exc_info`",  # structlog's advice to whoever configured the engine's logs

@@ -77,6 +77,13 @@ def register(auth: Any) -> None:
     async def own_threads_only(ctx: Any, value: dict[str, Any]) -> dict[str, Any] | None:
         return _only_own(ctx)
 
+    @auth.on.assistants
+    async def shared_assistants(ctx: Any, value: dict[str, Any]) -> None:
+        # The agents are shared: every user may run every served agent (an assistant a user
+        # makes is theirs on Aegra, which scopes assistants itself). Said here, the in-memory
+        # engine no longer warns at each start that assistants have no handler.
+        return None
+
     @auth.on.crons.create
     async def own_cron(ctx: Any, value: dict[str, Any]) -> dict[str, Any] | None:
         _own(value, ctx)

@@ -286,12 +286,18 @@ class ThreadGuard:
             body = json.loads(b"".join(m.get("body", b"") for m in messages) or b"{}")
         except ValueError:
             body = None  # the engine says what is wrong with it
+        malformed = thread and not _is_uuid(thread) and await self._malformed(scope, thread)
+        if malformed:  # the in-memory engine would fail the run with a traceback and a 400
+            logging.getLogger(__name__).warning("run refused: %s", malformed)
+            await _answer(send, 422, malformed)
+            return
         if isinstance(body, dict):
             refusal = thread and await self._other_agent(scope, thread, body.get("assistant_id"))
             if refusal:
                 await _answer(send, 409, refusal)
                 return
-            refusal = await self._inputs_refused(scope, body)
+            refusal = _messages_refused(body.get("input"))
+            refusal = refusal or await self._inputs_refused(scope, body)
             if not refusal and thread:
                 refusal = await self._answer_refused(scope, thread, body.get("command"))
             if refusal:
@@ -310,6 +316,20 @@ class ThreadGuard:
         if creates and self.persist is not None:
             send = self._after_success(send, self._persist)
         await self.app(scope, replayed, send)
+
+    async def _malformed(self, scope: Scope, thread: str) -> str | None:
+        """The engine's message when it takes `thread` for no thread ID at all (the in-memory
+        engine's are UUIDs; Aegra's any name), or None."""
+        if "/" in thread or "?" in thread:
+            return None
+        status, body = await _call(scope.get("app", self.app), scope, "GET", f"/threads/{thread}")
+        if status != 422:
+            return None
+        try:
+            detail = json.loads(body).get("detail")
+        except (ValueError, AttributeError):
+            detail = None
+        return f"thread {thread!r}: {detail or 'not a thread ID'}"
 
     async def _other_agent(self, scope: Scope, thread: str, assistant: Any) -> str | None:
         """Why a run of `assistant` may not continue `thread`, or None."""
@@ -352,6 +372,9 @@ class ThreadGuard:
         if path is None or not isinstance(given or {}, dict):
             return None  # not an agent served here, or a body the engine refuses
         configurable.update(given or {})
+        refusal = _model_refused(configurable.get("model"))
+        if refusal:
+            return refusal
         try:
             await asyncio.to_thread(
                 check_run_vars, path, base_vars=self.vars, vars=configurable.get("vars")
@@ -375,11 +398,85 @@ class ThreadGuard:
         interrupts = state.get("interrupts") if isinstance(state, dict) else None
         if not isinstance(interrupts, list):
             return None
+        if not interrupts:
+            return await self._nothing_waits(scope, thread)
         try:
             check_resume([i for i in interrupts if isinstance(i, dict)], command["resume"])
         except DecisionError as exc:
             return str(exc)
         return None
+
+    async def _nothing_waits(self, scope: Scope, thread: str) -> str | None:
+        """Why an answer to a thread that waits on none is refused (the engines would fail
+        the run with a traceback, or run it from the start), or None while a run of it is
+        going (it may yet ask: the engine queues or refuses the answer)."""
+        known = await visible_thread(scope.get("app", self.app), scope, thread)
+        status = (known or {}).get("status")
+        if known is None or status == "busy":
+            return None
+        return (
+            f"thread {thread} waits on no answer: no approval or question is pending (status: "
+            f"{status}); send a message as `input`, not an answer as `command.resume`"
+        )
+
+
+def _model_refused(model: Any) -> str | None:
+    """Why `configurable.model` names no model the run could start with, or None (a model
+    that is not text is the factory's to refuse)."""
+    if not isinstance(model, str):
+        return None
+    from runner.spec.model import check_model_id
+
+    try:
+        check_model_id(model)
+    except ValueError as exc:
+        return f"configurable.model: {exc}"
+    provider, _, cassette = model.partition(":")
+    if provider == "replay" and not Path(cassette).is_file():
+        return (
+            f"configurable.model: replay cassette not found: {cassette} (looked for "
+            f"{Path(cassette).resolve()}: a relative path is from the folder serve runs in)"
+        )
+    return None
+
+
+def _is_uuid(text: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+MESSAGE_EXAMPLE = '{"role": "user", "content": "Hello"}'
+
+
+def _messages_refused(given: Any) -> str | None:
+    """Why a run's `input.messages` is not messages, or None. The engines would start the run,
+    fail it with LangChain's text and keep the value in the thread, whose state could then no
+    longer be read."""
+    if not isinstance(given, dict) or given.get("messages") is None:
+        return None
+    from langchain_core.messages import convert_to_messages
+
+    from runner.spec.base import describe
+
+    messages = given["messages"]
+    listed = messages if isinstance(messages, list) else [messages]
+    for index, message in enumerate(listed):
+        try:
+            ok = isinstance(message, str | dict | list) and bool(convert_to_messages([message]))
+        except (NotImplementedError, ValueError, TypeError, KeyError):
+            ok = False
+        if not ok:
+            where = f"input.messages[{index}]" if isinstance(messages, list) else "input.messages"
+            return (
+                f"{where}: expected a message such as {MESSAGE_EXAMPLE} (or its text), "
+                f"found {describe(message)}"
+            )
+    return None
 
 
 def _configurable(holder: Any) -> dict[str, Any] | None:

@@ -72,6 +72,12 @@ def guess_provider(model_name: str) -> str | None:
     return None
 
 
+def check_model_id(value: str) -> str:
+    """`value` when it is a `provider:model` id of a known provider; else `ValueError` saying
+    what is wrong with it (and the id it may have meant)."""
+    return _check_model_id(value)
+
+
 def _check_model_id(value: str) -> str:
     provider, sep, name = value.partition(":")
     if not sep or not provider or not name:

@@ -178,6 +178,7 @@ def create_app(
     *,
     graph_for: Callable[[Path], Any],
     dev: bool = False,
+    edit: bool = False,
     vars: dict[str, Any] | None = None,
     authenticate: Callable[[Mapping[bytes, bytes]], Awaitable[Any]] | None = None,
     thread_visible: Callable[[Request, str], Awaitable[bool]] | None = None,
@@ -200,7 +201,8 @@ def create_app(
     caller (`{"thread": ..., "state": ...}`), None when it does not; the usage route needs it.
     `middleware`: Starlette `Middleware` entries the engine's routes go behind too.
     `routes` and `api_routes`: more pages, and more side API routes (behind its guard), such as
-    the editor's (`runner.edit`).
+    the editor's (`runner.edit`); `edit`: whether they are the editor's (the agents' listing says
+    so, and the page asks the editor whether this user may edit only then).
 
     `agents` as a mapping {name: agent file} is read at each request, for a server whose agents
     change while it serves (`runner.serve.live`); `refresh()` is awaited before the agents are
@@ -219,7 +221,8 @@ def create_app(
         # Everything that touches the disk runs off the loop (the engine may flag blocking calls).
         if refresh is not None:
             await refresh()
-        return JSONResponse({"dev": dev, "agents": await asyncio.to_thread(agent_rows)})
+        rows = await asyncio.to_thread(agent_rows)
+        return JSONResponse({"dev": dev, "edit": edit, "agents": rows})
 
     def _agent(request: Request) -> WebAgent | None:
         return served.by_name.get(request.path_params["name"])

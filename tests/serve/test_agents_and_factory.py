@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,22 @@ def test_a_client_may_not_choose_a_file_inputs_path(tmp_path: Path) -> None:
     served = GraphFactory(base_vars={"notes": str(tmp_path / "notes.md")})  # the operator's
     assert served.graph(path) is not None
     served.close()
+
+
+async def test_a_graph_read_but_not_run_needs_no_model_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engines build the graph to show an assistant's schemas and a thread's state: without
+    # an API key yet, those reads answered 500 (and the log a traceback)
+    from runner.errors import ResolutionError
+    from runner.serve.factory import GraphFactory
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = write(tmp_path, "a.yaml", "name: a\ndescription: d\nmodel: openai:gpt-4.1\nprompt: p\n")
+    factory = GraphFactory()
+    read = {"configurable": {"__is_for_execution__": False}}
+    graph = await factory.agraph(path, read)
+    assert "messages" in graph.get_input_jsonschema()["properties"]
+    with pytest.raises(ResolutionError, match=re.escape("a.yaml:3:8: model: cannot create model")):
+        await factory.agraph(path, {})
+    factory.close()

@@ -80,6 +80,16 @@ def test_an_engine_warning_about_a_setting_serve_makes_is_dropped() -> None:
     assert UserMistakes().filter(_record({"event": "Queue stats", "level": "info"}))
 
 
+def test_aegras_advice_in_its_own_settings_is_dropped() -> None:
+    # serve's banner says it in agentctl's terms: "no run queue", "no authentication"
+    for event in (
+        "Running without Redis broker. Background runs have no crash recovery ... Set "
+        "REDIS_BROKER_ENABLED=true and configure REDIS_URL for production use.",
+        "No auth file configured — all requests share a single 'anonymous' identity. ...",
+    ):
+        assert not UserMistakes().filter(_record({"event": event, "level": "warning"}))
+
+
 def test_the_exception_being_handled_counts_when_the_record_says_so() -> None:
     try:
         raise SpecError(Problem("a.yaml", 1, 1, "name", "missing"))

@@ -126,6 +126,7 @@ class Served:
     engine: str
     url: str
     health: str
+    log: Path
 
     def client(self, api_key: str | None = None, **headers: str) -> Any:
         return sdk.get_sync_client(url=self.url, api_key=api_key, headers=headers or None)
@@ -184,7 +185,7 @@ def served(
                 log=folder / "serve.log",
             )
         )
-        yield Served(engine, server.url, "/ok" if engine == "inmem" else "/health")
+        yield Served(engine, server.url, "/ok" if engine == "inmem" else "/health", server.log)
 
 
 def _refusal(client: Any) -> tuple[int, Any]:
@@ -271,6 +272,15 @@ def test_every_refusal_is_one_401_that_names_no_user(served: Served, provider: P
     assert first[0] == 401
     assert "alice" not in json.dumps(first[1]) and "bob" not in json.dumps(first[1])
     assert {what: r for what, r in refusals.items() if r != first} == {}
+
+
+def test_no_engine_warning_about_handlers_serve_chose_not_to_need(served: Served) -> None:
+    # the in-memory engine warned at each start that assistants have no handler: they are
+    # shared on purpose (docs/team-ownership.md)
+    assert served.client(ALICE_KEY).assistants.search(graph_id="echo")
+    logged = served.log.read_text(encoding="utf-8")
+    assert "serving at" in logged
+    assert "no handler registered" not in logged, logged
 
 
 def test_the_dev_servers_studio_bypass_lets_nobody_in(served: Served) -> None:

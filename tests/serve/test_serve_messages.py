@@ -19,6 +19,7 @@ import pytest
 
 from tests.serve import servers
 from tests.serve.test_serve_contract import aegra_args
+from tests.wire import refused_url
 
 pytest.importorskip("langgraph_api")
 sdk = pytest.importorskip("langgraph_sdk")
@@ -83,6 +84,15 @@ prompt: You greet.
 """
 
 
+OFFLINE_URL = refused_url() + "/v1"
+OFFLINE = """\
+name: offline
+description: Its model's server is down
+model: {{id: "openai:test-model", params: {{base_url: "{url}", api_key: k, max_retries: 0}}}}
+prompt: You answer.
+"""
+
+
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("mistakes")
@@ -97,6 +107,7 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "counter.cassette.yaml": COUNTER_REPLIES,
         "greeter.yaml": GREETER,
         "greeter.cassette.yaml": "- content: Hello.\n",
+        "offline.yaml": OFFLINE.format(url=OFFLINE_URL),
     }
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
@@ -197,6 +208,16 @@ INPUT_MISTAKES = {
         "configurable.vars: coats: expected an integer of at least 1, found text 'many' (the "
         "input is declared at painter.yaml:7:10)",
     ),
+    "no model id": (
+        {"configurable": {"vars": {"topic": "the shed"}, "model": "gpt-4.1"}},
+        "configurable.model: expected 'provider:model', e.g. 'openai:gpt-4.1' or "
+        "'replay:cassette.yaml', found text 'gpt-4.1'; did you mean 'openai:gpt-4.1'?",
+    ),
+    "no cassette": (
+        {"configurable": {"vars": {"topic": "the shed"}, "model": "replay:nowhere.yaml"}},
+        "configurable.model: replay cassette not found: nowhere.yaml (looked for "
+        "{agents}/nowhere.yaml: a relative path is from the folder serve runs in)",
+    ),
     "unknown": (
         _vars(topic="the shed", colour="red"),
         "configurable.vars: colour: painter.yaml has no template variable 'colour'; it uses: "
@@ -207,9 +228,10 @@ INPUT_MISTAKES = {
 
 @pytest.mark.parametrize("mistake", sorted(INPUT_MISTAKES))
 def test_wrong_inputs_are_refused_with_422_and_the_located_message(
-    client: Any, log: Log, mistake: str
+    client: Any, log: Log, mistake: str, agents: Path
 ) -> None:
     config, message = INPUT_MISTAKES[mistake]
+    message = message.replace("{agents}", str(agents.resolve()))
     thread = client.threads.create()["thread_id"]
     with pytest.raises(errors.UnprocessableEntityError) as refused:
         client.runs.create(thread, "painter", input=_ask("paint"), config=config)
@@ -233,6 +255,49 @@ def test_a_run_without_a_thread_is_checked_too(client: Any, log: Log) -> None:
     assert refused.value.response.status_code == 422
     assert "required input 'topic' has no value" in refused.value.response.json()["detail"]
     log.lines_for("run refused: painter.yaml:6:10: inputs.topic: required input 'topic'")
+
+
+NOT_MESSAGES = {
+    "a number": (5, "input.messages: expected a message such as "),
+    "a mapping without content": ([{"role": "user"}], "input.messages[0]: expected a message"),
+    "a number among texts": (["hi", 3], "input.messages[1]: expected a message"),
+}
+
+
+@pytest.mark.parametrize("given", sorted(NOT_MESSAGES))
+def test_input_that_is_not_messages_is_refused_and_leaves_the_thread_readable(
+    client: Any, log: Log, given: str
+) -> None:
+    # The engines would start the run, fail it with LangChain's text, and keep the value in
+    # the thread: its state could no longer be read (500 on every read)
+    messages, start = NOT_MESSAGES[given]
+    thread = client.threads.create()["thread_id"]
+    with pytest.raises(errors.UnprocessableEntityError) as refused:
+        client.runs.create(thread, "greeter", input={"messages": messages})
+    detail = refused.value.body["detail"]
+    assert detail.startswith(start), detail
+    assert '{"role": "user", "content": "Hello"}' in detail
+    assert client.runs.list(thread) == []
+    state = client.runs.wait(thread, "greeter", input=_ask("hi"))
+    assert state["messages"][-1]["content"] == "Hello."
+    log.lines_for("run refused: input.messages")
+
+
+def test_a_thread_id_that_names_no_thread_is_refused_without_a_traceback(
+    server: servers.Server, log: Log
+) -> None:
+    answer = httpx.post(
+        f"{server.url}/threads/not-a-uuid/runs/wait",
+        json={"assistant_id": "greeter", "input": _ask("hi")},
+    )
+    if "--db" in list(map(str, server.proc.args)):  # Aegra takes any name for a thread ID
+        assert answer.status_code == 200, answer.text
+        return
+    assert answer.status_code == 422, answer.text
+    assert answer.json() == {
+        "detail": "thread 'not-a-uuid': Invalid thread ID: must be a UUID",
+    }
+    log.lines_for("run refused: thread 'not-a-uuid'")
 
 
 def test_an_assistants_inputs_count(client: Any) -> None:
@@ -295,6 +360,26 @@ def test_an_answer_that_does_not_fit_is_refused_with_422(
     log.lines_for(f"run refused: {message}")
 
 
+@pytest.mark.parametrize("before", ["new", "answered"])
+def test_an_answer_to_a_thread_that_waits_on_none_is_refused(
+    client: Any, log: Log, before: str
+) -> None:
+    thread = client.threads.create()["thread_id"]
+    if before == "answered":
+        client.runs.wait(thread, "greeter", input=_ask("hi"))
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # (the SDK's own type not here)
+        client.runs.wait(
+            thread, "greeter", command={"resume": {"decisions": [{"type": "approve"}]}}
+        )
+    message = (
+        f"thread {thread} waits on no answer: no approval or question is pending (status: "
+        "idle); send a message as `input`, not an answer as `command.resume`"
+    )
+    assert refused.value.response.status_code == 422
+    assert refused.value.response.json() == {"detail": message}
+    log.lines_for(f"run refused: {message}")
+
+
 def test_an_answer_that_fits_resumes(client: Any) -> None:
     thread = _waiting(client, "asker")
     state = client.runs.wait(thread, "asker", command={"resume": "Blue"})
@@ -326,6 +411,18 @@ def test_a_run_over_its_budget_says_so(client: Any, log: Log) -> None:
     log.lines_for(f"run failed: {message}", 2)  # one a run
 
 
+def test_a_run_whose_model_server_is_down_names_the_server(client: Any, log: Log) -> None:
+    # as `agentctl run` says it; the client got `An internal error occurred`, the log two
+    # tracebacks
+    event, error = _failed(client, "offline")
+    start = f"cannot reach the openai server at {OFFLINE_URL} (model 'test-model'): "
+    assert event["error"] == "RunError"
+    assert event["message"].startswith(start), event
+    assert event["message"].endswith("check that it is running and the model's `base_url`")
+    assert error["message"] == event["message"]
+    log.lines_for(f"run failed: {start}", 2)  # one a run
+
+
 def test_a_run_of_a_file_broken_since_the_start_says_where(
     client: Any, log: Log, agents: Path
 ) -> None:
@@ -342,9 +439,11 @@ def test_a_run_of_a_file_broken_since_the_start_says_where(
 
 
 def test_no_warning_about_settings_the_user_did_not_make(server: servers.Server) -> None:
+    httpx.post(f"{server.url}/threads", json={}).raise_for_status()  # Aegra's auth starts
     out = server.output()
     assert "allow-blocking" not in out, out
     assert "Slow graph load" not in out, out
+    assert "No auth file configured" not in out, out  # Aegra's, in its own settings' terms
 
 
 def test_the_banner_names_each_file_once(tmp_path: Path) -> None:

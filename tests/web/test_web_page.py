@@ -265,7 +265,15 @@ def test_a_run_with_plan_edited_approval_subagent_files_and_answer(page: Any) ->
     _start(page)
     # the plan, and the approval with the call's arguments and only the allowed decisions
     _expect_text(page, "#todos", "Read the release-notes skill")
+    # the plan's tool result says what changed, not the list as Python writes it
+    planned = page.locator('.call[data-tool="write_todos"] .result').first
+    playwright.expect(planned).to_have_text("the plan updated: 4 steps (shown in the plan above)")
     _expect_text(page, ".approval", "/RELEASE_NOTES.md")
+    # each argument under its name, the file's text with its line breaks (not a JSON string)
+    names = page.locator(".approval dl.args dt").all_inner_texts()
+    assert names == ["file_path", "content"]
+    content = page.locator(".approval dl.args dd").nth(1).inner_text()
+    assert content.startswith("# agentctl 0.1.0\n") and "\\n" not in content
     assert page.locator(".approval button").all_inner_texts() == [
         "Approve",
         "Edit arguments",
@@ -275,6 +283,7 @@ def test_a_run_with_plan_edited_approval_subagent_files_and_answer(page: Any) ->
 
     # edit the arguments: invalid JSON is refused, the schema is shown
     page.click(".approval button.edit")
+    playwright.expect(page.locator(".approval .args")).to_be_hidden()  # the editor replaces it
     editor = page.locator(".editor textarea")
     args = json.loads(editor.input_value())
     editor.fill('{"file_path": "/RELEASE_NOTES.md", "content": ')
@@ -613,8 +622,17 @@ def test_usage_and_cost_of_a_thread_and_a_failed_run(page: Any, server: str) -> 
     page.fill("#message", "third")
     page.press("#message", "Enter")
     _expect_text(page, "#log .error-row", "the run asked for reply 3")
+    # agentctl's message alone, without the exception's class name before it
+    playwright.expect(page.locator("#log .error-row").first).to_have_text(
+        re.compile(r"^error: replay cassette ")
+    )
     playwright.expect(page.locator("#threads .thread.selected .badge")).to_have_text("failed")
     playwright.expect(page.locator("#thread-head .badge")).to_have_text("failed")
+    # opened again, the thread says why its last run failed (it said only that it had)
+    page.reload()
+    playwright.expect(page.locator("#log .error-row")).to_contain_text(
+        "The last run of this thread failed: replay cassette "
+    )
 
 
 def test_reopening_a_thread_restores_its_inputs(page: Any) -> None:
@@ -766,3 +784,28 @@ def test_another_view_added_to_the_header_takes_the_main_area(page: Any) -> None
     nav.get_by_role("button", name="Chat").click()
     playwright.expect(page.locator("#message")).to_be_visible()
     playwright.expect(page.get_by_text("extra view")).to_be_hidden()
+
+
+def test_choosing_another_agent_names_it_in_the_new_threads_heading(page: Any) -> None:
+    # the heading kept the first agent's name while the thread list showed the second's
+    for agent in ("scribe", "asker"):
+        page.click(f'#agents .agent[data-agent="{agent}"]')
+        playwright.expect(page.locator("#thread-head .tag")).to_have_text(agent)
+        _expect_text(page, "#thread-head", "your first message starts it")
+
+
+def test_a_server_that_does_not_edit_is_not_asked_whether_it_does(
+    browser: Any, server: str
+) -> None:
+    # the page asked /web/api/edit/files at each load: a 404 in the console and the server's log
+    context = browser.new_context(base_url=server)
+    page = context.new_page()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto("/")
+    page.wait_for_selector("#agents .agent")
+    page.wait_for_load_state("networkidle")
+    assert any(url.endswith("/web/api/agents") for url in asked), asked
+    assert not [url for url in asked if "/web/api/edit/" in url]
+    playwright.expect(page.locator("#edit-link")).to_be_hidden()
+    context.close()

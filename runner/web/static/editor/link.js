@@ -5,10 +5,14 @@
 import { withKey } from "/web/static/js/key.js";
 
 const link = document.getElementById("edit-link");
-fetch("/web/api/edit/files", { headers: withKey() })
+// The agents' listing says whether the server edits: a server that does not is not asked (a
+// 404 on each page load, in the browser's console and the server's log).
+fetch("/web/api/agents", { headers: withKey() })
+  .then((answer) => (answer.ok ? answer.json() : { edit: false }))
+  .then((listed) => (listed.edit ? fetch("/web/api/edit/files", { headers: withKey() }) : null))
   .then((answer) => {
-    if (link) link.hidden = !answer.ok;
-    if (!answer.ok) return;
+    if (link) link.hidden = !(answer && answer.ok);
+    if (!(answer && answer.ok)) return;
     document.body.dataset.canEdit = "true";
     document.dispatchEvent(new Event("agentctl:can-edit"));
   })

@@ -34,6 +34,7 @@ export const api = {
   renameThread: (id, title) => call("PATCH", `/threads/${encodeURIComponent(id)}`, { metadata: { title } }),
   deleteThread: (id) => call("DELETE", `/threads/${encodeURIComponent(id)}`),
   runs: (id) => call("GET", `/threads/${encodeURIComponent(id)}/runs?limit=10`),
+  join: (id, run) => call("GET", `/threads/${encodeURIComponent(id)}/runs/${encodeURIComponent(run)}/join`),
   usage: (id) => call("GET", `/web/api/threads/${encodeURIComponent(id)}/usage`),
   state: (id) => call("GET", `/threads/${encodeURIComponent(id)}/state`),
   storeSearch: (namespace) =>

@@ -82,7 +82,10 @@ function selectAgent(name) {
   renderInputs();
   if (changed) {
     if (S.thread) newThread();
-    else loadThreads().catch(() => {});
+    else {
+      renderHead(); // the new thread's heading names the agent it will run
+      loadThreads().catch(() => {});
+    }
   }
 }
 
@@ -130,7 +133,7 @@ async function openThread(id) {
   S.values = state.values || {};
   renderHead({ ...thread, values: S.values }); // a title from its first message, on any engine
   renderHistory(S.values.messages || []);
-  if (thread.status === "error") errorRow($("log"), "The last run of this thread failed.");
+  if (thread.status === "error") errorRow($("log"), await lastFailure(id));
   renderTodos(S.values.todos || []);
   showApprovals(state);
   loadUsage();
@@ -248,6 +251,12 @@ function toolResult(message) {
   if (!entry) return;
   const result = clear(entry.result);
   result.className = `result${failed ? " error" : ""}`;
+  if (entry.name === "write_todos" && !failed && Array.isArray(entry.args.todos)) {
+    // its text is the list as Python writes it; the plan above shows the list itself
+    const count = entry.args.todos.length;
+    append(result, h("span", { class: "muted small" }, `the plan updated: ${count} ${count === 1 ? "step" : "steps"} (shown in the plan above)`));
+    return false;
+  }
   const lines = text.split("\n");
   if (text.length > FOLD_CHARS || lines.length > FOLD_LINES) {
     append(result, h("details", {}, h("summary", {}, `${lines[0].slice(0, 100)} … (${lines.length} lines, ${text.length} characters)`), h("pre", {}, text)));
@@ -368,8 +377,29 @@ function onEvent(event, data) {
       warningRow(container, data.code || "warning", data.message || "");
     }
   } else if (mode === "error") {
-    errorRow(container, `${(data && (data.error || "")) || ""} ${(data && data.message) || JSON.stringify(data)}`.trim());
+    errorRow(container, streamError(data));
   }
+}
+
+/** Why a reopened thread's last run failed, as its error said it when it ran. */
+async function lastFailure(id) {
+  try {
+    const [last] = await api.runs(id);
+    const joined = last && last.status === "error" ? await api.join(id, last.run_id) : null;
+    if (joined && joined.__error__) return `The last run of this thread failed: ${streamError(joined.__error__)}`;
+  } catch {
+    // the reason cannot be read now: the failure is still said
+  }
+  return "The last run of this thread failed.";
+}
+
+/** What a stream's error event tells a person: agentctl's message alone (the exception's class
+ * name is no news to them), or, for the engine's generic text on a bug, where to look. */
+function streamError(data) {
+  const message = data && typeof data.message === "string" ? data.message.trim() : "";
+  if (message && !/^(An internal error occurred|.*execution failed)\.?$/i.test(message)) return message;
+  const kind = (data && data.error) || "an unexpected error";
+  return `the run failed on ${kind}, a bug rather than something you can fix here; the server's log has the details`;
 }
 
 /** A workflow step's line: its id and kind, its status and time, its agent's work nested under it. */

@@ -3,7 +3,7 @@
 // reason), and `ask_user` questions (choices as buttons, or a free answer). The run resumes with
 // every answer at once, shaped as the interrupt asks (`{decisions}`, `{answer}`).
 import { api } from "./api.js";
-import { append, clear, h, onEscape, onKey } from "./dom.js";
+import { append, argsView, clear, h, onEscape, onKey } from "./dom.js";
 import { checkArgs, describeSchema } from "./schema.js";
 import { $, S, status } from "./state.js";
 
@@ -126,7 +126,7 @@ function approvalCard(interrupt, index, request, allowed, schema) {
   append(card, [
     h("div", { class: "row" }, h("span", { class: "tool" }, request.name), request.description ? h("span", { class: "muted" }, request.description) : null),
     remoteOf(interrupt),
-    h("pre", { class: "args" }, JSON.stringify(request.args, null, 2)),
+    argsView(request.args, { class: "args", "aria-label": `arguments of ${request.name}` }),
     actions,
     editor,
   ]);
@@ -148,7 +148,7 @@ function approvalCard(interrupt, index, request, allowed, schema) {
 function openEditor(editor, request, schema, submit) {
   editor.hidden = false;
   // the editor starts from the arguments shown above, which it replaces while open
-  const shown = editor.parentElement.querySelector("pre.args");
+  const shown = editor.parentElement.querySelector(".args");
   if (shown) shown.hidden = true;
   const area = h("textarea", { class: "json", rows: 9, spellcheck: "false", "aria-label": `arguments of ${request.name} as JSON` });
   area.value = JSON.stringify(request.args, null, 2);

@@ -86,3 +86,18 @@ export function activate(event, action) {
   event.preventDefault();
   action();
 }
+
+/** A tool call's arguments as a person reads them: each name over its value, text as written
+ * (its line breaks kept, not `\n` inside a JSON string), any other value as short JSON. */
+export function argsView(args, attrs = {}) {
+  const entries = args && typeof args === "object" && !Array.isArray(args) ? Object.entries(args) : null;
+  if (!entries) return h("pre", attrs, JSON.stringify(args, null, 2));
+  return h(
+    "dl",
+    attrs,
+    entries.map(([name, value]) => [
+      h("dt", {}, name),
+      h("dd", {}, h("pre", {}, typeof value === "string" ? value : JSON.stringify(value, null, 2))),
+    ]),
+  );
+}
