@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 @click.option(
     "--shared-workspace",
     is_flag=True,
-    help="Serve agents whose filesystem/local_shell root_dir has no {thread_id}: every thread "
-    "then shares that folder.",
+    help="With authentication (--api-keys, --auth-jwks): serve agents whose filesystem/"
+    "local_shell root_dir has no {thread_id}, so that every user's threads share that folder. "
+    "Without authentication (one user) they are served anyway, and the banner names the folder.",
 )
 @click.option(
     "--api-keys",
@@ -216,6 +217,10 @@ def serve(
     engine = Engine.choose(database=db, redis=redis, dev=dev)
     from runner.serve.agents import collect_agents
 
+    # With no authentication the server has one user: agents whose threads share a workspace
+    # folder are that person's to run, and the banner says which folders are shared. With users,
+    # one user's threads would write in the others' folder: refused unless --shared-workspace.
+    shared_workspace = shared_workspace or settings is None
     agents = collect_agents(
         paths or ("agents",),
         vars=variables,
@@ -266,6 +271,8 @@ def serve(
     for agent in agents:
         shown = display_path(agent.path)
         banner.append(f"  {agent.name:<20} {shown}")
+        if agent.shared:
+            banner.append(f"    its threads share {', '.join(agent.shared)}")
         # --dev only: fix and save the file, no restart needed
         banner += [f"    {_in_file(problem, shown)}" for problem in agent.problems]
     from runner.serve.ports import when_listening

@@ -22,6 +22,9 @@ class ServedAgent:
     problems: tuple[Problem, ...] = ()
     """Why the file does not load now (`collect_agents(keep_broken=True)` only): it is served
     under `name` anyway, and runs work once the file is fixed and saved."""
+    shared: tuple[str, ...] = ()
+    """The folders every thread of the server shares (`root_dir` without `{thread_id}`),
+    accepted by `shared_workspace`."""
 
 
 def collect_agents(
@@ -76,7 +79,10 @@ def collect_agents(
             )
             continue
         by_name[spec.name] = path
-        if not shared_workspace:
+        shared = [
+            pair for prefix, agent in agents_in(spec) for pair in shared_workspaces(agent, prefix)
+        ]
+        if not shared_workspace and shared:
             fix = (
                 "an agent file of another tool works on its project folder: pass "
                 "--shared-workspace to serve it there, or convert it (agentctl convert FILE --to "
@@ -93,10 +99,16 @@ def collect_agents(
                     where,
                     f"{root} would be one folder shared by every thread of the server; {fix}",
                 )
-                for prefix, agent in agents_in(spec)
-                for where, root in shared_workspaces(agent, prefix)
+                for where, root in shared
             ]
-        found.append(ServedAgent(spec.name, path.resolve(), spec.description))
+        found.append(
+            ServedAgent(
+                spec.name,
+                path.resolve(),
+                spec.description,
+                shared=tuple(dict.fromkeys(root for _, root in shared)),
+            )
+        )
     for path, broken_problems in broken:
         name = _name_of_broken(path)
         if name in by_name:

@@ -143,3 +143,18 @@ async def test_a_graph_read_but_not_run_needs_no_model_credentials(
     with pytest.raises(ResolutionError, match=re.escape("a.yaml:3:8: model: cannot create model")):
         await factory.agraph(path, {})
     factory.close()
+
+
+def test_a_shared_folder_is_refused_only_on_a_server_with_users(tmp_path: Path) -> None:
+    """With users (API keys), every user's threads would write in one folder: serve refuses
+    before it starts, naming the fix. Without authentication (one user) it is served; the web
+    page's tests serve the example agents so, whose folders are shared."""
+    from tests.conftest import run_cli
+
+    write(tmp_path, "c.cassette.yaml", "- content: hi\n")
+    write(tmp_path, "d.yaml", GOOD.format(name="d") + "backend: {kind: filesystem, root_dir: w}\n")
+    write(tmp_path, "keys.yaml", "keys: [{user: alice, key: k-alice-0123456789abcdef}]\n")
+    refused = run_cli("serve", ".", "--api-keys", "keys.yaml", "--port", "1", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "would be one folder shared by every thread of the server" in refused.stderr
+    assert "--shared-workspace" in refused.stderr

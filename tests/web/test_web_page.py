@@ -177,7 +177,7 @@ def server(served: Path) -> Iterator[str]:
     port = free_port("127.0.0.1")
     env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
     proc = subprocess.Popen(
-        [AGENTCTL, "serve", "agents", "--port", str(port), "--dev", "--shared-workspace"],
+        [AGENTCTL, "serve", "agents", "--port", str(port), "--dev"],
         cwd=served,
         env=env,
         stdout=subprocess.PIPE,
