@@ -43,10 +43,37 @@ class Server:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def free_port() -> int:
-    from runner.serve.ports import free_port
+_GIVEN: set[int] = set()
+PORT_BLOCK = 1000
 
-    return free_port("127.0.0.1")
+
+def free_port() -> int:
+    """A port for a test server on 127.0.0.1, nothing listening on it now: never one this
+    process handed out before, and outside the kernel's ephemeral range (32768 and up), in a
+    block of its own for each pytest-xdist worker. Ports that `bind(("", 0))` gives can come
+    back to another process at once: two servers started together were given one port, the
+    second failed to bind while the first answered its readiness check, and a test talked to
+    the wrong server (seen once in the whole suite as "connection refused" after a kill)."""
+    import random
+    import socket
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    base = 20000 + (index % 12) * PORT_BLOCK
+    for _ in range(PORT_BLOCK):
+        port = base + random.randrange(PORT_BLOCK)
+        if port in _GIVEN:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
+        return port
+    from runner.serve.ports import free_port as any_free_port
+
+    return any_free_port("127.0.0.1")
 
 
 def launch(
