@@ -659,7 +659,7 @@ async function tryIt(record = false) {
 }
 
 async function runTests() {
-  if (!state.path) return;
+  if (!state.path) return say("open or create an agent first", "error");
   const box = $("ed-tests");
   const unsaved = text() !== state.saved ? " (your unsaved changes are not in them: save first to test them)" : "";
   box.replaceChildren(h("p", { class: "ed-muted" }, `Running the test file on the saved files…${unsaved}`));
