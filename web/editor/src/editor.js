@@ -16,7 +16,7 @@ import { autocompletion } from "@codemirror/autocomplete";
 import { indentWithTab } from "@codemirror/commands";
 import { MergeView } from "@codemirror/merge";
 import { fetchWithKey } from "/web/static/js/key.js";
-import { checkArgs, describeSchema } from "/web/static/js/schema.js";
+import { bindArgumentCheck, describeSchema } from "/web/static/js/schema.js";
 import "./editor.css";
 
 const API = "/web/api/edit";
@@ -563,14 +563,7 @@ async function editArguments(editor, row, action, submit) {
   area.value = JSON.stringify(action.args, null, 2);
   const problem = h("div", { class: "ed-error ed-small", role: "alert" });
   const save = h("button", { type: "button", class: "ed-primary" }, "Approve with these arguments");
-  const check = () => {
-    const { error } = checkArgs(area.value, schema);
-    problem.textContent = error || "";
-    save.disabled = Boolean(error);
-    area.setAttribute("aria-invalid", error ? "true" : "false");
-    return !error;
-  };
-  area.addEventListener("input", check);
+  bindArgumentCheck(area, problem, save, schema, submit);
   area.addEventListener("keydown", (event) => {
     if (event.key !== "Escape") return;
     event.preventDefault();
@@ -578,9 +571,6 @@ async function editArguments(editor, row, action, submit) {
     if (shown) shown.hidden = false;
     const edit = row.querySelector("button.ed-edit");
     if (edit) edit.focus();
-  });
-  save.addEventListener("click", () => {
-    if (check()) submit(checkArgs(area.value, schema).args);
   });
   const rows = schema ? describeSchema(schema) : [];
   editor.replaceChildren(

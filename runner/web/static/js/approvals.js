@@ -4,7 +4,7 @@
 // every answer at once, shaped as the interrupt asks (`{decisions}`, `{answer}`).
 import { api } from "./api.js";
 import { append, argsView, clear, h, onEscape, onKey } from "./dom.js";
-import { checkArgs, describeSchema } from "./schema.js";
+import { bindArgumentCheck, describeSchema } from "./schema.js";
 import { $, S, status } from "./state.js";
 
 let hooks = { resume: () => {} };
@@ -154,22 +154,12 @@ function openEditor(editor, request, schema, submit) {
   area.value = JSON.stringify(request.args, null, 2);
   const problem = h("div", { class: "json-error", role: "alert" });
   const save = h("button", { type: "button", class: "save" }, "Approve with these arguments");
-  const check = () => {
-    const { error } = checkArgs(area.value, schema);
-    problem.textContent = error || "";
-    save.disabled = Boolean(error);
-    area.setAttribute("aria-invalid", error ? "true" : "false");
-    return !error;
-  };
-  area.addEventListener("input", check);
+  bindArgumentCheck(area, problem, save, schema, submit);
   onEscape(area, () => {
     editor.hidden = true; // back to the arguments as the model wrote them
     if (shown) shown.hidden = false;
     const edit = editor.parentElement.querySelector("button.edit");
     if (edit) edit.focus();
-  });
-  save.addEventListener("click", () => {
-    if (check()) submit(checkArgs(area.value, schema).args);
   });
   const rows = describeSchema(schema);
   append(clear(editor), [

@@ -58,3 +58,20 @@ export function describeSchema(schema) {
     return { key, flags, description: property.description || "" };
   });
 }
+
+/** Wire an argument editor: `area` (the JSON text) is checked against `schema` as it is typed,
+ * `problem` says what is wrong, `save` is disabled meanwhile and, clicked, gives `submit` the
+ * checked arguments. The chat's approval cards and the editor's try panel share it. */
+export function bindArgumentCheck(area, problem, save, schema, submit) {
+  const check = () => {
+    const { error } = checkArgs(area.value, schema);
+    problem.textContent = error || "";
+    save.disabled = Boolean(error);
+    area.setAttribute("aria-invalid", error ? "true" : "false");
+    return !error;
+  };
+  area.addEventListener("input", check);
+  save.addEventListener("click", () => {
+    if (check()) submit(checkArgs(area.value, schema).args);
+  });
+}
