@@ -12,11 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +19,7 @@ from typing import Any
 import pytest
 
 from runner.check.validate import validate_file
+from tests.serve import servers
 
 pytest.importorskip("langgraph_api")
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
@@ -37,7 +33,6 @@ if CHROMIUM is None:
         allow_module_level=True,
     )
 
-AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
 WAIT = 30_000  # ms: a wait limit for a loaded 2-core machine, not a measurement
 DOCS_SHOTS = os.environ.get("AGENTCTL_EDITOR_SHOTS")
 playwright.expect.set_options(timeout=WAIT)
@@ -53,39 +48,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(folder: Path) -> Iterator[str]:
-    from runner.serve.ports import free_port
-
-    port = free_port("127.0.0.1")
-    env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
-    proc = subprocess.Popen(
-        [AGENTCTL, "serve", "agents", "--port", str(port), "--edit"],
-        cwd=folder,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120  # a wait limit for a loaded machine, not a measurement
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
-                if reply.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"agentctl serve did not start:\n{proc.stdout.read().decode()}")  # type: ignore[union-attr]
-        time.sleep(0.2)
-    try:
-        yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    with servers.serving(
+        ["agents"], cwd=folder, args=["--edit"], log=folder / "serve.log"
+    ) as served:
+        yield served.url
 
 
 @pytest.fixture(scope="module")

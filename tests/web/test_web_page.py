@@ -11,10 +11,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import AGENTS, ROOT
+from tests.serve import servers
 
 pytest.importorskip("langgraph_api")
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
@@ -38,7 +35,6 @@ if CHROMIUM is None:
     )
 
 SCREENSHOTS = Path(os.environ.get("AGENTCTL_SCREENSHOTS", ROOT / "build" / "screenshots" / "web"))
-AGENTCTL = str(Path(sys.executable).with_name("agentctl"))
 ASK = "Write the release notes for agentctl 0.1.0"
 # Put into the skill the showcase reads, so a tool result carries HTML (and a script attempt).
 HOSTILE = '<img src=x onerror="window.__injected=1"><b id="injected">bold?</b><script>window.__injected=2</script>'
@@ -172,39 +168,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(served: Path) -> Iterator[str]:
-    from runner.serve.ports import free_port
-
-    port = free_port("127.0.0.1")
-    env = {**os.environ, "LANGSMITH_TRACING": "false", "DATABASE_URL": ""}
-    proc = subprocess.Popen(
-        [AGENTCTL, "serve", "agents", "--port", str(port), "--dev"],
-        cwd=served,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120  # a wait limit for a loaded machine, not a measurement
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
-                if reply.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"agentctl serve did not start:\n{proc.stdout.read().decode()}")  # type: ignore[union-attr]
-        time.sleep(0.2)
-    try:
-        yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    with servers.serving(
+        ["agents"], cwd=served, args=["--dev"], log=served / "serve.log"
+    ) as served:
+        yield served.url
 
 
 @pytest.fixture(scope="module")
