@@ -14,7 +14,8 @@ rest of agentctl needs to know before any run (can the agent execute commands? d
 ```
 protocol.py     Backend / SandboxBackend, results, BackendError
 paths.py        validate_path (the one path gate), glob patterns
-state.py        files in graph state (+ FilesState, merge_files)
+state.py        files in graph state (+ merge_files)
+files_channel.py  the `files` state key, kept as deltas (FilesState; imports LangGraph)
 filesystem.py   a real directory, confined to root_dir in virtual mode
 local_shell.py  filesystem + execute (sandbox, timeout, output cap, clean environment)
 sandbox.py      the bubblewrap command line execute runs in, and whether this machine has it
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runner.backends.composite import CompositeBackend, can_execute
+    from runner.backends.files_channel import FilesState
     from runner.backends.filesystem import FilesystemBackend
     from runner.backends.local_shell import LocalShellBackend
     from runner.backends.mounts import Mount
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
         store_user_prefix,
         thread_root,
     )
-    from runner.backends.state import FilesState, StateBackend, merge_files
+    from runner.backends.state import StateBackend, merge_files
     from runner.backends.store import StoreBackend
 
 _WHERE = {
@@ -72,7 +74,7 @@ _WHERE = {
     "ExecuteResult": "protocol",
     "FileData": "protocol",
     "FileInfo": "protocol",
-    "FilesState": "state",
+    "FilesState": "files_channel",
     "FilesystemBackend": "filesystem",
     "GrepMatch": "protocol",
     "LocalShellBackend": "local_shell",

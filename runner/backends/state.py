@@ -11,14 +11,16 @@ value out by reference (to `stream_mode="values"` consumers, to a checkpoint tha
 thread is still saving, to conditional edges reading fresh state), so mutating it rewrites history.
 Measured with LangGraph 1.2 and an in-memory checkpointer, an in-place reducer made every streamed
 snapshot show the final files and saved checkpoints with files from later steps. Copying the
-mapping costs a few microseconds per thousand files and is small next to the checkpoint itself,
-which serialises all of `files` at every step in any case.
+mapping costs a few microseconds per thousand files.
+
+The graph keeps `files` as a LangGraph `DeltaChannel` (`runner.backends.files_channel`, which
+holds the state schema): a checkpoint stores the updates its step wrote, and the whole mapping
+only every few steps, so `merge_file_writes`, the channel's reducer, folds a batch of updates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Annotated, NotRequired, TypedDict
+from collections.abc import Iterator, Mapping, Sequence
 
 from runner.backends.base import SyncBackend
 from runner.backends.mapping import (
@@ -41,7 +43,7 @@ from runner.backends.protocol import (
 )
 from runner.backends.text import now_iso, read_lines, replace_exact
 
-__all__ = ["FilesState", "PrefixedFiles", "StateBackend", "merge_files"]
+__all__ = ["PrefixedFiles", "StateBackend", "merge_file_writes", "merge_files"]
 
 FilesMapping = Mapping[str, FileData | None]
 
@@ -53,19 +55,26 @@ def merge_files(
 
     Neither argument is changed (see the module docstring for why that matters).
     """
-    merged = dict(left or {})
-    for path, data in (right or {}).items():
-        if data is None:
-            merged.pop(path, None)
-        else:
-            merged[path] = data
+    return merge_file_writes(left, [right])
+
+
+def merge_file_writes(
+    current: Mapping[str, FileData] | None, writes: Sequence[Mapping[str, FileData | None] | None]
+) -> dict[str, FileData]:
+    """`merge_files` over a batch of updates, oldest first: the `files` channel's reducer.
+
+    A `DeltaChannel` rebuilds a checkpoint's files by replaying the updates since the last
+    snapshot in one call, so the result must not depend on how they are batched; it does not,
+    as each update only adds, replaces or deletes whole files (`tests/backends/test_state.py`).
+    """
+    merged = dict(current or {})
+    for update in writes:
+        for path, data in (update or {}).items():
+            if data is None:
+                merged.pop(path, None)
+            else:
+                merged[path] = data
     return merged
-
-
-class FilesState(TypedDict):
-    """The graph state the file tools need: a middleware's `state_schema`."""
-
-    files: Annotated[NotRequired[dict[str, FileData]], merge_files]
 
 
 class PrefixedFiles(Mapping[str, FileData | None]):

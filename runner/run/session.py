@@ -615,11 +615,14 @@ class Session:
 
     def _prune(self, thread_id: str) -> RunWarning | None:
         """Remove the thread's checkpoints that nothing needs any more (`runner.threads.retention`);
-        a failure costs only space, so it is a warning."""
+        a failure costs only space, so it is a warning. Keeping all, `prune` removes nothing but
+        still has the next step snapshot every delta channel when due, so that a lower `keep`
+        can prune later."""
         retention = self.home.retention
         if self.keep_checkpoints == "all":
-            return None
-        keep = self.keep_checkpoints or retention.effective_keep()
+            keep = None
+        else:
+            keep = self.keep_checkpoints or retention.effective_keep()
         try:
             retention.prune(thread_id, keep)
             retention.reclaim()

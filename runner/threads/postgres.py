@@ -764,8 +764,13 @@ class PostgresRetention(TableRetention):
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "metadata->>'source', metadata->'parents'->>'', "
-        "metadata->'counters_since_delta_snapshot' IS NOT NULL "
+        "metadata->'counters_since_delta_snapshot' "
         "FROM checkpoints WHERE thread_id = ?"
+    )
+    SNAPSHOT_NEXT = (
+        "UPDATE checkpoints SET metadata = jsonb_set(metadata, "
+        "'{counters_since_delta_snapshot}', CAST(? AS jsonb)) "
+        "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?"
     )
     OWN = ("checkpoint_blobs", "checkpoints")
 

@@ -17,23 +17,40 @@ for ever they add up. So after each turn the thread is pruned to what something 
 - a subagent's checkpoints only while the main-graph checkpoint it ran under is kept (or is
   newer than the oldest kept one): they serve resuming that step and nothing after it;
 - every checkpoint a kept one's values are rebuilt from: agentctl keeps `messages` in a
-  LangGraph `DeltaChannel` (`runner.agent.state`), so a checkpoint holds only the messages its
-  step wrote, and the whole list only every `SNAPSHOT_EVERY` updates. Reading a checkpoint walks
-  its parents back to the nearest one holding the list (a snapshot, or the full list an agentctl
-  before deltas stored) and replays the writes of those in between, so each kept checkpoint
-  keeps that chain, with its writes. A checkpoint whose metadata counts updates since a
-  snapshot (`counters_since_delta_snapshot`) needs its parent; one without holds its values.
-  The chain is what LangGraph's `BaseCheckpointSaver.prune` warns about: pruned, the messages
-  would read back as an empty or cut conversation, without an error.
+  LangGraph `DeltaChannel` (`runner.agent.state`), and a `state` backend's `files` too
+  (`runner.backends.files_channel`), so a checkpoint holds only what its step wrote, and a
+  channel's whole value only at its snapshots (`messages` every `SNAPSHOT_EVERY` updates,
+  `files` every `FILES_SNAPSHOT_EVERY` steps). Reading a checkpoint walks its parents back to
+  the nearest one holding the value (a snapshot, or the full value an agentctl before deltas
+  stored) and replays the writes of those in between, so each kept checkpoint keeps that chain,
+  with its writes, for each channel: a checkpoint whose metadata counts a channel's updates
+  since its snapshot (`counters_since_delta_snapshot`) needs its parent for that channel; one
+  that does not holds that channel's value. The chain is what LangGraph's
+  `BaseCheckpointSaver.prune` warns about: pruned, the messages would read back as an empty or
+  cut conversation and the files as missing or stale, without an error.
+
+Two delta channels snapshot at different checkpoints, and every checkpoint left must read whole
+(a fork can start from any, and the Python API lists them all): a checkpoint kept for the chain
+of its files needs the chain of its messages too, which reaches back to a messages snapshot
+whose files need an older files snapshot, and so on. That walk ends only at a checkpoint holding
+both values, and LangGraph's cadences alone may never make one. So retention makes one: when the
+latest main-graph checkpoint is `ALIGN_EVERY` or more checkpoints past the last checkpoint
+holding every value (`snapshots_due`), `prune` stores in its metadata counters that every
+channel's cadence has reached, and LangGraph snapshots all of them at the next step (a
+checkpoint's counters are what the next step counts on from; nothing else reads them). This
+costs one more write of the conversation and of the files every `ALIGN_EVERY` steps or so, and
+bounds what a kept checkpoint reaches back to: one such checkpoint, at most `ALIGN_EVERY` and a
+turn before it. It is done keeping all checkpoints too, so that a lower `keep` can prune later.
 
 The `writes` rows of every removed checkpoint go with it. A kept checkpoint's parent pointer may
 then name a removed one only where nothing is rebuilt through it: LangGraph follows parent
 pointers to replay a fork (whose parent is kept, above) and to rebuild `DeltaChannel` values
 (whose chain is kept, above).
 
-So `keep` counts the checkpoints a user can go back to; a thread also keeps up to
-`SNAPSHOT_EVERY` updates of small checkpoints (the new messages of each) and one snapshot of the
-conversation: at 1,000 short turns, a few MB (`bench/RESULTS.md`, section 9).
+So `keep` counts the checkpoints a user can go back to; a thread also keeps up to about
+`ALIGN_EVERY` steps and a turn of small checkpoints (the new messages and files of each) and a
+snapshot of the conversation and of the files: at 1,000 short turns, a few MB
+(`bench/RESULTS.md`, section 9 and "files kept as deltas").
 
 `agentctl threads fork --at` starts a new thread from any checkpoint kept here (it copies that
 checkpoint into the new thread: nothing here needs to keep it for the fork); `threads export` and
@@ -70,12 +87,14 @@ autovacuum (`runner.threads.postgres.PostgresRetention`).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runner.threads.guards import Database, Execute
+from runner.threads.values import DELTA_CHANNELS
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -96,6 +115,14 @@ RECLAIM_MIN_BYTES = 4 * 1024 * 1024
 """Free space below this stays in the file for the next checkpoints to reuse."""
 
 SETTING = "keep_checkpoints"
+
+ALIGN_EVERY = 50
+"""Main-graph checkpoints between two that hold every delta channel's value (see
+`snapshots_due`): what a kept checkpoint's chain can reach back past the last `keep`."""
+
+SNAPSHOT_NOW = 1 << 30
+"""Updates since a snapshot that no channel's cadence waits for: stored in a checkpoint's
+counters, LangGraph snapshots the channel at the next step."""
 
 
 def parse_keep(text: str) -> int | None:
@@ -132,9 +159,18 @@ class CheckpointRow:
     """The metadata's `source`: input, loop, update, fork."""
     root_id: str | None
     """For a subagent's checkpoint: the main-graph checkpoint it ran under."""
-    delta: bool = False
-    """Whether a channel's value at this checkpoint is rebuilt from its ancestors' writes (a
+    deltas: frozenset[str] = frozenset()
+    """The channels whose value at this checkpoint is rebuilt from its ancestors' writes (each a
     `DeltaChannel` not snapshotted here: its metadata counts updates since the snapshot)."""
+
+    @classmethod
+    def read(cls, *row: Any) -> CheckpointRow:
+        """A row of `TableRetention.ROWS`: its last column is the metadata's
+        `counters_since_delta_snapshot` (JSON text, a decoded mapping, or NULL)."""
+        namespace, checkpoint_id, parent_id, source, root_id, counters = row
+        if isinstance(counters, str | bytes):
+            counters = json.loads(counters)
+        return cls(namespace, checkpoint_id, parent_id, source, root_id, frozenset(counters or ()))
 
 
 @dataclass(frozen=True)
@@ -182,19 +218,48 @@ def kept_checkpoints(
 
 def delta_chains(rows: Iterable[CheckpointRow], kept: set[Key]) -> set[Key]:
     """The ancestors (with their writes) that the values of the `kept` checkpoints are rebuilt
-    from: from each kept delta checkpoint back along its parents to the nearest one holding its
-    values (a snapshot, or a full value written before deltas)."""
+    from, and so on for each of those: for each delta channel of a checkpoint, back along its
+    parents to the nearest one holding that channel's value (a snapshot, or a full value
+    written before deltas). Each checkpoint left must read whole (a fork can start from any), so
+    one kept for its files also keeps what its messages are rebuilt from; the walk ends at a
+    checkpoint holding every channel (`snapshots_due` makes one every `ALIGN_EVERY` steps)."""
     by_key = {(r.namespace, r.checkpoint_id): r for r in rows}
     chains: set[Key] = set()
-    for key in kept:
-        row = by_key.get(key)
-        while row is not None and row.delta and row.parent_id:
-            parent = (row.namespace, row.parent_id)
-            if parent in chains or parent in kept:
-                break
-            chains.add(parent)
-            row = by_key.get(parent)
+    walked: set[tuple[Key, str]] = set()
+    todo = list(kept)
+    while todo:
+        start = by_key.get(todo.pop())
+        for channel in start.deltas if start is not None else ():
+            row = start
+            while row is not None and channel in row.deltas and row.parent_id:
+                parent = (row.namespace, row.parent_id)
+                if (parent, channel) in walked:
+                    break  # walked from there already
+                walked.add((parent, channel))
+                if parent not in kept and parent not in chains:
+                    chains.add(parent)
+                    todo.append(parent)
+                row = by_key.get(parent)
     return chains
+
+
+def snapshots_due(rows: Iterable[CheckpointRow]) -> str | None:
+    """The latest main-graph checkpoint when the nearest one before it holding every delta
+    channel's value is `ALIGN_EVERY` or more checkpoints back (or there is none so far): then
+    `TableRetention.prune` marks it so that the next step snapshots every channel. None
+    otherwise."""
+    main = {r.checkpoint_id: r for r in rows if r.namespace == ""}
+    if not main:
+        return None
+    latest = row = main[max(main)]
+    for _ in range(ALIGN_EVERY):
+        if not row.deltas:
+            return None
+        found = main.get(row.parent_id) if row.parent_id else None
+        if found is None:
+            return None  # the thread's first checkpoint: not that far back yet
+        row = found
+    return latest.checkpoint_id if row.deltas else None
 
 
 class CheckpointRetention(Protocol):
@@ -267,10 +332,18 @@ class TableRetention:
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "json_extract(CAST(metadata AS TEXT), '$.source'), "
         "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"'), "
-        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NOT NULL "
+        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') "
         "FROM checkpoints WHERE thread_id = ?"
     )
-    """A thread's checkpoints as `CheckpointRow`s: ids, parent, metadata source and root."""
+    """A thread's checkpoints as `CheckpointRow.read` reads them: ids, parent, metadata source,
+    root and counters since the delta channels' snapshots."""
+    SNAPSHOT_NEXT = (
+        "UPDATE checkpoints SET metadata = CAST(json_set(CAST(metadata AS TEXT), "
+        "'$.counters_since_delta_snapshot', json(?)) AS BLOB) "
+        "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?"
+    )
+    """Store (counters JSON, thread, checkpoint id) as a checkpoint's counters since the delta
+    channels' snapshots (`snapshots_due`)."""
     OWN: tuple[str, ...] = ("checkpoints",)
     """The checkpointer's tables with rows per thread, other than the writes table."""
 
@@ -318,11 +391,18 @@ class TableRetention:
     # ----------------------------------------------------------------------- pruning
 
     def prune(self, thread_id: str, keep: int | None) -> Pruned:
-        if keep is None or not self.ready():
+        if not self.ready():
             return Pruned()
         # Read first, outside a write transaction: most turns leave nothing to prune (a kept
         # checkpoint's delta chain goes back to the last snapshot), and then commit nothing.
-        if not self._obsolete(self.db.fetch, thread_id, keep):
+        rows = self._rows(self.db.fetch, thread_id)
+        due = snapshots_due(rows)
+        if due is not None:  # even keeping all: a lower `keep` later can then prune
+            self.db.write(
+                self.SNAPSHOT_NEXT,
+                [(json.dumps({c: [SNAPSHOT_NOW, 0] for c in DELTA_CHANNELS}), thread_id, due)],
+            )
+        if keep is None or not self._obsolete(self.db.fetch, thread_id, keep, rows):
             return Pruned()
         with self.db.transaction(thread_id) as execute:
             gone = self._obsolete(execute, thread_id, keep)
@@ -346,9 +426,20 @@ class TableRetention:
             self.drop_values(execute, thread_id, values)
         return Pruned(checkpoints=len(gone), writes=writes)
 
-    def _obsolete(self, execute: Execute, thread_id: str, keep: int) -> list[Key]:
-        """The checkpoints of `thread_id` that `kept_checkpoints` does not keep."""
-        rows = [CheckpointRow(*row) for row in execute(self.ROWS, (thread_id,))]
+    def _rows(self, execute: Execute, thread_id: str) -> list[CheckpointRow]:
+        return [CheckpointRow.read(*row) for row in execute(self.ROWS, (thread_id,))]
+
+    def _obsolete(
+        self,
+        execute: Execute,
+        thread_id: str,
+        keep: int,
+        rows: list[CheckpointRow] | None = None,
+    ) -> list[Key]:
+        """The checkpoints of `thread_id` that `kept_checkpoints` does not keep (of `rows`, when
+        they were just read)."""
+        if rows is None:
+            rows = self._rows(execute, thread_id)
         if len(rows) <= keep:
             return []
         waited = {

@@ -22,7 +22,8 @@ are there, the version table is not) they create only what an older release made
 migrations in order, each in one transaction with the row that records it, so a migration is
 applied once, or not at all. A database at a version newer than this code knows is refused
 with a clear error: an older agentctl must not write tables it does not understand, nor prune
-checkpoints whose layout it does not know (version 2: messages kept as deltas).
+checkpoints whose layout it does not know (version 2: messages kept as deltas; version 3: a
+`state` backend's files too).
 
 Opening a thread database (`runner.threads.open_home`) migrates it: SQLite inside one
 `BEGIN IMMEDIATE` transaction, Postgres under the setup advisory lock, so processes opening the
@@ -152,6 +153,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         # matters: an agentctl before deltas would prune the ancestors a checkpoint's
         # messages are rebuilt from, and read its latest checkpoint as an empty conversation;
         # at version 2 it refuses the database instead.
+        {"sqlite": (), "postgres": ()},
+    ),
+    Migration(
+        3,
+        "checkpoints keep a state backend's files as deltas since a snapshot "
+        "(runner.backends.files_channel)",
+        # No table changes either: checkpoints written before hold the whole `files` mapping,
+        # which LangGraph reads as the value to replay later writes onto. An agentctl of
+        # version 2 would read a later checkpoint's files as a `_DeltaSnapshot` or as none at
+        # all, and prune the ancestors they are rebuilt from; at version 3 it refuses the
+        # database instead.
         {"sqlite": (), "postgres": ()},
     ),
 )

@@ -1,10 +1,11 @@
-"""A saved checkpoint's channel values, with the `messages` a `DeltaChannel` keeps as deltas.
+"""A saved checkpoint's channel values, with the channels a `DeltaChannel` keeps as deltas.
 
-agentctl's graphs keep `messages` in a LangGraph `DeltaChannel` (`runner.agent.state`): a
-checkpoint holds the conversation only every `SNAPSHOT_EVERY` updates (as a `_DeltaSnapshot`);
-the others hold nothing for it, and its value is the nearest ancestor's snapshot (or the full
-list an agentctl before deltas stored) with the writes of the checkpoints since replayed through
-the channel's reducer. The graph does that when it loads a checkpoint; the thread tools read
+agentctl's graphs keep `messages` in a LangGraph `DeltaChannel` (`runner.agent.state`), and the
+`files` of a `state` backend too (`runner.backends.files_channel`): a checkpoint holds a whole
+value only at a snapshot (a `_DeltaSnapshot`), every few updates or steps; the others hold
+nothing for it, and its value is the nearest ancestor's snapshot (or the full value an agentctl
+before deltas stored) with the writes of the checkpoints since replayed through the channel's
+reducer. The graph does that when it loads a checkpoint; the thread tools read
 checkpoints through the checkpointer alone (`threads show`, `export`, `fork`), so they call
 `checkpoint_values` here, which does the same through the saver's `get_delta_channel_history`.
 """
@@ -15,20 +16,26 @@ from typing import Any
 
 __all__ = ["DELTA_CHANNELS", "checkpoint_values", "materialized"]
 
-DELTA_CHANNELS = ("messages",)
+DELTA_CHANNELS = ("messages", "files")
 """The channels agentctl's graphs keep as deltas."""
 
 
-def _reducer(channel: str) -> Any:
+def _channel(name: str) -> Any:
+    """An empty `DeltaChannel` with the reducer and value type the graph gives `name`."""
+    from langgraph.channels.delta import DeltaChannel
     from langgraph.graph.message import _messages_delta_reducer
 
-    return {"messages": _messages_delta_reducer}[channel]
+    from runner.backends.state import merge_file_writes
+
+    if name == "files":
+        return DeltaChannel(merge_file_writes, dict)
+    reducer: Any = _messages_delta_reducer  # typed for its messages, called with any values
+    return DeltaChannel(reducer, list)
 
 
 def checkpoint_values(checkpointer: Any, saved: Any) -> dict[str, Any]:
     """The channel values of `saved` (a `CheckpointTuple` read from `checkpointer`), with each
     delta channel's value rebuilt and each snapshot unwrapped: what the graph's state holds."""
-    from langgraph.channels.delta import DeltaChannel
     from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
     checkpoint = saved.checkpoint
@@ -42,9 +49,7 @@ def checkpoint_values(checkpointer: Any, saved: Any) -> dict[str, Any]:
         histories = checkpointer.get_delta_channel_history(config=saved.config, channels=missing)
         for name in missing:
             history = histories.get(name) or {"writes": []}
-            channel: DeltaChannel[Any] = DeltaChannel(_reducer(name)).from_checkpoint(
-                history.get("seed")
-            )
+            channel = _channel(name).from_checkpoint(history.get("seed"))
             channel.replay_writes(history["writes"])
             values[name] = channel.get()
     return values

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from runner.backends import FileData, FilesState, StateBackend, merge_files
-from runner.backends.state import PrefixedFiles
+from runner.backends.state import PrefixedFiles, merge_file_writes
 
 
 def data(content: str) -> FileData:
@@ -25,6 +25,53 @@ def test_merge_files_adds_replaces_and_deletes_without_mutating() -> None:
     assert right["/a"] is None
     assert merge_files(None, {"/x": data("x"), "/gone": None}) == {"/x": data("x")}
     assert merge_files(left, None) == left
+
+
+UPDATES: list[dict[str, FileData | None]] = [
+    {"/a": data("a"), "/b": data("b")},
+    {"/a": None, "/c": data("c")},
+    {},
+    {"/a": data("A"), "/c": None},
+    {"/gone": None, "/b": data("B")},
+]
+
+
+@pytest.mark.parametrize("split", range(len(UPDATES) + 1))
+def test_the_batch_reducer_does_not_depend_on_the_batches(split: int) -> None:
+    # A DeltaChannel replays the writes since a snapshot in batches other than the steps'
+    start = {"/old": data("old")}
+    whole = merge_file_writes(start, UPDATES)
+    assert whole == merge_file_writes(merge_file_writes(start, UPDATES[:split]), UPDATES[split:])
+    assert whole == {"/old": data("old"), "/a": data("A"), "/b": data("B")}
+    one_by_one: dict[str, FileData] = dict(start)
+    for update in UPDATES:
+        one_by_one = merge_files(one_by_one, update)
+    assert whole == one_by_one and start == {"/old": data("old")}
+
+
+def test_the_files_channel_replays_onto_a_snapshot_or_a_plain_mapping() -> None:
+    from langgraph.checkpoint.base import PendingWrite
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+    from runner.backends.files_channel import FILES_SNAPSHOT_EVERY, FilesChannel
+
+    channel = FilesChannel(merge_file_writes, dict, snapshot_frequency=FILES_SNAPSHOT_EVERY)
+    writes: list[PendingWrite] = [("t", "files", update) for update in UPDATES]
+    seed = {"/old": data("old")}
+    expected = merge_file_writes(seed, UPDATES)
+    # a snapshot, the whole mapping an agentctl before deltas stored, or nothing (a new thread)
+    for stored, base in ((_DeltaSnapshot(seed), seed), (seed, seed), (None, {})):
+        restored = channel.from_checkpoint(stored)
+        restored.replay_writes(writes)
+        assert restored.get() == merge_file_writes(base, UPDATES)
+    assert expected["/a"] == data("A")
+    # a step that wrote no file counts as an update (the snapshot cadence counts steps), and
+    # leaves the files as they were; before any value, it is not counted
+    live = channel.from_checkpoint(seed)
+    assert live.update([]) is True and live.get() == seed
+    assert live.update([{"/n": data("n")}]) is True and set(live.get()) == {"/old", "/n"}
+    assert channel.update([]) is False
+    assert isinstance(live, FilesChannel) and isinstance(live.copy(), FilesChannel)
 
 
 class NoScan(dict[str, Any]):

@@ -3,8 +3,10 @@ and everything a resume, an answer or `threads show` reads."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +54,9 @@ def rows(db: Path, table: str, thread: str) -> list[tuple[str, str]]:
 
 
 def with_chains(db: Path, thread: str, kept: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """`kept` and, for each of its checkpoints whose messages are deltas (its metadata counts
-    updates since a snapshot), its ancestors back to the one holding them (a snapshot)."""
+    """`kept` and, for each delta channel of each of its checkpoints (its metadata counts the
+    channel's updates since a snapshot), its ancestors back to the one holding that channel's
+    value (its snapshot), and the same for those: every checkpoint left reads whole."""
     conn = sqlite3.connect(db)
     try:
         found = conn.execute(
@@ -65,13 +68,19 @@ def with_chains(db: Path, thread: str, kept: set[tuple[str, str]]) -> set[tuple[
     finally:
         conn.close()
     parent = {(ns, cid): (ns, pid) for ns, cid, pid, _ in found if pid}
-    delta = {(ns, cid) for ns, cid, _, counters in found if counters}
+    counted = {(ns, cid): set(json.loads(c)) if c else set() for ns, cid, _, c in found}
     out = set(kept)
-    for key in kept:
-        while key in delta and key in parent:
-            key = parent[key]
-            out.add(key)
-    return out
+    while True:
+        more = set()
+        for start in out:
+            for channel in counted.get(start, ()):
+                key = start
+                while channel in counted.get(key, ()) and key in parent:
+                    key = parent[key]
+                    more.add(key)
+        if more <= out:
+            return out
+        out |= more
 
 
 def assert_every_kept_checkpoint_reads(s: Session, thread: str, first: str = "question 0") -> None:
@@ -92,10 +101,20 @@ def latest(db: Path, thread: str, count: int) -> set[tuple[str, str]]:
     return set(rows(db, "checkpoints", thread)[-count:])
 
 
-def turns(s: Session, count: int, thread: str | None = None, start: int = 0) -> str:
+def turns(
+    s: Session,
+    count: int,
+    thread: str | None = None,
+    start: int = 0,
+    *,
+    ask: str = "question {}",
+    answer: Callable[[int], str] = lambda i: f"answer {i + 1}",
+) -> str:
+    """`count` turns on `thread` (a new one when None), the i-th asking `ask` with i filled in
+    and expecting `answer(i)`; the thread's id."""
     for i in range(start, start + count):
-        result = s.run(f"question {i}", thread_id=thread)
-        assert result.error is None and result.content == f"answer {i + 1}", result.events[-1]
+        result = s.run(ask.format(i), thread_id=thread)
+        assert result.error is None and result.content == answer(i), result.events[-1]
         thread = result.thread_id
     assert thread is not None
     return thread
@@ -254,12 +273,15 @@ def test_a_snapshot_ends_the_chain_and_older_checkpoints_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 6)
+    monkeypatch.setattr("runner.threads.retention.ALIGN_EVERY", 6)
     db = tmp_path / "db"
     with session(tmp_path, approvals=False, keep_checkpoints=2) as s:
         thread = turns(s, 6)
         left = rows(db, "checkpoints", thread)
         assert set(left) == with_chains(db, thread, latest(db, thread, 2))
-        assert len(left) <= 2 + 6 + 1  # at most SNAPSHOT_EVERY updates back, and the snapshot
+        # back to the last checkpoint holding both messages and files: one is made at the
+        # start of the turn after one ends ALIGN_EVERY or more checkpoints past the last
+        assert len(left) <= 6 + 7
         assert_every_kept_checkpoint_reads(s, thread)
         writes = rows(db, "writes", thread)
         assert set(writes) <= set(left)
@@ -292,6 +314,9 @@ def test_a_turn_keeps_the_free_pages_the_next_turn_reuses(
     from runner.threads.retention import RECLAIM_MIN_BYTES
 
     monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 1)
+    # the long first message is kept in a file
+    monkeypatch.setattr("runner.backends.files_channel.FILES_SNAPSHOT_EVERY", 1)
+    monkeypatch.setattr("runner.threads.retention.ALIGN_EVERY", 1)
     with session(tmp_path, approvals=False) as s:
         thread = s.run("x" * 1_500_000).thread_id
         turns(s, 2, thread, start=1)

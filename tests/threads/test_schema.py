@@ -56,7 +56,7 @@ def _versions(home: Home) -> list[int]:
 def test_a_database_from_before_the_version_is_recorded_at_version_1_then_migrated(
     home: Home,
 ) -> None:
-    assert _versions(home) == [1, 2] == [m.version for m in MIGRATIONS]
+    assert _versions(home) == [1, 2, 3] == [m.version for m in MIGRATIONS]
     # the table an older release created only when keep-checkpoints was set is there too
     assert home.retention.effective_keep() == 4
 
@@ -65,7 +65,7 @@ def test_a_later_migration_runs_once(home: Home) -> None:
     dialect = _dialect(home)
     assert migrate(home.db, dialect, "db", (*MIGRATIONS, OWNER)) == (LATEST, LATEST + 1)
     assert migrate(home.db, dialect, "db", (*MIGRATIONS, OWNER)) == (LATEST + 1, LATEST + 1)
-    assert _versions(home) == [1, 2, LATEST + 1]
+    assert _versions(home) == [1, 2, 3, LATEST + 1]
     owners = home.db.fetch("SELECT owner FROM agentctl_threads")
     assert owners == [(None,), (None,)]
 

@@ -33,8 +33,10 @@ from runner.backends import (
     BackendProvider,
     FilesState,
     GrepMatch,
+    files_channel,
     validate_path,
 )
+from runner.backends.files_channel import files_state
 from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT, cut_between
 from runner.middleware.filesystem.format import (
     DEFAULT_CONTEXT_LINES,
@@ -90,7 +92,7 @@ _R = TypeVar("_R")
 class FilesystemMiddleware(AgentMiddleware):
     """The file tools on one backend, and large-result eviction."""
 
-    state_schema = FilesState  # type: ignore[assignment]
+    state_schema = FilesState
 
     def __init__(
         self,
@@ -105,6 +107,7 @@ class FilesystemMiddleware(AgentMiddleware):
         `runner.agent.resolve.ResolvedModel.images`); `read_file` returns them as image content
         then, and a plain answer saying it cannot otherwise."""
         super().__init__()
+        self.state_schema = files_state(files_channel.FILES_SNAPSHOT_EVERY)
         self.provider = provider
         self.images = images
         self.evict_over = evict_results_over_tokens
