@@ -1,4 +1,4 @@
-"""Messages as deltas (issue 31, item 1): what a long thread costs agentctl, one tree at a time.
+"""Messages and files as deltas (issue 31, item 1): what a long thread costs agentctl.
 
 Run it once per checkout and compare the JSON lines:
 
@@ -10,6 +10,10 @@ with `bench_threads.py`'s turn (a human message, one `step` call, an answer; tin
 each size: the database (file plus WAL), the checkpoints kept and the bytes of the latest
 main-graph checkpoint row (what a turn writes again with the history in it), and one more turn
 (median of `--repeat`, wall and CPU of this process).
+
+`--files` makes each turn's call a `write_file` of a new file (`--file-kb` of text) into the
+agent's `state` backend instead: the thread's files grow by one a turn, and the figures show
+what they cost its checkpoints.
 """
 
 from __future__ import annotations
@@ -23,8 +27,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import median
-from bench_threads import Agentctl, cassette, db_bytes
+from _common import calls, median
+from bench_threads import Agentctl, cassette, db_bytes, turn_script
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+
+def file_script(size: int) -> Any:
+    """A `write_file` of a new file of `size` bytes after a human message (its path from the
+    message), then a short answer."""
+
+    def script(last: BaseMessage, _call: int) -> AIMessage:
+        if isinstance(last, ToolMessage):
+            return AIMessage(content="ok")
+        name = str(last.content).replace(" ", "-")
+        line = f"{name}: a line of a note the agent keeps in its state backend\n"
+        text = (line * (size // len(line) + 1))[:size]
+        return calls(("write_file", {"file_path": f"/notes/{name}.md", "content": text}))
+
+    return script
 
 
 def checkpoint_rows(db: Path) -> tuple[int, int, int]:
@@ -46,12 +66,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,500,1000")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--files", action="store_true", help="each turn writes a new file")
+    parser.add_argument("--file-kb", type=float, default=1.0)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        contender = Agentctl(folder, cassette(folder, 10))
+        script = file_script(int(args.file_kb * 1024)) if args.files else turn_script
+        contender = Agentctl(folder, cassette(folder, 10), script=script)
         done = 0
         try:
             for size in sizes:

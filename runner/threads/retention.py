@@ -245,21 +245,23 @@ def delta_chains(rows: Iterable[CheckpointRow], kept: set[Key]) -> set[Key]:
 
 def snapshots_due(rows: Iterable[CheckpointRow]) -> str | None:
     """The latest main-graph checkpoint when the nearest one before it holding every delta
-    channel's value is `ALIGN_EVERY` or more checkpoints back (or there is none so far): then
-    `TableRetention.prune` marks it so that the next step snapshots every channel. None
-    otherwise."""
+    channel's value is `ALIGN_EVERY` or more checkpoints back and two or more channels are
+    rebuilt in between: then `TableRetention.prune` marks it so that the next step snapshots
+    every channel. None otherwise (one channel's chain alone ends at its own snapshot)."""
     main = {r.checkpoint_id: r for r in rows if r.namespace == ""}
     if not main:
         return None
     latest = row = main[max(main)]
+    counted: set[str] = set()
     for _ in range(ALIGN_EVERY):
         if not row.deltas:
             return None
+        counted |= row.deltas
         found = main.get(row.parent_id) if row.parent_id else None
         if found is None:
             return None  # the thread's first checkpoint: not that far back yet
         row = found
-    return latest.checkpoint_id if row.deltas else None
+    return latest.checkpoint_id if row.deltas and len(counted | row.deltas) > 1 else None
 
 
 class CheckpointRetention(Protocol):

@@ -97,11 +97,14 @@ def test_retention_on_postgres_removes_old_checkpoints_and_their_values(
     spine: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`keep-checkpoints` on Postgres: old checkpoints, their writes and the channel values only
-    they named go; what the kept ones' messages are rebuilt from stays (a snapshot at every
-    update here, so that the chains are short); the thread's latest state is whole."""
+    they named go; what the kept ones' messages and files are rebuilt from stays (a snapshot
+    at every update or step here, and one of both at the start of each turn, so that the chains
+    are short); the thread's latest state is whole."""
     from runner.run import Decision
 
     monkeypatch.setattr("runner.agent.state.SNAPSHOT_EVERY", 1)
+    monkeypatch.setattr("runner.backends.files_channel.FILES_SNAPSHOT_EVERY", 1)
+    monkeypatch.setattr("runner.threads.retention.ALIGN_EVERY", 1)
 
     with Session(spine, db=postgres_url, keep_checkpoints="all") as session:
         thread = session.run("add").thread_id

@@ -233,6 +233,45 @@ def test_the_database_setting_applies_and_a_run_overrides_it(tmp_path: Path) -> 
         assert_every_kept_checkpoint_reads(s, thread)
 
 
+def chain(*counted: str) -> list[CheckpointRow]:
+    """Main-graph checkpoints 00, 01, ... each the child of the one before, the i-th counting
+    the channels named in `counted[i]` ("m" messages, "f" files; "" holds both)."""
+    names = {"m": "messages", "f": "files"}
+    return [
+        CheckpointRow(
+            "", f"{i:02}", f"{i - 1:02}" if i else None, "loop", None,
+            frozenset(names[c] for c in channels),
+        )
+        for i, channels in enumerate(counted)
+    ]  # fmt: skip
+
+
+def test_each_channel_is_walked_back_to_its_own_snapshot_and_on_to_one_holding_both() -> None:
+    # 00 holds both; messages snapshot at 03 and 07, files at 05: the latest (09) reads its
+    # messages from 07 and its files from 05; 05 its messages from 03; 03 its files from 00
+    rows = chain("", "mf", "mf", "f", "mf", "m", "mf", "f", "mf", "mf")
+    kept = kept_checkpoints(rows, set(), keep=1)
+    assert kept == {(r.namespace, r.checkpoint_id) for r in rows}
+    # a checkpoint holding both (06 here) ends every walk
+    rows = chain("", "mf", "mf", "f", "mf", "m", "", "f", "mf", "mf")
+    kept = kept_checkpoints(rows, set(), keep=1)
+    assert kept == {("", f"{i:02}") for i in range(6, 10)}
+
+
+def test_a_checkpoint_holding_every_channel_is_asked_for_every_align_every_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from runner.threads.retention import snapshots_due
+
+    monkeypatch.setattr("runner.threads.retention.ALIGN_EVERY", 4)
+    assert snapshots_due(chain("", "mf", "f", "m", "mf", "mf")) == "05"
+    assert snapshots_due(chain("", "mf", "f", "", "mf", "mf")) is None  # 03 holds both
+    assert snapshots_due(chain("mf", "mf", "f", "m")) is None  # not 4 back yet
+    # one channel alone: its own snapshots end its walk
+    assert snapshots_due(chain("", "m", "m", "m", "m", "m", "m")) is None
+    assert snapshots_due([]) is None
+
+
 def test_subagent_checkpoints_go_with_the_main_checkpoint_they_ran_under() -> None:
     main = [CheckpointRow("", f"0{i}", f"0{i - 1}" if i else None, "loop", None) for i in range(6)]
     sub = [
