@@ -2,7 +2,8 @@
 
 LangGraph writes a checkpoint after every graph step, and each checkpoint holds every channel's
 whole value but the `messages` and a `state` backend's `files` (below, kept as deltas): a turn
-writes a few of them, and kept for ever they add up. So after each turn the thread is pruned to what something can still use:
+writes a few of them, and kept for ever they add up. So after each turn the thread is pruned
+to what something can still use:
 
 - the latest `keep` checkpoints of each namespace (the main graph's `""` and each subagent's):
   the latest is what the next turn, a resume after a crash and `agentctl threads show` read; the
