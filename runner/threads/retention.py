@@ -339,7 +339,8 @@ class TableRetention:
         "FROM checkpoints WHERE thread_id = ?"
     )
     """A thread's checkpoints as `CheckpointRow.read` reads them: ids, parent, metadata source,
-    root and counters since the delta channels' snapshots."""
+    root and counters since the delta channels' snapshots. It ends with its `WHERE`, which
+    `prune` extends."""
     SNAPSHOT_NEXT = (
         "UPDATE checkpoints SET metadata = CAST(json_set(CAST(metadata AS TEXT), "
         "'$.counters_since_delta_snapshot', json(?)) AS BLOB) "
@@ -398,7 +399,14 @@ class TableRetention:
             return Pruned()
         # Read first, outside a write transaction: most turns leave nothing to prune (a kept
         # checkpoint's delta chain goes back to the last snapshot), and then commit nothing.
-        rows = self._rows(self.db.fetch, thread_id)
+        if keep is None:  # only the alignment below: the latest checkpoints are enough
+            latest = self.db.fetch(
+                f"{self.ROWS} AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT ?",
+                (thread_id, ALIGN_EVERY + 1),
+            )
+            rows = [CheckpointRow.read(*row) for row in latest]
+        else:
+            rows = self._rows(self.db.fetch, thread_id)
         due = snapshots_due(rows)
         if due is not None:  # even keeping all: a lower `keep` later can then prune
             self.db.write(
