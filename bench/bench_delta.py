@@ -10,6 +10,13 @@ with `bench_threads.py`'s turn (a human message, one `step` call, an answer; tin
 each size: the database (file plus WAL), the checkpoints kept and the bytes of the latest
 main-graph checkpoint row (what a turn writes again with the history in it), and one more turn
 (median of `--repeat`, wall and CPU of this process).
+
+`--spread N` then runs N more turns at the largest size and times each one, told apart by what
+its bookkeeping did (SQLite's statement trace): a prune that deleted checkpoints, a
+`PRAGMA incremental_vacuum`, a snapshot of the conversation written (a new checkpoint row over
+4 KB), some of these or none ("plain"). It prints the median CPU of each kind against the
+median of all turns, and how many turns of each kind took over 1.2x that median: the issue's
+rule that no turn costs over 1.2x the median because of vacuum or pruning.
 """
 
 from __future__ import annotations
@@ -42,10 +49,69 @@ def checkpoint_rows(db: Path) -> tuple[int, int, int]:
     return count, latest, writes
 
 
+def spread(contender: Agentctl, turns: int) -> dict[str, Any]:
+    """Time `turns` turns one by one, each labelled by its bookkeeping: "prune" (checkpoints
+    deleted), "vacuum" (free pages given back), "snapshot" (the whole conversation written),
+    joined by "+", or "plain"."""
+    kinds: list[str] = []
+    last = contender.conn.execute("SELECT max(checkpoint_id) FROM checkpoints").fetchone()[0]
+    cpus: list[float] = []
+    walls: list[float] = []
+    for i in range(turns):
+        statements: list[str] = []
+        contender.conn.set_trace_callback(statements.append)
+        wall, cpu = time.perf_counter(), time.process_time()
+        contender.turn(f"spread {i}")
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+        contender.conn.set_trace_callback(None)
+        text = "\n".join(statements).lower()
+        big = contender.conn.execute(
+            "SELECT count(*), max(checkpoint_id) FROM checkpoints WHERE checkpoint_id > ? "
+            "AND checkpoint_ns = ''",
+            (last,),
+        ).fetchone()
+        snapshots = contender.conn.execute(
+            "SELECT count(*) FROM checkpoints "
+            "WHERE checkpoint_id > ? AND length(checkpoint) > 4096",
+            (last,),
+        ).fetchone()[0]
+        last = big[1] or last
+        flags = [
+            name
+            for name, done in (
+                ("prune", "delete from checkpoints" in text),
+                ("vacuum", "incremental_vacuum" in text),
+                ("snapshot", snapshots > 0),
+            )
+            if done
+        ]
+        kinds.append("+".join(flags) or "plain")
+    overall = median(cpus)
+    report: dict[str, Any] = {"turns": turns, "cpu_ms_median": round(overall * 1e3, 1)}
+    for kind in sorted(set(kinds)):
+        mine = [c for c, k in zip(cpus, kinds, strict=True) if k == kind]
+        if not mine:
+            continue
+        report[kind] = {
+            "turns": len(mine),
+            "cpu_ms_median": round(median(mine) * 1e3, 1),
+            "cpu_ms_max": round(max(mine) * 1e3, 1),
+            "median_over_all": round(median(mine) / overall, 2),
+            "over_1_2x": sum(1 for c in mine if c > 1.2 * overall),
+        }
+    report["wall_ms_median"] = round(median(walls) * 1e3, 1)
+    print(f"spread over {turns} turns  {report}", file=sys.stderr, flush=True)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,500,1000")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--spread", type=int, default=0, help="turns timed one by one at the largest size"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {}
@@ -75,6 +141,8 @@ def main() -> None:
                 }
                 print(f"{size:>6} turns  {results[size]}", file=sys.stderr, flush=True)
                 done = size + args.repeat
+            if args.spread:
+                results["spread"] = spread(contender, args.spread)
         finally:
             contender.close()
     print(json.dumps(results))
