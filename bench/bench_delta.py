@@ -11,6 +11,15 @@ each size: the database (file plus WAL), the checkpoints kept and the bytes of t
 main-graph checkpoint row (what a turn writes again with the history in it), and one more turn
 (median of `--repeat`, wall and CPU of this process).
 
+`--grow bulk` grows the thread faster, for lengths (10,000 turns) that turn-by-turn growth
+would take hours to reach, each turn's cost growing with the history: after one real turn, the
+messages of whole turns (a human message, the `step` call, its result, the answer: copies of
+the real turn's with their own ids) are added with `graph.update_state`, up to 500 turns' worth
+at a time, as one update each. The conversation is then what real turns would have made;
+its deltas are not (a few large updates instead of four per turn), so the database and the
+checkpoints kept differ from `--grow turns`: read the turn's cost at each size, and compare
+it with `--grow turns` at the sizes both reach. The turns measured are real turns either way.
+
 `--spread N` then runs N more turns at the largest size and times each one, told apart by what
 its bookkeeping did (SQLite's statement trace): a prune that deleted checkpoints, a
 `PRAGMA incremental_vacuum`, a snapshot of the conversation written (a new checkpoint row over
@@ -47,6 +56,35 @@ def checkpoint_rows(db: Path) -> tuple[int, int, int]:
     finally:
         conn.close()
     return count, latest, writes
+
+
+def bulk_grow(contender: Agentctl, done: int, size: int, chunk: int = 500) -> None:
+    """Add turns `done`..`size` to the thread as copies of its first real turn's messages."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    assert contender.thread is not None
+    config = {"configurable": {"thread_id": contender.thread}}
+    messages = contender.session.graph.get_state(config).values["messages"]
+    call, result, answer = messages[1:4]
+    assert isinstance(call, AIMessage) and call.tool_calls and isinstance(result, ToolMessage)
+    tool_call = call.tool_calls[0]
+    for start in range(done, size, chunk):
+        batch: list[Any] = []
+        for i in range(start, min(size, start + chunk)):
+            call_id = f"bulk_call_{i}"
+            batch += [
+                HumanMessage(content=f"message {i}", id=f"bulk_h_{i}"),
+                AIMessage(
+                    content=call.content,
+                    tool_calls=[{**tool_call, "id": call_id}],
+                    id=f"bulk_c_{i}",
+                ),
+                ToolMessage(
+                    content=result.content, name=result.name, tool_call_id=call_id, id=f"bulk_r_{i}"
+                ),
+                AIMessage(content=answer.content, id=f"bulk_a_{i}"),
+            ]
+        contender.session.graph.update_state(config, {"messages": batch}, as_node="model")
 
 
 def spread(contender: Agentctl, turns: int) -> dict[str, Any]:
@@ -110,6 +148,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,500,1000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
+        "--grow",
+        choices=("turns", "bulk"),
+        default="turns",
+        help="grow the thread turn by turn (default) or whole turns at a time by state updates",
+    )
+    parser.add_argument(
         "--spread", type=int, default=0, help="turns timed one by one at the largest size"
     )
     args = parser.parse_args()
@@ -121,8 +165,11 @@ def main() -> None:
         done = 0
         try:
             for size in sizes:
-                for i in range(done, size):
-                    contender.turn(f"message {i}")
+                if args.grow == "bulk" and done:
+                    bulk_grow(contender, done, size)
+                else:
+                    for i in range(done, size):
+                        contender.turn(f"message {i}")
                 walls, cpus = [], []
                 for r in range(args.repeat):
                     wall, cpu = time.perf_counter(), time.process_time()
