@@ -20,6 +20,10 @@ its deltas are not (a few large updates instead of four per turn), so the databa
 checkpoints kept differ from `--grow turns`: read the turn's cost at each size, and compare
 it with `--grow turns` at the sizes both reach. The turns measured are real turns either way.
 
+The default summarization summarizes the conversation once it passes 170,000 tokens (about
+8,000 of these turns), after which a turn reads the summary and the latest messages only;
+`--no-summarization` turns it off, to measure what the length of the history itself costs.
+
 `--spread N` then runs N more turns at the largest size and times each one, told apart by what
 its bookkeeping did (SQLite's statement trace): a prune that deleted checkpoints, a
 `PRAGMA incremental_vacuum`, a snapshot of the conversation written (a new checkpoint row over
@@ -154,6 +158,11 @@ def main() -> None:
         help="grow the thread turn by turn (default) or whole turns at a time by state updates",
     )
     parser.add_argument(
+        "--no-summarization",
+        action="store_true",
+        help="turn summarization off (what the history's length itself costs)",
+    )
+    parser.add_argument(
         "--spread", type=int, default=0, help="turns timed one by one at the largest size"
     )
     args = parser.parse_args()
@@ -161,7 +170,8 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        contender = Agentctl(folder, cassette(folder, 10))
+        extra = {"summarization": False} if args.no_summarization else None
+        contender = Agentctl(folder, cassette(folder, 10), extra)
         done = 0
         try:
             for size in sizes:
