@@ -118,11 +118,18 @@ class Bare:
 class Agentctl:
     label = "(c) agentctl"
 
-    def __init__(self, folder: Path, replay: Path, *, script: Any = turn_script) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        replay: Path,
+        extra: dict[str, Any] | None = None,
+        *,
+        script: Any = turn_script,
+    ) -> None:
         from runner.run import Session
 
         self.db = folder / "agentctl.db"
-        self.spec = spec_file(folder, "turns", tool_ref=f"{BENCH / '_common.py'}:step")
+        self.spec = spec_file(folder, "turns", extra, tool_ref=f"{BENCH / '_common.py'}:step")
         self.replay = replay
         self.session = Session(self.spec, model=InstantModel(script=script), db=self.db)
         self.conn = self.session.home.conn
