@@ -188,6 +188,8 @@ def main() -> None:
         "--spread", type=int, default=0, help="turns timed one by one at the largest size"
     )
     args = parser.parse_args()
+    if args.files and args.grow == "bulk":
+        parser.error("--grow bulk copies the messages of a turn, not its files: use --grow turns")
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
