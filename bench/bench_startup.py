@@ -13,6 +13,10 @@ interleaved so machine noise hits all alike):
   a one-reply replay cassette: the time to its first model call (reported by the replay model
   of the child process) and to its exit.
 
+With `--against DIR`, agentctl's commands also run from the source tree DIR (a checkout of the
+commit before a change: `git archive REV | tar -x -C DIR`), interleaved with the rest, as
+rows marked "before".
+
 Prints a table and, last, one JSON line.
 Targets (issue 10): `--help` and `validate` under 0.3 s; `run` within 10% of the floor: its first
 model call against the end of the floor's import, its exit against the floor's exit.
@@ -44,23 +48,35 @@ REPORT = (
 )
 
 # The child process of a `run`: agentctl's own entry point, with the replay model reporting
-# the wall-clock time of its first call on stderr.
+# the wall-clock and CPU time of its first call on stderr. The model is patched when agentctl
+# imports it: importing it here, before `main`, would import LangChain outside agentctl's own
+# start-up (and so outside what `main` does to it, `runner.cli.startup`).
 FIRST_CALL = f"""
-import sys, time
-import runner.agent.models as models
-original = models.ReplayChatModel._stream
-def stream(self, *args, **kwargs):
-    sys.stderr.write("{MARK}%r %r\\n" % (time.time(), time.process_time()))
-    sys.stderr.flush()
-    models.ReplayChatModel._stream = original
-    return original(self, *args, **kwargs)
-models.ReplayChatModel._stream = stream
-original_generate = models.ReplayChatModel._generate
-def generate(self, *args, **kwargs):
-    sys.stderr.write("{MARK}%r %r\\n" % (time.time(), time.process_time()))
-    sys.stderr.flush()
-    return original_generate(self, *args, **kwargs)
-models.ReplayChatModel._generate = generate
+import importlib.util, sys, time
+from importlib.abc import MetaPathFinder
+
+def report(models):
+    for name in ("_stream", "_generate"):
+        def call(self, *args, _original=getattr(models.ReplayChatModel, name), **kwargs):
+            sys.stderr.write("{MARK}%r %r\\n" % (time.time(), time.process_time()))
+            sys.stderr.flush()
+            return _original(self, *args, **kwargs)
+        setattr(models.ReplayChatModel, name, call)
+
+class PatchOnImport(MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "runner.agent.models":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run_module = spec.loader.exec_module
+        def exec_module(module):
+            run_module(module)
+            report(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, PatchOnImport())
 from runner.cli import main
 sys.argv[0] = "agentctl"
 main()
@@ -103,7 +119,11 @@ def commands(folder: Path) -> dict[str, list[str]]:
     }
 
 
-def bench(repeat: int) -> dict[str, float]:
+AGENTCTL_ROWS = ("help", "validate", "validate_one", "run", "run_first_call")
+"""The rows that run agentctl's code (the ones `--against` runs from the other tree too)."""
+
+
+def bench(repeat: int, against: Path | None = None) -> dict[str, float]:
     env = dict(os.environ)
     # An installed agentctl runs from cached bytecode; with this set (as in some sandboxes) every
     # child would compile the modules changed since the last write, and time the compiler.
@@ -112,14 +132,25 @@ def bench(repeat: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         env["AGENTCTL_HOME"] = tmp
         argvs = commands(Path(tmp))
-        for argv in argvs.values():  # warm the page cache and the bytecode cache
-            spawn(argv, env)
+        envs = dict.fromkeys(argvs, env)
+        if against is not None:
+            # PYTHONSAFEPATH: `python -c` would put the working directory (this tree) first
+            before = {**env, "PYTHONPATH": str(against.resolve()), "PYTHONSAFEPATH": "1"}
+            for name in AGENTCTL_ROWS:
+                # a database of its own: the two trees may differ in its schema
+                argvs[f"{name}_before"] = [
+                    a.removesuffix(".db") + "-before.db" if a.endswith(".db") else a
+                    for a in argvs[name]
+                ]
+                envs[f"{name}_before"] = before
+        for name, argv in argvs.items():  # warm the page cache and the bytecode cache
+            spawn(argv, envs[name])
         for index in range(repeat):
             names = list(argvs)
             names = names[index % len(names) :] + names[: index % len(names)]
             for name in names:
-                total, first, cpu, first_cpu = spawn(argvs[name], env)
-                if name in ("run_first_call", "floor_ready"):
+                total, first, cpu, first_cpu = spawn(argvs[name], envs[name])
+                if name.removesuffix("_before") in ("run_first_call", "floor_ready"):
                     assert first is not None and first_cpu is not None, f"{name}: no report"
                     times.setdefault(name, []).append(first)
                     times.setdefault(f"{name}_cpu", []).append(first_cpu)
@@ -142,19 +173,28 @@ def table(results: dict[str, float]) -> str:
         ("run_first_call", "(c) agentctl run: first model call"),
         ("run", "(c) agentctl run: exit"),
     ]:
-        cpu = results[f"{key}_cpu"]
-        rows.append(
-            f"{label:<60}{results[key]:>8.3f}{results[key] / floor:>9.2f}"
-            f"{cpu:>8.3f}{cpu / floor_cpu:>9.2f}"
-        )
+        for name, shown in [(key, label), (f"{key}_before", "    before")]:
+            if name not in results:
+                continue
+            cpu = results[f"{name}_cpu"]
+            rows.append(
+                f"{shown:<60}{results[name]:>8.3f}{results[name] / floor:>9.2f}"
+                f"{cpu:>8.3f}{cpu / floor_cpu:>9.2f}"
+            )
     return "\n".join(rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="also run agentctl's commands from this source tree, interleaved (rows 'before')",
+    )
     args = parser.parse_args()
-    results = bench(args.repeat)
+    results = bench(args.repeat, args.against)
     print(f"cold start (warm page cache), median of {args.repeat}")
     print(table(results))
     summary: dict[str, Any] = {"bench": "startup", "repeat": args.repeat}
@@ -172,6 +212,11 @@ def main() -> None:
     summary["ratio_run_first_call_deepagents"] = round(
         results["run_first_call"] / results["deepagents"], 3
     )
+    if args.against is not None:
+        for name in ("run_first_call", "validate_one"):
+            summary[f"ratio_{name}_floor_cpu_before"] = round(
+                results[f"{name}_before_cpu"] / results["floor_ready_cpu"], 3
+            )
     print(json.dumps(summary))
 
 

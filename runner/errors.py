@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
-from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "BuildError",
@@ -125,6 +124,8 @@ def display_path(path: str | Path) -> str:
 
 def redact(url: str) -> str:
     """A URL without its password (`user:***@host`), for messages."""
+    from urllib.parse import urlsplit, urlunsplit  # (not on `agentctl validate`'s path)
+
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -104,6 +104,8 @@ def memory_and_skills(
     """Memory and skills middleware, and the backend with the host folders they need mounted
     (a memory file alone, read-write; a skills folder read-only). A host path some directory
     backend already reaches is used where it is, not mounted again."""
+    if not core.memory and not core.skills:
+        return backend, None, None  # (and their modules stay unimported: start-up)
     import logging
     from pathlib import Path
 

@@ -21,9 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -134,6 +132,9 @@ def bubblewrap_problem() -> str | None:
     in a scratch root, so "installed but unusable" (no user namespaces, a seccomp policy that
     forbids them) is found before any command relies on it.
     """
+    import subprocess  # (here: `agentctl validate` asks this module about sandboxes only)
+    import tempfile
+
     bwrap = find_bubblewrap()
     if bwrap is None:
         if not sys.platform.startswith("linux"):

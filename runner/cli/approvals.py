@@ -21,9 +21,8 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from runner.cli.terminal import PROMPT_MARK
-from runner.events import Action, Interrupt
+from runner.events import ASK_USER_TOOL, Action, Interrupt
 from runner.run import Decision
-from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession

@@ -25,9 +25,8 @@ from runner.cli.turns import (
     terminal_approver,
 )
 from runner.errors import RunError
-from runner.events import Interrupt
+from runner.events import ASK_USER_TOOL, Interrupt
 from runner.run import Decision
-from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -143,7 +143,7 @@ def answerer(
     called before anything is asked, `auto_approved` with each action `auto_approve` approves."""
 
     def answer(interrupt: Interrupt) -> list[Decision] | None:
-        from runner.spec.ask_user import ASK_USER_TOOL
+        from runner.events import ASK_USER_TOOL
 
         asks = [a for a in interrupt.actions if a.name == ASK_USER_TOOL or not auto_approve]
         if asks and approver is None:

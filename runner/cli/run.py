@@ -320,8 +320,10 @@ def _batch(
     quiet: bool,
     others: dict[str, bool],
 ) -> int:
+    from runner.cli import startup
     from runner.cli.batch import run_batch_file
 
+    startup.started()  # the lines' sessions are built as the batch runs
     if message is not None:
         raise click.UsageError("--batch FILE takes its messages from FILE: give no MESSAGE")
     if thread_id is not None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.cli.render import result_summary, short_args
 from runner.events import (
+    ASK_USER_TOOL,
     Action,
     Error,
     Final,
@@ -36,7 +37,6 @@ from runner.events import (
     ToolResult,
     Usage,
 )
-from runner.spec.ask_user import ASK_USER_TOOL
 from runner.spec.budgets import human_cost
 
 if TYPE_CHECKING:

@@ -229,6 +229,7 @@ def open_session(spec: Path, *, thread_id: str | None, options: RunOptions) -> S
     with the model and vars a resumed thread started with unless given, and the local context of
     `spec`."""
     from runner.agent.context import local_context_for
+    from runner.cli import startup
     from runner.run import Session, resume_settings
     from runner.threads import open_home
 
@@ -247,6 +248,8 @@ def open_session(spec: Path, *, thread_id: str | None, options: RunOptions) -> S
     except BaseException:
         home.close()
         raise
+    finally:
+        startup.started()  # the agent is built: the turns' garbage is collected as usual
 
 
 def run_turns(

@@ -47,6 +47,7 @@ def validate(
     them include is printed once, with the files it was found through.
     """
     from runner.check.validate import FileReport, LoadCache, check_file, find_specs
+    from runner.cli import startup
     from runner.cli.options import parse_vars
     from runner.errors import Problem, display_path
     from runner.testing.loader import is_test_file_name
@@ -75,6 +76,7 @@ def validate(
             )
         )
         results.append((path, report))
+        startup.started()  # the first file built the validators: the rest is the files' work
     # A problem in another file (an include, a ref'd agent) is printed once, with the files it
     # was found through.
     through: dict[Problem, list[str]] = {}

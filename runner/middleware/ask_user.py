@@ -20,8 +20,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from runner.events import Action
-from runner.spec.ask_user import ASK_USER_TOOL, AskUserSpec
+from runner.events import ASK_USER_TOOL, Action
+from runner.spec.ask_user import AskUserSpec
 
 __all__ = [
     "ASK_USER_TYPE",

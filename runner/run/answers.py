@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from runner.errors import DecisionError
-from runner.events import Action
-from runner.spec.ask_user import ASK_USER_TOOL
+from runner.events import ASK_USER_TOOL, Action
 
 __all__ = ["Decision", "resume_values"]
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from runner.agent.resolved import no_sandbox_warning, prices_by_agent
 from runner.errors import RunError, RunnerError
 from runner.events import (
+    ASK_USER_TOOL,
     Action,
     Error,
     Final,
@@ -38,7 +39,6 @@ from runner.run.answers import Decision, resume_values
 from runner.run.options import RunOptions
 from runner.run.replies import unused_replies
 from runner.run.translate import EventTranslator, Shown, read_shown
-from runner.spec.ask_user import ASK_USER_TOOL
 from runner.threads import open_home
 from runner.threads.guards import AlreadyAnswered, Lease, ThreadBusy
 from runner.threads.home import (

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from runner.agent.cache import AgentCache, vars_key
 from runner.errors import ResolutionError, RunnerError
 from runner.events import (
+    ASK_USER_TOOL,
     Error,
     Final,
     Interrupt,
@@ -44,7 +45,6 @@ from runner.events import (
     ToolCall,
     ToolResult,
 )
-from runner.spec.ask_user import ASK_USER_TOOL
 
 if TYPE_CHECKING:
     from mcp import types

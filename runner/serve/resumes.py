@@ -48,9 +48,9 @@ def check_resume(interrupts: list[Mapping[str, Any]], resume: Any) -> None:
 
 
 def _check_one(actions: list[Any], value: Any) -> None:
+    from runner.events import ASK_USER_TOOL
     from runner.middleware.ask_user import answer_of, checked_answer
     from runner.run.answers import Decision
-    from runner.spec.ask_user import ASK_USER_TOOL
 
     if [a.name for a in actions] == [ASK_USER_TOOL]:
         text = value.get("answer") if isinstance(value, Mapping) else value

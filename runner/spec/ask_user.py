@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from runner.events import ASK_USER_TOOL
 from runner.spec.base import SpecModel
 
 
@@ -55,4 +54,4 @@ class AskUserSpec(SpecModel):
         return choices
 
 
-__all__ = ["ASK_USER_TOOL", "AskUserSpec"]
+__all__ = ["AskUserSpec"]

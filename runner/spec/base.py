@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import inspect
+import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -61,7 +64,8 @@ class SpecModel(BaseModel):
     The descriptions are what pydantic's `use_attribute_docstrings` would give, found another
     way: pydantic looks for each class's source by walking frames with `inspect.getmodule`,
     which resolves the path of every loaded module (0.1 s per process once LangChain is loaded,
-    on every `agentctl run`); reading each spec module's source once costs a few milliseconds.
+    on every `agentctl run`); reading each spec module's source once costs a few milliseconds,
+    and is cached (`_docstrings_in`).
     `defer_build` lets them be set before the validators are built, on first use.
     """
 
@@ -81,33 +85,76 @@ class SpecModel(BaseModel):
                 field.description = docstrings[name]
 
 
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """`{attribute: docstring}` for the annotated attributes of `cls` followed by a string
+    (pydantic's rule for `use_attribute_docstrings`)."""
+    return _docstrings_in(cls.__module__).get(cls.__qualname__, {})
+
+
 @functools.cache
-def _classes_in(module: str) -> dict[str, ast.ClassDef]:
-    """The class statements of a module's source by qualified name ({} without a source)."""
+def _docstrings_in(module: str) -> dict[str, dict[str, str]]:
+    """`{class qualified name: {attribute: docstring}}` for the classes of a module's source.
+
+    Parsing the source costs about 2 ms a spec module, some 25 ms of every `agentctl validate`
+    and `run`, so the result is kept beside the module's bytecode, as Python keeps the bytecode:
+    in `__pycache__`, valid while the source's size and modification time are the ones it was
+    read at, written unless `sys.dont_write_bytecode`. A cache that cannot be read or written
+    means a parse, as without one."""
     path = getattr(sys.modules.get(module), "__file__", None)
+    if not path:
+        return {}
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8")) if path else None
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        tree = None
-    found: dict[str, ast.ClassDef] = {}
+        stat = os.stat(path)
+        cache = Path(importlib.util.cache_from_source(path)).with_suffix(".docstrings.json")
+    except (OSError, NotImplementedError, ValueError):
+        return _parse_docstrings(path)
+    source = [stat.st_mtime_ns, stat.st_size]
+    try:
+        kept = json.loads(cache.read_bytes())
+        if kept["source"] == source:
+            return dict(kept["classes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = _parse_docstrings(path)
+    if not sys.dont_write_bytecode:
+        _write_atomically(cache, json.dumps({"source": source, "classes": found}))
+    return found
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `path` by renaming a whole file over it (a reader never sees half of one); give up
+    silently if the folder cannot be written."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
+def _parse_docstrings(path: str) -> dict[str, dict[str, str]]:
+    """What `_docstrings_in` keeps, read from the source ({} without a readable one)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    found: dict[str, dict[str, str]] = {}
 
     def collect(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
             if isinstance(node, ast.ClassDef):
-                found[prefix + node.name] = node
+                found[prefix + node.name] = _class_docstrings(node)
                 collect(node.body, f"{prefix}{node.name}.")
 
-    collect(tree.body if tree else [], "")
+    collect(tree.body, "")
     return found
 
 
-def attribute_docstrings(cls: type) -> dict[str, str]:
-    """`{attribute: docstring}` for the annotated attributes of `cls` followed by a string
-    (pydantic's rule for `use_attribute_docstrings`)."""
-    node = _classes_in(cls.__module__).get(cls.__qualname__)
+def _class_docstrings(node: ast.ClassDef) -> dict[str, str]:
     docstrings: dict[str, str] = {}
     target: str | None = None
-    for statement in node.body if node else []:
+    for statement in node.body:
         if (
             target is not None
             and isinstance(statement, ast.Expr)

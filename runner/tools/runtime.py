@@ -8,6 +8,8 @@ Two costs of `StructuredTool.from_function` that a harness would pay again and a
   `agentctl run`'s start-up. The arguments are declared instead, once, in
   `runner.check.tool_args` (which also checks cassettes against them); a tool's model is that
   model plus the injected `runtime` argument, made once per process and reused by every agent.
+  pydantic takes the `runtime` as given (`_Injected`): it comes from LangGraph, never from the
+  model, and a validator of the `ToolRuntime` dataclass cost about 2 ms per tool to build.
 - langchain-core validates a call's arguments with that model and then `model_dump()`s it, only
   to learn which arguments were given. With a `runtime: ToolRuntime` field, the dump would walk
   the runtime's `state`: every message of the conversation and every file of a state backend,
@@ -20,11 +22,12 @@ Two costs of `StructuredTool.from_function` that a harness would pay again and a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 from langchain.tools import ToolRuntime
-from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from langchain_core.tools import InjectedToolArg, StructuredTool
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, create_model
+from pydantic_core import CoreSchema, core_schema
 
 from runner.check.tool_args import TOOL_ARGS
 from runner.replay.calls import TASK_CALL, TaskCall
@@ -41,6 +44,17 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
 
+class _Injected(InjectedToolArg):
+    """The mark of the `runtime` field: an injected argument, so LangChain leaves it out of the
+    schema the model sees (as it does a bare `ToolRuntime`), and any value, so pydantic builds
+    no validator for the `ToolRuntime` dataclass and its fields (it passed the runtime through
+    unchanged anyway)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.any_schema()
+
+
 def harness_tool(
     name: str,
     description: str,
@@ -52,7 +66,7 @@ def harness_tool(
     `coroutine` take those arguments and `runtime`."""
     schema = _SCHEMAS.get(name)
     if schema is None:
-        fields: Any = {"runtime": (ToolRuntime, Field(exclude=True))}
+        fields: Any = {"runtime": (Annotated[ToolRuntime, _Injected()], Field(exclude=True))}
         schema = _SCHEMAS[name] = create_model(
             name, __base__=(TOOL_ARGS[name], _Lenient), __module__=__name__, **fields
         )
