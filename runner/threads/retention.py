@@ -256,6 +256,13 @@ def keep_setting(value: object) -> tuple[bool, int | None]:
 Key = tuple[str, str]
 """(checkpoint namespace, checkpoint id)."""
 
+WAITED = (
+    "EXISTS (SELECT 1 FROM {writes} w WHERE w.thread_id = c.thread_id "
+    "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id "
+    "AND w.channel = '__interrupt__')"
+)
+"""Whether checkpoint `c` has an `__interrupt__` write (SQL, `{writes}` the writes table)."""
+
 
 class TableRetention:
     """`CheckpointRetention` over a thread database's `Database`, for LangGraph's checkpoint
@@ -267,10 +274,11 @@ class TableRetention:
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "json_extract(CAST(metadata AS TEXT), '$.source'), "
         "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"'), "
-        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NOT NULL "
-        "FROM checkpoints WHERE thread_id = ?"
+        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NOT NULL, "
+        f"{WAITED.format(writes='writes')} FROM checkpoints c WHERE thread_id = ?"
     )
-    """A thread's checkpoints as `CheckpointRow`s: ids, parent, metadata source and root."""
+    """A thread's checkpoints as `CheckpointRow`s (ids, parent, metadata source and root), and
+    whether each waits for an answer (has an `__interrupt__` write): one read."""
     OWN: tuple[str, ...] = ("checkpoints",)
     """The checkpointer's tables with rows per thread, other than the writes table."""
 
@@ -348,17 +356,11 @@ class TableRetention:
 
     def _obsolete(self, execute: Execute, thread_id: str, keep: int) -> list[Key]:
         """The checkpoints of `thread_id` that `kept_checkpoints` does not keep."""
-        rows = [CheckpointRow(*row) for row in execute(self.ROWS, (thread_id,))]
-        if len(rows) <= keep:
+        found = execute(self.ROWS, (thread_id,))
+        if len(found) <= keep:
             return []
-        waited = {
-            (ns, cid)
-            for ns, cid in execute(
-                f"SELECT DISTINCT checkpoint_ns, checkpoint_id FROM {self.WRITES} "
-                "WHERE thread_id = ? AND channel = '__interrupt__'",
-                (thread_id,),
-            )
-        }
+        rows = [CheckpointRow(*row[:6]) for row in found]
+        waited = {(row[0], row[1]) for row in found if row[6]}
         kept = kept_checkpoints(rows, waited, keep)
         return [
             (r.namespace, r.checkpoint_id)
