@@ -898,14 +898,17 @@ class _HeldStatements:
 
 def _folding_saver() -> Any:
     """LangGraph's `PostgresSaver` whose writes (a checkpoint with its values, a task's writes)
-    are each one transaction, committed once, with the home's deferred writes
-    (`Database.defer`) in it, and which remembers the latest main-graph checkpoint it wrote to
-    each thread (`Home.last_written`).
+    are each committed once, with the home's deferred writes (`Database.defer`), and which
+    remembers the latest main-graph checkpoint it wrote to each thread (`Home.last_written`).
 
     LangGraph's saver sends a checkpoint's statements in a pipeline on an autocommit
     connection: each row its own transaction, each waiting for the server to flush the
-    write-ahead log (about 3 ms where it goes to disk, most of a turn). In one transaction a
-    checkpoint is also whole or absent after a crash, never its values without its row."""
+    write-ahead log (about 3 ms where it goes to disk, most of a turn). Here the statements of
+    one write (LangGraph's `put`, `put_writes` and `delete_thread` read no result back) are
+    held, then sent in one pipeline: in one transaction (`BEGIN` ... `COMMIT` in the pipeline,
+    no round trip more) when they are more than one row or deferred writes go with them, else
+    alone. In one transaction a checkpoint is also whole or absent after a crash, never its
+    values without its row."""
     global _SAVER
     if _SAVER is None:
         from langgraph.checkpoint.postgres import PostgresSaver
