@@ -639,9 +639,12 @@ class Session:
         with when nothing has written to the thread since (a finished turn leaves no task and
         no approval pending: a `_Finished`), else read from its latest checkpoint."""
         last = turn.last
-        if last is not None and self.home.retention.latest_checkpoint_id(turn.thread_id) == (
-            last.checkpoint_id
-        ):
+        if last is None:
+            return self.state(turn.thread_id)
+        # read with the lease when it was just taken (Postgres: in the same round trip)
+        seen = turn.lease.latest if turn.lease is not None else None
+        latest = seen[0] if seen else self.home.retention.latest_checkpoint_id(turn.thread_id)
+        if latest == last.checkpoint_id:
             return _Finished(values=last.values)
         return self.state(turn.thread_id)
 

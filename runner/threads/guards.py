@@ -234,6 +234,9 @@ class Lease(Protocol):
     """A held lease: released once, by its holder."""
 
     thread_id: str
+    latest: tuple[str | None] | None
+    """(the thread's latest main-graph checkpoint id, read as the lease was taken), where the
+    lease read it in the same round trip; else None."""
 
     def release(self) -> None: ...
 
@@ -263,6 +266,9 @@ class _TableLease:
         self.thread_id = thread_id
         self.token = token
         self.released = False
+        self.latest: tuple[str | None] | None = None
+        """(the id of the thread's latest main-graph checkpoint, read as the lease was taken),
+        where the lease read it in the same round trip; None where it did not."""
 
     def release(self) -> None:
         if not self.released:
@@ -340,6 +346,7 @@ class TableThreadLease:
                 raise ThreadBusy(thread_id, holder, waited=round(waited, 1) if wait else None)
             time.sleep(min(self.POLL, max(wait - waited, 0.0)))
         lease = _TableLease(self, thread_id, token)
+        lease.latest = self._latest_seen(thread_id)
         with self._held_lock:
             self._held[token] = lease
             if self.beats and (self._beat is None or not self._beat.is_alive()):
@@ -349,6 +356,11 @@ class TableThreadLease:
                 )
                 self._beat.start()
         return lease
+
+    def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
+        """The thread's latest checkpoint as the last `_try` that took the lease read it (see
+        `_TableLease.latest`); None here."""
+        return None
 
     def holder(self, thread_id: str) -> Holder | None:
         rows = self.db.fetch(self._SELECT, (thread_id,))

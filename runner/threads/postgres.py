@@ -65,7 +65,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
@@ -312,6 +312,10 @@ listed with its first key as `classid`, its second as an unsigned `objid`)."""
 
 _UNLOCK = "SELECT pg_advisory_unlock(%s, hashtext(%s))"
 
+_LATEST = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''"
+"""The thread's latest main-graph checkpoint, sent after `_TAKE` in the same pipeline: a
+statement of its own, so it sees what the last holder committed before letting go."""
+
 KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
 """The server's TCP keepalives on a lease connection: when the holder's host dies or drops off
 the network, the server closes its connection (and so lets go of the lease) after about 25 s,
@@ -348,7 +352,9 @@ class PostgresThreadLease(TableThreadLease):
     the next lease when let go. A row of `agentctl_leases` (the table lease of
     `runner.threads.guards`, written by an agentctl before this lease, or by one given a
     connection without its URL) still counts while its holder lives: read in the same round
-    trip as the lock is taken.
+    trip as the lock is taken, and so is the thread's latest checkpoint (`_TableLease.latest`,
+    once LangGraph's tables are there), which tells a session whether the thread moved since
+    its last turn.
     """
 
     IDLE = 2
@@ -362,9 +368,11 @@ class PostgresThreadLease(TableThreadLease):
         ttl: float = 30.0,
         db: PostgresDatabase | None = None,
         url: str | None = None,
+        checkpoints: Callable[[], bool] = lambda: False,
     ) -> None:
         """`url`: the database's, for the lease connections (without it, the table lease);
-        `db`: the home's."""
+        `db`: the home's; `checkpoints`: whether LangGraph's tables are there (then the lease
+        reads the thread's latest checkpoint as it is taken: `_TableLease.latest`)."""
         super().__init__(db or PostgresDatabase(conn, lock), ttl=ttl)
         self.url = url
         self.beats = url is None
@@ -372,6 +380,12 @@ class PostgresThreadLease(TableThreadLease):
         """thread id -> (its lease connection, the lease's token, since when, whether the
         server's `thread` table was there when it was taken), of the leases held here."""
         self._idle: list[Any] = []
+        self.checkpoints = checkpoints
+        self._latest: dict[str, tuple[str | None]] = {}
+
+    def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
+        with self._held_lock:
+            return self._latest.pop(thread_id, None)
 
     def _connect(self) -> Any:
         import psycopg
@@ -402,11 +416,15 @@ class PostgresThreadLease(TableThreadLease):
             if conn is None or conn.closed:
                 conn = self._connect()
             found: Holder | None = None
+            read_latest = self.checkpoints()
             for _ in range(3):  # a holder that lets go between the two statements: again
-                row = conn.execute(
-                    _TAKE, (LEASE_SPACE, thread_id, _holder_name(os.getpid(), taken), thread_id)
-                ).fetchone()
-                got, _, served, runs, *lease_row = row
+                with conn.pipeline():  # one round trip
+                    take = conn.execute(
+                        _TAKE,
+                        (LEASE_SPACE, thread_id, _holder_name(os.getpid(), taken), thread_id),
+                    )
+                    latest = conn.execute(_LATEST, (thread_id,)) if read_latest else None
+                got, _, served, runs, *lease_row = take.fetchone()
                 if got:
                     break
                 holders = conn.execute(_HOLDER, (LEASE_SPACE, thread_id)).fetchall()
@@ -420,8 +438,8 @@ class PostgresThreadLease(TableThreadLease):
             elif got and runs:
                 self._no_server_run(conn, thread_id)
         except BaseException:
-            if conn is not None:
-                self._let_go(conn, thread_id, got)
+            if conn is not None:  # whatever it holds, let go with it
+                conn.close()
             raise
         if found is not None:
             self._let_go(conn, thread_id, got)
@@ -429,6 +447,8 @@ class PostgresThreadLease(TableThreadLease):
         since = datetime_of(taken)
         with self._held_lock:
             self._conns[thread_id] = (conn, token, since, bool(served))
+            if latest is not None:
+                self._latest[thread_id] = (latest.fetchone()[0],)
         return None
 
     def _no_server_run(self, conn: Any, thread_id: str) -> None:
@@ -622,7 +642,7 @@ class PostgresHome(Home):
         self.db: PostgresDatabase = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db, url)
         self.lease: _ServedThreadLease = _ServedThreadLease(
-            self.conn, self._lock, db=self.db, url=url
+            self.conn, self._lock, db=self.db, url=url, checkpoints=self._has_checkpointer
         )
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal: PostgresToolJournal | None = None
@@ -630,6 +650,10 @@ class PostgresHome(Home):
         self._store: Any = None
         # first: a newer database is refused
         self._guarded(lambda: migrate(self.db, "postgres", str(self.path)))
+
+    def _has_checkpointer(self) -> bool:
+        """Whether LangGraph's saver was made here (and so its tables set up)."""
+        return self._checkpointer is not None
 
     def _missing(self, exc: ImportError) -> RunError:
         return RunError(

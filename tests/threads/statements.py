@@ -101,6 +101,7 @@ def kind_of(query: str) -> str:
         ("pg_advisory_unlock", "lease let go"),
         ("agentctl_tool_journal", "journal"),
         ("SELECT checkpoint_id FROM checkpoints WHERE", "latest checkpoint"),
+        ("SELECT max(checkpoint_id) FROM checkpoints WHERE", "latest checkpoint"),
         ("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id", "prune"),
         ("UPDATE agentctl_threads SET updated_at", "time of last use"),
         ("pg_advisory_xact_lock", "prune, removing"),

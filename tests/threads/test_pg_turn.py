@@ -7,7 +7,8 @@ agentctl's sends one of several rows as one transaction (the thread's time of la
 on the turn's first). Beyond LangGraph's statements a turn sends only: the lease taken (its advisory lock,
 with the server check and a lease row of another host in the same statement) and let go (no
 commit either), the latest checkpoint's id (has the thread moved since this session's last
-turn?), the tool journal's lookup and record, and the prune's one read."""
+turn? sent with the lease's statement, in one round trip), the tool journal's lookup and
+record, and the prune's one read."""
 
 from __future__ import annotations
 
@@ -115,3 +116,31 @@ def test_the_time_of_last_use_is_committed_with_the_turns_first_checkpoint(
         checkpointer.put = looking
         turns(s, 1, thread, start=1)
     assert seen and seen[0] > long_ago  # committed with the first checkpoint
+
+
+def test_a_thread_another_session_went_on_with_is_read_again(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The latest checkpoint read with the lease (in its round trip) tells a session whether
+    the thread moved since its last turn: if it did, the session reads the thread's state
+    again; if not, it starts from what its last turn left."""
+    from runner.run import Session
+    from tests.fakes import ScriptedChatModel
+    from tests.middleware.helpers import spec_file
+
+    spec = spec_file(tmp_path)
+    with (
+        Session(spec, model=ScriptedChatModel(script=answers), db=postgres_url) as first,
+        Session(spec, model=ScriptedChatModel(script=answers), db=postgres_url) as second,
+    ):
+        thread = turns(first, 2)
+        reads: list[str] = []
+        state = first.state
+        monkeypatch.setattr(first, "state", lambda tid: reads.append(tid) or state(tid))
+        turns(first, 1, thread, start=2)
+        assert reads == []  # nothing moved: what its last turn left
+        turns(second, 1, thread, start=3)
+        turns(first, 1, thread, start=4)
+        assert reads == [thread]  # the other session went on: read again
+        asked = [m.content for m in state(thread).values["messages"] if m.type == "human"]
+    assert asked == [f"question {i}" for i in range(5)]
