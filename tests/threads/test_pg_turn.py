@@ -144,3 +144,56 @@ def test_a_thread_another_session_went_on_with_is_read_again(
         assert reads == [thread]  # the other session went on: read again
         asked = [m.content for m in state(thread).values["messages"] if m.type == "human"]
     assert asked == [f"question {i}" for i in range(5)]
+
+
+def test_a_holder_in_another_process_is_named_and_its_death_frees_the_thread(
+    postgres_url: str,
+) -> None:
+    """The lease is the server's session lock: another process holding it is named (pid, host,
+    since when) from its connection's `application_name`, and killed (SIGKILL: no cleanup of
+    its own), it lets go of the thread as soon as the server sees its connection close."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from runner.threads import open_home
+    from runner.threads.guards import HOST, ThreadBusy
+    from tests.conftest import ROOT
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from runner.threads import open_home\n"
+            "home = open_home(sys.argv[1])\n"
+            "home.lease.acquire('t1')\n"
+            "print('held', flush=True)\n"
+            "time.sleep(600)\n",
+            postgres_url,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    home = open_home(postgres_url)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(ThreadBusy) as busy:
+            home.lease.acquire("t1")
+        assert f"(pid {holder.pid} on {HOST}, since 20" in str(busy.value)
+        found = home.lease.holder("t1")
+        assert found is not None and found.pid == holder.pid
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        deadline = time.monotonic() + 30
+        while home.lease.holder("t1") is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        home.lease.acquire("t1").release()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        home.close()
