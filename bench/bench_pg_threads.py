@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -265,43 +266,17 @@ def bench_long_thread(server: str, sizes: list[int], *, bare: bool = True) -> di
     return results
 
 
-class Counted:
-    """psycopg statements and explicit transactions made in this process while counting."""
-
-    def __init__(self) -> None:
-        import psycopg
-
-        self.statements = 0
-        self.transactions = 0
-        self.on = False
-        counted = self
-        for cls, name in ((psycopg.Cursor, "execute"), (psycopg.Cursor, "executemany")):
-            original = getattr(cls, name)
-
-            def counting(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                if counted.on:
-                    counted.statements += 1
-                return _original(self, *args, **kwargs)
-
-            setattr(cls, name, counting)
-        original_transaction = psycopg.Connection.transaction
-
-        def transaction(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if counted.on:
-                counted.transactions += 1
-            return original_transaction(self, *args, **kwargs)
-
-        psycopg.Connection.transaction = transaction  # type: ignore[method-assign]
-
-
 def bench_short_thread(server: str, warm: int, measured: int) -> dict[str, Any]:
     """One more turn on a short thread: bare `create_agent` on a `PostgresSaver` with
     agentctl's durability ("sync") against agentctl's `Session`, each on a scratch database,
     `warm` turns first, then `measured` turns interleaved (alternating which goes first); the
     median wall and CPU time (the process's, both in this process) of a turn, and the psycopg
-    statements and explicit transactions per turn (the savers' transactions and agentctl's;
-    a statement outside one is its own, autocommit)."""
-    counted = Counted()
+    statements (by kind), explicit transactions and commits per turn, counted as
+    tests/threads/test_pg_turn.py counts them."""
+    sys.path.insert(0, str(ROOT))
+    from tests.threads.statements import Traced  # what tests/threads/test_pg_turn.py counts
+
+    counted = Traced()
     results: dict[str, Any] = {}
     with ExitStack() as stack:
         contenders: dict[str, Any] = {}
@@ -320,39 +295,48 @@ def bench_short_thread(server: str, warm: int, measured: int) -> dict[str, Any]:
         cpu: dict[str, list[float]] = {kind: [] for kind in contenders}
         statements: dict[str, list[int]] = {kind: [] for kind in contenders}
         transactions: dict[str, list[int]] = {kind: [] for kind in contenders}
+        commits: dict[str, list[int]] = {kind: [] for kind in contenders}
+        kinds: dict[str, Counter[str]] = {kind: Counter() for kind in contenders}
         for i in range(warm, warm + measured):
             order = list(contenders.items())
             for kind, contender in order if i % 2 else reversed(order):
-                counted.statements = counted.transactions = 0
-                counted.on = True
-                started, started_cpu = time.perf_counter(), time.process_time()
-                contender.turn(f"message {i}")
-                wall[kind].append(time.perf_counter() - started)
-                cpu[kind].append(time.process_time() - started_cpu)
-                counted.on = False
-                statements[kind].append(counted.statements)
+                with counted.counting():
+                    started, started_cpu = time.perf_counter(), time.process_time()
+                    contender.turn(f"message {i}")
+                    wall[kind].append(time.perf_counter() - started)
+                    cpu[kind].append(time.process_time() - started_cpu)
+                statements[kind].append(sum(counted.kinds.values()))
                 transactions[kind].append(counted.transactions)
+                commits[kind].append(counted.commits)
+                kinds[kind] += counted.kinds
         for kind in contenders:
             results[f"short_{kind}_ms"] = median(wall[kind]) * 1e3
             results[f"short_{kind}_cpu_ms"] = median(cpu[kind]) * 1e3
             results[f"short_{kind}_statements"] = median(statements[kind])
             results[f"short_{kind}_transactions"] = median(transactions[kind])
+            results[f"short_{kind}_commits"] = median(commits[kind])
+            results[f"short_{kind}_kinds"] = {
+                name: round(count / measured, 1) for name, count in kinds[kind].most_common()
+            }
     return results
 
 
 def short_table(short: dict[str, Any], warm: int, measured: int) -> str:
     rows = [
         f"one more turn on a {warm}-turn thread, median of {measured}",
-        f"{'':<34}{'wall ms':>9}{'CPU ms':>9}{'statements':>12}{'transactions':>14}",
+        f"{'':<34}{'wall ms':>9}{'CPU ms':>9}{'statements':>12}{'transactions':>14}{'commits':>9}",
     ]
     for kind, label in (("bare", "(a) create_agent + PostgresSaver"), ("agentctl", "(c)")):
         rows.append(
             f"{label:<34}{short[f'short_{kind}_ms']:>9.1f}{short[f'short_{kind}_cpu_ms']:>9.1f}"
             f"{short[f'short_{kind}_statements']:>12}{short[f'short_{kind}_transactions']:>14}"
+            f"{short[f'short_{kind}_commits']:>9}"
         )
     ratio = short["short_agentctl_ms"] / short["short_bare_ms"]
     ratio_cpu = short["short_agentctl_cpu_ms"] / short["short_bare_cpu_ms"]
     rows.append(f"c/a wall {ratio:.2f}, CPU {ratio_cpu:.2f}")
+    mine = ", ".join(f"{name} {count:g}" for name, count in short["short_agentctl_kinds"].items())
+    rows.append(f"(c)'s statements a turn: {mine}")
     return "\n".join(rows)
 
 

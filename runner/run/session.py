@@ -18,7 +18,7 @@ import sys
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -107,12 +107,27 @@ class _Finished:
 @dataclass(frozen=True)
 class _Turn:
     """The thread a turn runs on: whether it is new, whether its row in the thread registry
-    exists, and the lease the turn lets go at its end (None when the session keeps it)."""
+    exists, and the lease the turn lets go at its end (None when the session keeps it).
+    `last`: what this session's last turn left, when it ran on this thread (its registration
+    and settings are taken from it unless the thread has moved since)."""
 
     thread_id: str
     new: bool
     registered: bool
     lease: Lease | None
+    last: _LastTurn | None = None
+
+
+@dataclass(frozen=True)
+class _LastTurn:
+    """What a turn of this session that finished left on its thread: the latest checkpoint's
+    id and the values there, and the thread's registration and settings as they then were."""
+
+    thread_id: str
+    checkpoint_id: str
+    values: dict[str, Any]
+    registered: bool
+    started: ThreadSettings | None
 
 
 # --------------------------------------------------------------------------- sessions
@@ -184,10 +199,12 @@ class Session:
         self.settings = ThreadSettings.of(opts.model, opts.vars)
         self.prices = prices_by_agent(self.resolved)
         self.keep_checkpoints = opts.keep_checkpoints
-        # (thread, its latest checkpoint id, its values) after a turn of ours that finished:
-        # the next turn on that thread in this session starts from them unless the thread has
-        # moved since (another process, `graph.update_state`), instead of decoding them again.
-        self._finished: tuple[str, str, dict[str, Any]] | None = None
+        # What a turn of ours that finished left: the next turn on that thread in this session
+        # starts from it unless the thread has moved since (another process,
+        # `graph.update_state`), instead of reading and decoding it again.
+        self._finished: _LastTurn | None = None
+        self._database_keep: tuple[int | None] | None = None
+        """The database's `keep_checkpoints` setting, read at this session's first prune."""
         self.wait = opts.wait
         """Seconds a turn waits for a thread another process runs (None: fail at once)."""
         self._kept: dict[str, Lease] | None = None
@@ -377,15 +394,14 @@ class Session:
         """
         new_thread = thread_id is None
         thread_id = thread_id or new_thread_id()
-        registered = not new_thread and self.home.thread(thread_id) is not None
-        if not new_thread and not registered and not self.state(thread_id).values:
-            yield Error(
-                agent=self.name,
-                message=f"no thread {thread_id!r} in {self.home.path}",
-                kind="RunError",
-                thread_id=thread_id,
-            )
-            return
+        last = self._finished if self._finished and self._finished.thread_id == thread_id else None
+        if last is not None:  # checked once the lease is held: unless the thread moved since
+            registered = last.registered
+        else:
+            registered = not new_thread and self.home.thread(thread_id) is not None
+            if not new_thread and not registered and not self.state(thread_id).values:
+                yield self._no_thread(thread_id)
+                return
         claimed: dict[str, Any] | None = None
         fresh = False
         kept = self._kept
@@ -415,7 +431,7 @@ class Session:
             return
         if kept is not None:
             kept[thread_id] = lease
-        turn = _Turn(thread_id, new_thread, registered, None if kept is not None else lease)
+        turn = _Turn(thread_id, new_thread, registered, None if kept is not None else lease, last)
         try:
             outcome = yield from self._turn(turn, message, claimed, attachments)
         finally:
@@ -436,13 +452,20 @@ class Session:
         # The one read of the thread's state this turn, with its lease held: its input, the
         # calls already shown, and (unless the turn stops for approval) its outcome come from it
         # and from the stream.
-        state = self._state_at_start(thread_id) if not new_thread else None
+        state = self._state_at_start(turn) if not new_thread else None
         self._finished = None
+        if turn.last is not None and not isinstance(state, _Finished):
+            # moved since this session's last turn on it: its registration as it is now
+            registered = self.home.thread(thread_id) is not None
+            if not registered and not (state.values if state is not None else None):
+                return self._no_thread(thread_id)
+            turn = replace(turn, registered=registered, last=None)
         try:
             graph_input = self._graph_input(thread_id, message, claimed, state, attachments)
         except RunnerError as exc:
             return self._error(exc, thread_id)
-        yield from self._opening(turn, message)
+        started = self._started(turn)
+        yield from self._opening(turn, message, started)
         callbacks = []
         if self.record_path is not None:
             recorder = Recorder(self.record_path, main_agent=self.name, append=not new_thread)
@@ -485,10 +508,31 @@ class Session:
         if warning is not None:
             yield warning
         if isinstance(outcome, Final) and final_values is not None:
-            latest = self.home.retention.latest_checkpoint_id(thread_id)
+            latest = self.home.last_written(thread_id)
             if latest is not None:
-                self._finished = (thread_id, latest, dict(final_values))
+                # registered now: by this turn if it was not (a message, a workflow's start)
+                registered = turn.registered or turn.new or message is not None
+                self._finished = _LastTurn(
+                    thread_id, latest, dict(final_values), registered, started or self.settings
+                )
         return outcome
+
+    def _no_thread(self, thread_id: str) -> Error:
+        return Error(
+            agent=self.name,
+            message=f"no thread {thread_id!r} in {self.home.path}",
+            kind="RunError",
+            thread_id=thread_id,
+        )
+
+    def _started(self, turn: _Turn) -> ThreadSettings | None:
+        """The settings the thread was started with (None for a new thread, or one started
+        before they were kept): as this session's last turn on it left them, else read."""
+        if turn.new:
+            return None
+        if turn.last is not None:
+            return turn.last.started
+        return self.home.settings(turn.thread_id)
 
     def _translator(self, state: Any) -> EventTranslator:
         """The turn's event translator, knowing the calls and replies the thread has shown."""
@@ -525,12 +569,13 @@ class Session:
                 graph_input["files"] = files
         return graph_input
 
-    def _opening(self, turn: _Turn, message: str | None) -> Iterator[RunEvent]:
+    def _opening(
+        self, turn: _Turn, message: str | None, started: ThreadSettings | None
+    ) -> Iterator[RunEvent]:
         """Register a new thread (one commit), then the turn's first events: `Start`, and the
         warnings about the sandbox and about settings that changed since the thread was
-        started."""
+        `started` with."""
         thread_id = turn.thread_id
-        started = None if turn.new else self.home.settings(thread_id)
         with self.home.db.batched():
             if message is not None and not turn.registered:
                 self.home.register(
@@ -540,7 +585,7 @@ class Session:
                 self.home.remember_settings(thread_id, self.settings)
         if turn.registered:
             # its time of last use (when its last turn began) goes with the next commit: the
-            # turn's first checkpoint on SQLite, the turn's end on Postgres
+            # turn's first checkpoint
             self.home.touch(thread_id, later=True)
         yield Start(agent=self.name, thread_id=thread_id)
         if self.no_sandbox is not None:
@@ -589,29 +634,31 @@ class Session:
             values = self.values(thread_id)
         yield from unused_replies(self._cassettes, self.spec, self.name, thread_id, values)
 
-    def _state_at_start(self, thread_id: str) -> Any:
+    def _state_at_start(self, turn: _Turn) -> Any:
         """The thread's state as this turn finds it: what the last turn of this session ended
         with when nothing has written to the thread since (a finished turn leaves no task and
-        no approval pending), else read from its latest checkpoint."""
-        finished = self._finished
-        if (
-            finished is not None
-            and finished[0] == thread_id
-            and self.home.retention.latest_checkpoint_id(thread_id) == finished[1]
-        ):
-            return _Finished(values=finished[2])
-        return self.state(thread_id)
+        no approval pending: a `_Finished`), else read from its latest checkpoint."""
+        last = turn.last
+        if last is None:
+            return self.state(turn.thread_id)
+        # read with the lease when it was just taken (Postgres: in the same round trip)
+        seen = turn.lease.latest if turn.lease is not None else None
+        latest = seen[0] if seen else self.home.retention.latest_checkpoint_id(turn.thread_id)
+        if latest == last.checkpoint_id:
+            return _Finished(values=last.values)
+        return self.state(turn.thread_id)
 
     def _end(self, turn: _Turn, *, prune: bool) -> RunWarning | None:
         """The thread's bookkeeping after a turn, in one commit at most: the checkpoints the
-        turn made obsolete (`_prune`, when `prune`), and the lease let go (unless the session
-        keeps it; on SQLite an unlock, no write), with any deferred write (the time of last
-        use) not committed yet. A warning when the pruning failed."""
+        turn made obsolete (`_prune`, when `prune`), with any deferred write (the time of last
+        use) not committed yet; then the lease let go (unless the session keeps it: an unlock,
+        no write). A warning when the pruning failed."""
         with self.home.db.batched():
             self.home.turn_ended(turn.thread_id)
-            if turn.lease is not None:
-                turn.lease.release()
-            return self._prune(turn.thread_id) if prune else None
+            warning = self._prune(turn.thread_id) if prune else None
+        if turn.lease is not None:
+            turn.lease.release()
+        return warning
 
     def _prune(self, thread_id: str) -> RunWarning | None:
         """Remove the thread's checkpoints that nothing needs any more (`runner.threads.retention`);
@@ -622,7 +669,9 @@ class Session:
         if self.keep_checkpoints == "all":
             keep = None
         else:
-            keep = self.keep_checkpoints or retention.effective_keep()
+            if self._database_keep is None:  # read once: `threads keep-checkpoints` is rare
+                self._database_keep = (retention.effective_keep(),)
+            keep = self.keep_checkpoints or self._database_keep[0]
         try:
             retention.prune(thread_id, keep)
             retention.reclaim()
@@ -799,6 +848,7 @@ class WorkflowSession(Session):
         # starts from the one after any step
         self.keep_checkpoints = opts.keep_checkpoints or "all"
         self._finished = None
+        self._database_keep = None
         self.wait = opts.wait
         self._kept = None
         self.steps: dict[str, str | None] = {
@@ -845,13 +895,15 @@ class WorkflowSession(Session):
         }
         return {"vars": variables, "state": defaults}
 
-    def _opening(self, turn: _Turn, message: str | None) -> Iterator[RunEvent]:
+    def _opening(
+        self, turn: _Turn, message: str | None, started: ThreadSettings | None
+    ) -> Iterator[RunEvent]:
         # A workflow's run may start without a message: its thread is registered all the same.
         if turn.new and message is None and not turn.registered:
             self.home.register(
                 turn.thread_id, agent=self.name, spec=self.spec.source, first_message=""
             )
-        yield from super()._opening(turn, message)
+        yield from super()._opening(turn, message, started)
 
     def _error(self, exc: Exception, thread_id: str) -> Error:
         from langgraph.errors import GraphRecursionError

@@ -3,10 +3,11 @@
 Three small tables live beside LangGraph's checkpoints in the thread database, written on the
 same connection under the same lock (see `runner.threads.home.Home`):
 
-- `agentctl_leases`: which process runs a thread now. One runner per thread: a second process
-  gets `ThreadBusy` naming the holder (pid, host, since when), or waits. A holder that dies loses
-  its lease: on the same host as soon as its process is gone, elsewhere when its heartbeat is
-  older than the lease's time to live.
+- `agentctl_leases`: which process runs a thread now (where no lock of the system's does it:
+  SQLite's lock files and Postgres's advisory locks take its place). One runner per thread: a
+  second process gets `ThreadBusy` naming the holder (pid, host, since when), or waits. A
+  holder that dies loses its lease: on the same host as soon as its process is gone, elsewhere
+  when its heartbeat is older than the lease's time to live.
 - `agentctl_answers`: the answer given to each approval (pending interrupt). Answering is a
   compare-and-set on the interrupt: the first answer is recorded and runs; any other is told
   who answered it and how. A recorded answer that was cut off by a crash is applied again when
@@ -233,6 +234,9 @@ class Lease(Protocol):
     """A held lease: released once, by its holder."""
 
     thread_id: str
+    latest: tuple[str | None] | None
+    """(the thread's latest main-graph checkpoint id, read as the lease was taken), where the
+    lease read it in the same round trip; else None."""
 
     def release(self) -> None: ...
 
@@ -244,10 +248,11 @@ class ThreadLease(Protocol):
     limit) it retries until the lease is free. The holder keeps it alive (a heartbeat) until it
     releases it; a lease whose holder died is free again.
 
-    Implemented once, as a table (`TableThreadLease`), for SQLite (`SqliteThreadLease`) and
-    Postgres (`runner.threads.postgres.PostgresThreadLease`). (A session-level Postgres advisory
-    lock would also free itself when the holder's connection drops, but it ties the lease to one
-    connection of a pool and says nothing about who holds it.)
+    Implemented as a table (`TableThreadLease`), which SQLite (`SqliteThreadLease`: a lock
+    file per thread) and Postgres (`runner.threads.postgres.PostgresThreadLease`: a
+    session-level advisory lock on a connection of its own) replace with a lock that commits
+    nothing and that the system lets go of when the holder dies, still honouring the table's
+    rows.
     """
 
     def acquire(self, thread_id: str, *, wait: float | None = None) -> Lease: ...
@@ -261,6 +266,9 @@ class _TableLease:
         self.thread_id = thread_id
         self.token = token
         self.released = False
+        self.latest: tuple[str | None] | None = None
+        """(the id of the thread's latest main-graph checkpoint, read as the lease was taken),
+        where the lease read it in the same round trip; None where it did not."""
 
     def release(self) -> None:
         if not self.released:
@@ -297,6 +305,11 @@ class TableThreadLease:
         "WHERE thread_id = ?"
     )
 
+    @staticmethod
+    def row_holder(row: Any) -> Holder:
+        """The holder an `agentctl_leases` row (`_SELECT`'s columns) names."""
+        return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
+
     def _free(self, row: Any) -> bool:
         _token, pid, host, started, _since, heartbeat = row
         if host == HOST:
@@ -308,8 +321,7 @@ class TableThreadLease:
         with self.db.transaction(thread_id) as execute:
             rows = execute(self._SELECT, (thread_id,))
             if rows and not self._free(rows[0]):
-                row = rows[0]
-                return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
+                return self.row_holder(rows[0])
             execute(
                 "INSERT INTO agentctl_leases (thread_id, token, pid, host, started, since, "
                 "heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
@@ -334,6 +346,7 @@ class TableThreadLease:
                 raise ThreadBusy(thread_id, holder, waited=round(waited, 1) if wait else None)
             time.sleep(min(self.POLL, max(wait - waited, 0.0)))
         lease = _TableLease(self, thread_id, token)
+        lease.latest = self._latest_seen(thread_id)
         with self._held_lock:
             self._held[token] = lease
             if self.beats and (self._beat is None or not self._beat.is_alive()):
@@ -344,12 +357,16 @@ class TableThreadLease:
                 self._beat.start()
         return lease
 
+    def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
+        """The thread's latest checkpoint as the last `_try` that took the lease read it (see
+        `_TableLease.latest`); None here."""
+        return None
+
     def holder(self, thread_id: str) -> Holder | None:
         rows = self.db.fetch(self._SELECT, (thread_id,))
         if not rows or self._free(rows[0]):
             return None
-        row = rows[0]
-        return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
+        return self.row_holder(rows[0])
 
     def _release(self, lease: _TableLease) -> None:
         with self._held_lock:

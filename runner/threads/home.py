@@ -186,6 +186,11 @@ class Home:
             "UPDATE agentctl_threads SET updated_at = ? WHERE thread_id = ?", [(now(), thread_id)]
         )
 
+    def last_written(self, thread_id: str) -> str | None:
+        """The id of the thread's latest main-graph checkpoint, after a turn of this process
+        wrote it (what the next turn compares with: `runner.run.Session`)."""
+        return self.retention.latest_checkpoint_id(thread_id)
+
     _THREAD = "SELECT thread_id, agent, spec, created_at, updated_at, first_message FROM "
 
     def thread(self, thread_id: str) -> ThreadInfo | None:

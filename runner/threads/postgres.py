@@ -26,8 +26,10 @@ under an advisory lock (`setup_lock`): processes opening a new database at once 
 other.
 
 Durability: a checkpoint, a journaled tool result, an answer is committed when the call that
-writes it returns (autocommit; the server's own `synchronous_commit`, on by default, decides
-whether a commit is flushed to disk before it is acknowledged).
+writes it returns (the server's own `synchronous_commit`, on by default, decides whether a
+commit is flushed to disk before it is acknowledged). A checkpoint with its values, or a task's
+writes, is one transaction (`_folding_saver`): one commit, where LangGraph's saver makes one per
+row.
 
 The guards on Postgres: the same three tables as in SQLite (`runner.threads.guards`), in the
 database of a `postgresql://` thread database (`agentctl run --db postgresql://...`) or of any
@@ -35,7 +37,8 @@ LangGraph Postgres checkpointer, beside its `checkpoints` tables:
 
 - `PostgresThreadLease`, `PostgresAnswerLog`, `PostgresToolJournal`: on a psycopg `Connection`
   (or `ConnectionPool`) and the lock its other users share, as `PostgresHome` and a sync
-  `PostgresSaver` have them;
+  `PostgresSaver` have them; the lease, given the database's URL (as `PostgresHome` gives it),
+  is a session-level advisory lock on a connection of its own, which commits nothing;
 - `AsyncPostgresToolJournal(saver)`: the tool journal of an `AsyncPostgresSaver`, on the saver's
   own connection or pool and lock. `runner.middleware.journal` makes one for any graph compiled
   with such a saver (the serve engine's own one included): a finished tool call is not run again
@@ -57,20 +60,24 @@ saved messages as plain values (`PostgresHome.saved_transcript`), importing no L
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 from runner.errors import RunError, first_line, redact
 from runner.events import Action
 from runner.threads.guards import (
+    HOST,
     JOURNAL_LOOKUP,
     JOURNAL_RECORD,
     Execute,
     HeldWrites,
+    Holder,
     TableAnswerLog,
     TableThreadLease,
     TableToolJournal,
@@ -80,8 +87,8 @@ from runner.threads.guards import (
     journal_row,
 )
 from runner.threads.home import Home, ThreadInfo
-from runner.threads.retention import Pruned, TableRetention
-from runner.threads.schema import GUARDS, migrate
+from runner.threads.retention import WAITED, Pruned, TableRetention
+from runner.threads.schema import GUARDS, migrate, now
 from runner.threads.transcripts import (
     SavedMessage,
     Unreadable,
@@ -111,6 +118,12 @@ LOCK_SPACE = 0x61676374
 
 SETUP_LOCK = (LOCK_SPACE, 0)
 """The advisory lock held while tables are created."""
+
+LEASE_SPACE = LOCK_SPACE + 1
+"""First key of the leases' session-level advisory locks ("agcu"), (LEASE_SPACE, hashtext(thread
+id)): a space of its own, since a session-level and a transaction-level lock on one key exclude
+each other, and the holder's own compare-and-sets on the thread (`LOCK_SPACE`) must not wait for
+its lease."""
 
 POLL = 0.05
 """Seconds between tries for the setup lock."""
@@ -252,21 +265,265 @@ class PostgresDatabase:
         return self._held.block(self._flush)
 
     def _flush(self, writes: list[Write]) -> None:
-        with self._cursor() as cur, cur.connection.transaction():
-            for statement, rows in writes:
-                cur.executemany(sql(statement), rows)
+        with self._cursor() as cur:
+            if len(writes) == 1 and len(writes[0][1]) == 1:  # one statement: its own commit
+                statement, rows = writes[0]
+                cur.execute(sql(statement), rows[0])
+                return
+            # several: one transaction, sent in one round trip
+            with cur.connection.pipeline(), cur.connection.transaction():
+                for statement, rows in writes:
+                    cur.executemany(sql(statement), rows)
+
+    def take_deferred(self) -> list[Write]:
+        """The deferred writes, for a caller to `run` in the transaction it is about to commit
+        (`FoldingPostgresSaver`), and `put_back` if that transaction fails."""
+        return self._held.take_deferred()
+
+    @staticmethod
+    def run(cur: Any, writes: list[Write]) -> None:
+        for statement, rows in writes:
+            cur.executemany(sql(statement), rows)
+
+    def put_back(self, writes: list[Write]) -> None:
+        self._held.put_back(writes)
+
+
+_TAKE = (
+    "SELECT pg_try_advisory_lock(%s, hashtext(%s)), set_config('application_name', %s, false), "
+    "to_regclass('thread') IS NOT NULL, "
+    "to_regclass('runs') IS NOT NULL AND to_regclass('thread') IS NOT NULL, "
+    "l.token, l.pid, l.host, l.started, l.since, l.heartbeat "
+    "FROM (SELECT 1) AS one LEFT JOIN agentctl_leases l ON l.thread_id = %s"
+)
+"""Take a thread's lease (its advisory lock, at session level), naming the holder in the
+connection's `application_name`, and in the same round trip: whether the server's tables are
+there, and the thread's row in `agentctl_leases` (written by the table lease of another host or
+an older agentctl)."""
+
+_HOLDER = (
+    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = %s "
+    "AND l.objid::bigint = hashtext(%s)::bigint & 4294967295 "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+"""The `application_name` of the session holding a thread's lease (a two-key advisory lock is
+listed with its first key as `classid`, its second as an unsigned `objid`)."""
+
+_UNLOCK = "SELECT pg_advisory_unlock(%s, hashtext(%s))"
+
+_LATEST = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''"
+"""The thread's latest main-graph checkpoint, sent after `_TAKE` in the same pipeline: a
+statement of its own, so it sees what the last holder committed before letting go."""
+
+KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
+"""The server's TCP keepalives on a lease connection: when the holder's host dies or drops off
+the network, the server closes its connection (and so lets go of the lease) after about 25 s,
+where its default (the system's, often 2 hours) would keep the thread locked."""
+
+
+def _holder_name(pid: int, since: float) -> str:
+    """A lease connection's `application_name`: who holds it, since when (at most 63 bytes, as
+    the server keeps it: a long host name is cut)."""
+    return f"agentctl {pid} {int(since)} {HOST}"[:63]
+
+
+def _named_holder(name: str | None) -> Holder:
+    """The holder a lease connection's `application_name` names."""
+    parts = (name or "").split(" ", 3)
+    if len(parts) == 4 and parts[0] == "agentctl" and parts[1].isdigit() and parts[2].isdigit():
+        return Holder(int(parts[1]), parts[3], datetime_of(int(parts[2])), time.time())
+    return Holder(0, name or "an unknown session", now(), time.time())
 
 
 class PostgresThreadLease(TableThreadLease):
-    """`runner.threads.guards.TableThreadLease` in Postgres. Holders on other hosts are judged by
-    their heartbeat (each host's clock: keep them in sync to well under `ttl`)."""
+    """The lease of a Postgres thread database: a session-level advisory lock on the thread,
+    held on a connection of its own for as long as the lease is held.
+
+    Taking it and letting go of it commit nothing (one statement each, no transaction), so a
+    turn commits what LangGraph does plus the tool journal. The server lets go of a session's
+    locks when its connection closes: a holder that dies, however it dies, frees the thread at
+    once (its kernel closes the connection); one whose host dies or is cut off, when the
+    server's keepalives give up on the connection (`KEEPALIVE`, about 25 s). The holder names
+    itself (pid, host, since when) in its connection's `application_name`, which
+    `pg_stat_activity` shows to every user, so `ThreadBusy` says who holds the thread.
+
+    A connection per held thread (one, for a process running one thread at a time), kept for
+    the next lease when let go. A row of `agentctl_leases` (the table lease of
+    `runner.threads.guards`, written by an agentctl before this lease, or by one given a
+    connection without its URL) still counts while its holder lives: read in the same round
+    trip as the lock is taken, and so is the thread's latest checkpoint (`_TableLease.latest`,
+    once LangGraph's tables are there), which tells a session whether the thread moved since
+    its last turn.
+    """
+
+    IDLE = 2
+    """Lease connections kept open while no lease uses them."""
 
     def __init__(
-        self, conn: Any, lock: Any, *, ttl: float = 30.0, db: PostgresDatabase | None = None
+        self,
+        conn: Any,
+        lock: Any,
+        *,
+        ttl: float = 30.0,
+        db: PostgresDatabase | None = None,
+        url: str | None = None,
+        checkpoints: Callable[[], bool] = lambda: False,
     ) -> None:
-        """`db`: the home's, to share its `batched` blocks (a turn lets go of the lease in the
-        commit of its last bookkeeping)."""
+        """`url`: the database's, for the lease connections (without it, the table lease);
+        `db`: the home's; `checkpoints`: whether LangGraph's tables are there (then the lease
+        reads the thread's latest checkpoint as it is taken: `_TableLease.latest`)."""
         super().__init__(db or PostgresDatabase(conn, lock), ttl=ttl)
+        self.url = url
+        self.beats = url is None
+        self._conns: dict[str, tuple[Any, str, str, bool]] = {}
+        """thread id -> (its lease connection, the lease's token, since when, whether the
+        server's `thread` table was there when it was taken), of the leases held here."""
+        self._idle: list[Any] = []
+        self.checkpoints = checkpoints
+        self._latest: dict[str, tuple[str | None]] = {}
+
+    def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
+        with self._held_lock:
+            return self._latest.pop(thread_id, None)
+
+    def _connect(self) -> Any:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        options = conninfo_to_dict(str(self.url)).get("options")
+        return psycopg.connect(
+            str(self.url),
+            autocommit=True,
+            prepare_threshold=0,
+            connect_timeout=10,
+            options=f"{options} {KEEPALIVE}" if options else KEEPALIVE,
+        )
+
+    def _mine(self, thread_id: str) -> Holder:
+        return Holder(os.getpid(), HOST, self._conns[thread_id][2], time.time())
+
+    def _try(self, thread_id: str, token: str) -> Holder | None:
+        if self.url is None:
+            return super()._try(thread_id, token)
+        with self._held_lock:
+            if thread_id in self._conns:  # held by this process already
+                return self._mine(thread_id)
+            conn = self._idle.pop() if self._idle else None
+        taken = time.time()
+        got = False
+        try:
+            if conn is None or conn.closed:
+                conn = self._connect()
+            found: Holder | None = None
+            read_latest = self.checkpoints()
+            for _ in range(3):  # a holder that lets go between the two statements: again
+                with conn.pipeline():  # one round trip
+                    take = conn.execute(
+                        _TAKE,
+                        (LEASE_SPACE, thread_id, _holder_name(os.getpid(), taken), thread_id),
+                    )
+                    latest = conn.execute(_LATEST, (thread_id,)) if read_latest else None
+                got, _, served, runs, *lease_row = take.fetchone()
+                if got:
+                    break
+                holders = conn.execute(_HOLDER, (LEASE_SPACE, thread_id)).fetchall()
+                if holders:
+                    found = _named_holder(holders[0][0])
+                    break
+            else:
+                found = _named_holder(None)
+            if got and lease_row[0] is not None and not self._free(lease_row):
+                found = self.row_holder(lease_row)
+            elif got and runs:
+                self._no_server_run(conn, thread_id)
+        except BaseException:
+            if conn is not None:  # whatever it holds, let go with it
+                conn.close()
+            raise
+        if found is not None:
+            self._let_go(conn, thread_id, got)
+            return found
+        since = datetime_of(taken)
+        with self._held_lock:
+            self._conns[thread_id] = (conn, token, since, bool(served))
+            if latest is not None:
+                self._latest[thread_id] = (latest.fetchone()[0],)
+        return None
+
+    def _no_server_run(self, conn: Any, thread_id: str) -> None:
+        """Raise `RunError` if a server shares the database and runs the thread
+        (`_ServedThreadLease`); nothing here."""
+
+    def _let_go(self, conn: Any, thread_id: str, got: bool) -> None:
+        """Done with `conn` without taking the lease: unlocked if `got`, kept."""
+        if got:
+            self._unlock(conn, thread_id)
+        else:
+            self._keep(conn)
+
+    def _unlock(self, conn: Any, thread_id: str) -> None:
+        """Let go of the thread's lock on `conn`, and keep the connection for the next lease
+        (a broken one is closed: the server has let go of its locks)."""
+        import psycopg
+
+        try:
+            conn.execute(_UNLOCK, (LEASE_SPACE, thread_id))
+        except psycopg.Error:
+            conn.close()
+            return
+        self._keep(conn)
+
+    def _keep(self, conn: Any) -> None:
+        with self._held_lock:
+            if len(self._idle) < self.IDLE and not conn.closed:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def holder(self, thread_id: str) -> Holder | None:
+        if self.url is None:
+            return super().holder(thread_id)
+        with self._held_lock:
+            if thread_id in self._conns:
+                return self._mine(thread_id)
+        rows = self.db.fetch(_HOLDER, (LEASE_SPACE, thread_id))
+        if rows:
+            return _named_holder(rows[0][0])
+        return super().holder(thread_id)
+
+    def served(self) -> bool | None:
+        """Whether the server's `thread` table was there when this process took the lease it
+        holds (None when it holds none): what a turn goes by, instead of asking again."""
+        with self._held_lock:
+            return next((held[3] for held in self._conns.values()), None)
+
+    def _release(self, lease: Any) -> None:
+        if self.url is None:
+            super()._release(lease)
+            return
+        with self._held_lock:
+            self._held.pop(lease.token, None)
+            held = self._conns.get(lease.thread_id)
+            if held is None or held[1] != lease.token:
+                return
+            del self._conns[lease.thread_id]
+        self._unlock(held[0], lease.thread_id)
+
+    def close(self) -> None:
+        """Close every lease connection (letting go of the leases held on them)."""
+        with self._held_lock:
+            conns = [held[0] for held in self._conns.values()] + self._idle
+            self._conns, self._idle = {}, []
+        for conn in conns:
+            conn.close()
+
+
+def datetime_of(seconds: float) -> str:
+    """A time (seconds since the epoch) as the tables keep it (`runner.threads.schema.now`)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(int(seconds), UTC).isoformat(timespec="seconds")
 
 
 class PostgresAnswerLog(TableAnswerLog):
@@ -382,15 +639,21 @@ class PostgresHome(Home):
                 f"cannot open the thread database {self.path}: {first_line(exc)}"
             ) from None
         self._lock = threading.Lock()
-        self.db = PostgresDatabase(self.conn, self._lock)
+        self.db: PostgresDatabase = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db, url)
-        self.lease = _ServedThreadLease(self.conn, self._lock, db=self.db)
+        self.lease: _ServedThreadLease = _ServedThreadLease(
+            self.conn, self._lock, db=self.db, url=url, checkpoints=self._has_checkpointer
+        )
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal: PostgresToolJournal | None = None
         self._checkpointer: Any = None
         self._store: Any = None
         # first: a newer database is refused
         self._guarded(lambda: migrate(self.db, "postgres", str(self.path)))
+
+    def _has_checkpointer(self) -> bool:
+        """Whether LangGraph's saver was made here (and so its tables set up)."""
+        return self._checkpointer is not None
 
     def _missing(self, exc: ImportError) -> RunError:
         return RunError(
@@ -423,12 +686,13 @@ class PostgresHome(Home):
     def checkpointer(self) -> Any:
         if self._checkpointer is None:
             try:
-                from langgraph.checkpoint.postgres import PostgresSaver
+                saver = _folding_saver()(self.conn)
             except ImportError as exc:
                 raise self._missing(exc) from None
-            saver = PostgresSaver(self.conn)
             saver.lock = self._lock
-            saver.agentctl_journal = self.journal  # type: ignore[attr-defined]
+            saver.agentctl_db = self.db
+            saver.agentctl_written = {}
+            saver.agentctl_journal = self.journal
             self._guarded(saver.setup)
             self._checkpointer = saver
         return self._checkpointer
@@ -528,8 +792,12 @@ class PostgresHome(Home):
     # ------------------------------------------------------- threads shared with the server
 
     def _served(self) -> bool:
-        """Whether Aegra's thread table is in this database (looked up each time: a server may
-        start on the database while this process runs)."""
+        """Whether Aegra's thread table is in this database: as the lease this process holds
+        found it when taken (a turn asks once), else looked up now (a server may start on the
+        database while this process runs)."""
+        served = self.lease.served()
+        if served is not None:
+            return served
         rows = self.db.fetch("SELECT to_regclass('thread') IS NOT NULL", ())
         return bool(rows and rows[0][0])
 
@@ -608,33 +876,130 @@ class PostgresHome(Home):
             return found
         return sorted(found + served, key=lambda t: t.updated_at, reverse=True)
 
+    def last_written(self, thread_id: str) -> str | None:
+        written = getattr(self._checkpointer, "agentctl_written", {}).get(thread_id)
+        return written or super().last_written(thread_id)
+
     def close(self) -> None:
         self.retention.close()
+        deferred = self.db._held.take_deferred()  # the bookkeeping no commit took yet
+        if deferred and not self.conn.closed:
+            with contextlib.suppress(*self.db.errors):
+                self.db._flush(deferred)
+        self.lease.close()
         with self._lock:  # not while another thread is in the middle of a write
             self.conn.close()
 
 
+_SAVER: Any = None
+
+
+class _HeldStatements:
+    """A cursor that holds the statements run on it, to send them later (`send`); for
+    statements whose results nobody reads."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, Any, list[Any]]] = []
+        self.rows = 0
+
+    def execute(self, query: Any, params: Any = None) -> None:
+        self.statements.append(("execute", query, [params]))
+        self.rows += 1
+
+    def executemany(self, query: Any, params_seq: Any) -> None:
+        rows = list(params_seq)
+        if rows:
+            self.statements.append(("executemany", query, rows))
+            self.rows += len(rows)
+
+    def send(self, cur: Any) -> None:
+        for method, query, rows in self.statements:
+            if method == "execute":
+                cur.execute(query, rows[0])
+            else:
+                cur.executemany(query, rows)
+
+
+def _folding_saver() -> Any:
+    """LangGraph's `PostgresSaver` whose writes (a checkpoint with its values, a task's writes)
+    are each committed once, with the home's deferred writes (`Database.defer`), and which
+    remembers the latest main-graph checkpoint it wrote to each thread (`Home.last_written`).
+
+    LangGraph's saver sends a checkpoint's statements in a pipeline on an autocommit
+    connection: each row its own transaction, each waiting for the server to flush the
+    write-ahead log (about 3 ms where it goes to disk, most of a turn). Here the statements of
+    one write (LangGraph's `put`, `put_writes` and `delete_thread` read no result back) are
+    held, then sent in one pipeline: in one transaction (`BEGIN` ... `COMMIT` in the pipeline,
+    no round trip more) when they are more than one row or deferred writes go with them, else
+    alone. In one transaction a checkpoint is also whole or absent after a crash, never its
+    values without its row."""
+    global _SAVER
+    if _SAVER is None:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.pq import TransactionStatus
+        from psycopg.rows import dict_row
+
+        _IDLE = TransactionStatus.IDLE
+
+        class FoldingPostgresSaver(PostgresSaver):
+            agentctl_db: PostgresDatabase
+            agentctl_written: dict[str, str]
+
+            @contextmanager
+            def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+                if not pipeline or self.pipe is not None or _is_pool(self.conn, "ConnectionPool"):
+                    with super()._cursor(pipeline=pipeline) as cur:
+                        yield cur
+                    return
+                held = _HeldStatements()
+                yield held  # LangGraph's statements (it reads no result back), then sent:
+                deferred: list[Write] = []
+                conn: Any = self.conn
+                with self.lock, conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    try:
+                        with conn.pipeline():  # in one round trip
+                            deferred = self.agentctl_db.take_deferred()
+                            if deferred or held.rows > 1:  # one commit for all, not one a row
+                                cur.execute("BEGIN")
+                                self.agentctl_db.run(cur, deferred)
+                                held.send(cur)
+                                cur.execute("COMMIT")
+                            else:  # one row: its own commit already
+                                held.send(cur)
+                    except BaseException:
+                        self.agentctl_db.put_back(deferred)
+                        if not conn.closed and conn.info.transaction_status != _IDLE:
+                            conn.execute("ROLLBACK")
+                        raise
+
+            def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+                saved = super().put(config, checkpoint, metadata, new_versions)
+                configurable = config["configurable"]
+                if not configurable.get("checkpoint_ns"):
+                    self.agentctl_written[str(configurable["thread_id"])] = checkpoint["id"]
+                return saved
+
+        _SAVER = FoldingPostgresSaver
+    return _SAVER
+
+
 class _ServedThreadLease(PostgresThreadLease):
     """The lease, also refused while the server (Aegra, on the same database) has a run of the
-    thread pending or running: the server's runs take no agentctl lease."""
+    thread pending or running: the server's runs take no agentctl lease. (The home gives it its
+    URL: the table lease, without one, would not look.)"""
 
-    def _try(self, thread_id: str, token: str) -> Any:
-        rows = self.db.fetch(
-            "SELECT to_regclass('runs') IS NOT NULL AND to_regclass('thread') IS NOT NULL", ()
-        )
-        if rows and rows[0][0]:
-            active = self.db.fetch(
-                "SELECT run_id, status FROM runs WHERE thread_id = ? "
-                "AND status IN ('pending', 'running') ORDER BY created_at LIMIT 1",
-                (thread_id,),
+    def _no_server_run(self, conn: Any, thread_id: str) -> None:
+        active = conn.execute(
+            "SELECT run_id, status FROM runs WHERE thread_id = %s "
+            "AND status IN ('pending', 'running') ORDER BY created_at LIMIT 1",
+            (thread_id,),
+        ).fetchall()
+        if active:
+            run_id, status = active[0]
+            raise RunError(
+                f"thread {thread_id} has a run {status} on the server (run {run_id}); "
+                "continue it when that run has finished"
             )
-            if active:
-                run_id, status = active[0]
-                raise RunError(
-                    f"thread {thread_id} has a run {status} on the server (run {run_id}); "
-                    "continue it when that run has finished"
-                )
-        return super()._try(thread_id, token)
 
 
 VACUUM_MIN_DEAD = 100
@@ -764,8 +1129,8 @@ class PostgresRetention(TableRetention):
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "metadata->>'source', metadata->'parents'->>'', "
-        "metadata->'counters_since_delta_snapshot' "
-        "FROM checkpoints WHERE thread_id = ?"
+        "metadata->'counters_since_delta_snapshot', "
+        f"{WAITED.format(writes='checkpoint_writes')} FROM checkpoints c WHERE thread_id = ?"
     )
     SNAPSHOT_NEXT = (
         "UPDATE checkpoints SET metadata = jsonb_set(metadata, "

@@ -324,6 +324,27 @@ def keep_setting(value: object) -> tuple[bool, int | None]:
 Key = tuple[str, str]
 """(checkpoint namespace, checkpoint id)."""
 
+WAITED = (
+    "EXISTS (SELECT 1 FROM {writes} w WHERE w.thread_id = c.thread_id "
+    "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id "
+    "AND w.channel = '__interrupt__')"
+)
+"""Whether checkpoint `c` has an `__interrupt__` write (SQL, `{writes}` the writes table)."""
+
+Read = tuple[list[CheckpointRow], set[Key]]
+"""A thread's checkpoints, and those of them that wait for an answer."""
+
+
+def read_rows(found: Iterable[Any]) -> Read:
+    """The `Read` of rows of `TableRetention.ROWS`."""
+    rows: list[CheckpointRow] = []
+    waited: set[Key] = set()
+    for row in found:
+        rows.append(CheckpointRow.read(*row[:6]))
+        if row[6]:
+            waited.add((row[0], row[1]))
+    return rows, waited
+
 
 class TableRetention:
     """`CheckpointRetention` over a thread database's `Database`, for LangGraph's checkpoint
@@ -335,12 +356,13 @@ class TableRetention:
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "json_extract(CAST(metadata AS TEXT), '$.source'), "
         "json_extract(CAST(metadata AS TEXT), '$.parents.\"\"'), "
-        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') "
-        "FROM checkpoints WHERE thread_id = ?"
+        "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot'), "
+        f"{WAITED.format(writes='writes')} FROM checkpoints c WHERE thread_id = ?"
     )
-    """A thread's checkpoints as `CheckpointRow.read` reads them: ids, parent, metadata source,
-    root and counters since the delta channels' snapshots. It ends with its `WHERE`, which
-    `prune` extends."""
+    """A thread's checkpoints, one read: the columns `CheckpointRow.read` reads (ids, parent,
+    metadata source, root and counters since the delta channels' snapshots), then whether each
+    waits for an answer (has an `__interrupt__` write). It ends with its `WHERE`, which `prune`
+    extends."""
     SNAPSHOT_NEXT = (
         "UPDATE checkpoints SET metadata = CAST(json_set(CAST(metadata AS TEXT), "
         "'$.counters_since_delta_snapshot', json(?)) AS BLOB) "
@@ -404,16 +426,16 @@ class TableRetention:
                 f"{self.ROWS} AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT ?",
                 (thread_id, ALIGN_EVERY + 1),
             )
-            rows = [CheckpointRow.read(*row) for row in latest]
+            read = read_rows(latest)
         else:
-            rows = self._rows(self.db.fetch, thread_id)
-        due = snapshots_due(rows)
+            read = self._rows(self.db.fetch, thread_id)
+        due = snapshots_due(read[0])
         if due is not None:  # even keeping all: a lower `keep` later can then prune
             self.db.write(
                 self.SNAPSHOT_NEXT,
                 [(json.dumps({c: [SNAPSHOT_NOW, 0] for c in DELTA_CHANNELS}), thread_id, due)],
             )
-        if keep is None or not self._obsolete(self.db.fetch, thread_id, keep, rows):
+        if keep is None or not self._obsolete(self.db.fetch, thread_id, keep, read):
             return Pruned()
         with self.db.transaction(thread_id) as execute:
             gone = self._obsolete(execute, thread_id, keep)
@@ -437,30 +459,21 @@ class TableRetention:
             self.drop_values(execute, thread_id, values)
         return Pruned(checkpoints=len(gone), writes=writes)
 
-    def _rows(self, execute: Execute, thread_id: str) -> list[CheckpointRow]:
-        return [CheckpointRow.read(*row) for row in execute(self.ROWS, (thread_id,))]
+    def _rows(self, execute: Execute, thread_id: str) -> Read:
+        return read_rows(execute(self.ROWS, (thread_id,)))
 
     def _obsolete(
         self,
         execute: Execute,
         thread_id: str,
         keep: int,
-        rows: list[CheckpointRow] | None = None,
+        read: Read | None = None,
     ) -> list[Key]:
-        """The checkpoints of `thread_id` that `kept_checkpoints` does not keep (of `rows`, when
-        they were just read)."""
-        if rows is None:
-            rows = self._rows(execute, thread_id)
+        """The checkpoints of `thread_id` that `kept_checkpoints` does not keep (of `read`, when
+        the rows were just read)."""
+        rows, waited = read if read is not None else self._rows(execute, thread_id)
         if len(rows) <= keep:
             return []
-        waited = {
-            (ns, cid)
-            for ns, cid in execute(
-                f"SELECT DISTINCT checkpoint_ns, checkpoint_id FROM {self.WRITES} "
-                "WHERE thread_id = ? AND channel = '__interrupt__'",
-                (thread_id,),
-            )
-        }
         kept = kept_checkpoints(rows, waited, keep)
         return [
             (r.namespace, r.checkpoint_id)

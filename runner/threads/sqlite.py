@@ -169,8 +169,7 @@ class SqliteThreadLease(TableThreadLease):
         object (None when neither)."""
         rows = self.db.fetch(self._SELECT, (thread_id,))
         if rows and rows[0][2] != HOST and not self._free(rows[0]):
-            row = rows[0]
-            return Holder(int(row[1]), str(row[2]), str(row[4]), float(row[5]))
+            return self.row_holder(rows[0])
         with self._held_lock:
             return self._mine(thread_id) if thread_id in self._files else None
 
