@@ -16,10 +16,11 @@ That reducer reads the whole history on every update (an index of its ids, a cop
 and a step updates `messages` four times (the model's reply and the tool's result, each applied
 once to the state and once more to the copy the next edge reads). `MessagesChannel` is the
 same channel with the same reducer, plus a shortcut for the usual update, one that only adds
-messages: when every message written is a message object with an id that neither the history
-nor another written message has, the result is the history with them appended, which is what
-the reducer returns then; the ids are looked up in a set made in C. Anything else (a removal,
-a replacement, a message without id, a dict, an `Overwrite`) goes to the reducer.
+messages: when every message written is a message object without an id (a tool's result
+before LangGraph stamps one) or with an id that neither the history nor another written message
+has, the result is the history with them appended, which is what the reducer returns then; the
+ids are looked up in a set. Anything else (a removal, a replacement, a dict, an
+`Overwrite`) goes to the reducer.
 
 No `from __future__ import annotations` here: the state class is made inside `agent_state`,
 and LangChain reads its annotations, which must name the cadence there.
@@ -27,7 +28,6 @@ and LangChain reads its annotations, which must name the cadence there.
 
 import functools
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Annotated, Any, Required
 
 from langchain.agents.middleware.types import AgentState
@@ -43,13 +43,10 @@ the whole conversation; between two, retention keeps every checkpoint back to th
 turn of one tool call updates `messages` four times)."""
 
 
-_id = attrgetter("id")
-
-
 def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
     """`_messages_delta_reducer(state, writes)` when the writes only add messages (message
-    objects with ids that neither `state` nor another write has) to a history of message
-    objects; None otherwise (nothing written, too), for the reducer to do."""
+    objects without an id, or with one that neither `state` nor another write has) to a
+    history of message objects; None otherwise (nothing written, too), for the reducer to do."""
     if not state or not isinstance(state, list) or not isinstance(state[0], BaseMessage):
         return None
     new: list[Any] = []
@@ -60,17 +57,15 @@ def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
             new.append(write)
     if not new:  # no update (its version must not move), or an empty list written
         return None
-    ids = set(map(_id, state))
-    known = len(ids)
+    ids = {message.id for message in state}
+    expected = len(ids)
     for message in new:
-        if (
-            not isinstance(message, BaseMessage)
-            or isinstance(message, RemoveMessage)
-            or message.id is None
-        ):
+        if not isinstance(message, BaseMessage) or isinstance(message, RemoveMessage):
             return None
-        ids.add(message.id)
-    if len(ids) != known + len(new):  # an id the history has, or two writes share
+        if message.id is not None:  # one without is appended (LangGraph gives it an id later)
+            ids.add(message.id)
+            expected += 1
+    if len(ids) != expected:  # an id the history has, or two writes share
         return None
     return [*state, *new]
 

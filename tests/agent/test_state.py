@@ -55,6 +55,10 @@ def test_adding_messages_takes_the_shortcut_and_gives_what_the_reducer_gives() -
     history = [HumanMessage("go", id="h"), AIMessage("", id="a")]
     assert same_update(history, [[ToolMessage("1", tool_call_id="c", id="t")]])
     assert same_update(history, [AIMessage("x", id="b"), [HumanMessage("y", id="c")]])
+    # A tool's result before LangGraph gives it an id: appended, as the reducer does.
+    assert same_update(
+        history, [[ToolMessage("1", tool_call_id="c"), ToolMessage("2", tool_call_id="d")]]
+    )
 
 
 @pytest.mark.parametrize(
@@ -63,7 +67,6 @@ def test_adding_messages_takes_the_shortcut_and_gives_what_the_reducer_gives() -
         [],  # no update: the channel's version must not move
         [[AIMessage("again", id="a")]],  # replaces a message under its id
         [[AIMessage("new", id="b"), AIMessage("twice", id="b")]],  # two writes share an id
-        [[AIMessage("no id")]],
         [[RemoveMessage(id="h")]],
         [[RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("fresh", id="f")]],
         [{"role": "user", "content": "a dict"}],
