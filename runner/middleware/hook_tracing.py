@@ -108,23 +108,18 @@ def _made_checks() -> Callable[[], bool]:
 
 def _when_tracing(hook: Callable[..., Any], traced: Callable[..., Any]) -> Callable[..., Any]:
     """`hook` itself, or `traced` (its `traceable` wrapper) while a trace may be recorded."""
-    if inspect.iscoroutinefunction(hook):
-
-        @functools.wraps(hook)
-        async def ahook(*args: Any, **kwargs: Any) -> Any:
-            if might_trace():
-                return await traced(*args, **kwargs)
-            return await hook(*args, **kwargs)
-
-        return ahook
 
     @functools.wraps(hook)
-    def sync_hook(*args: Any, **kwargs: Any) -> Any:
+    def chosen(*args: Any, **kwargs: Any) -> Any:
         if might_trace():
             return traced(*args, **kwargs)
         return hook(*args, **kwargs)
 
-    return sync_hook
+    if inspect.iscoroutinefunction(hook):
+        # The coroutine of the hook (or of its wrapper) is handed on as it is, without one more
+        # coroutine around it; it still reads as a coroutine function.
+        return inspect.markcoroutinefunction(chosen)
+    return chosen
 
 
 @contextmanager
