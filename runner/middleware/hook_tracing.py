@@ -64,7 +64,8 @@ def _has_tracer(config: Any, tracer: type) -> bool:
     handlers = getattr(callbacks, "handlers", None) or (
         callbacks if isinstance(callbacks, list) else ()
     )
-    return any(isinstance(handler, tracer) for handler in handlers)
+    # Usually there are none: then no generator is made.
+    return bool(handlers) and any(isinstance(handler, tracer) for handler in handlers)
 
 
 _checks: Callable[[], bool] | None = None

@@ -148,9 +148,11 @@ def _size(message: BaseMessage) -> tuple[int, tuple[int, ...]]:
     content = message.content
     # Only an AI message's calls are counted (`approx_tokens`); asking another message for
     # `tool_calls` raises inside pydantic, which costs more than the rest of the count.
-    calls = message.tool_calls if isinstance(message, AIMessage) else ()
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return len(content), ()
     return len(content), tuple(
-        sum(len(v) for v in call["args"].values() if isinstance(v, str)) for call in calls
+        sum(len(v) for v in call["args"].values() if isinstance(v, str))
+        for call in message.tool_calls
     )
 
 
