@@ -43,11 +43,23 @@ the whole conversation; between two, retention keeps every checkpoint back to th
 turn of one tool call updates `messages` four times)."""
 
 
+_ADDABLE: dict[type, bool] = {}
+
+
+def _addable(cls: type) -> bool:
+    """Whether `cls` is a message class other than a removal, memoized: `isinstance` on a
+    pydantic class costs about a microsecond when the answer is no."""
+    known = _ADDABLE.get(cls)
+    if known is None:
+        known = _ADDABLE[cls] = issubclass(cls, BaseMessage) and not issubclass(cls, RemoveMessage)
+    return known
+
+
 def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
     """`_messages_delta_reducer(state, writes)` when the writes only add messages (message
     objects without an id, or with one that neither `state` nor another write has) to a
     history of message objects; None otherwise (nothing written, too), for the reducer to do."""
-    if not state or not isinstance(state, list) or not isinstance(state[0], BaseMessage):
+    if not state or type(state) is not list or not _addable(type(state[0])):
         return None
     new: list[Any] = []
     for write in writes:
@@ -60,7 +72,7 @@ def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
     ids = {message.id for message in state}
     expected = len(ids)
     for message in new:
-        if not isinstance(message, BaseMessage) or isinstance(message, RemoveMessage):
+        if not _addable(type(message)):
             return None
         if message.id is not None:  # one without is appended (LangGraph gives it an id later)
             ids.add(message.id)
