@@ -225,8 +225,8 @@ class FusedToolCalls(_Fused):
     def _acall(self, index: int, request: Any, execute: Callable[[Any], Any]) -> Awaitable[Any]:
         """The awaitable of layer `index` (each layer's own coroutine, none around it)."""
         if index == self._depth:
-            return execute(request)  # type: ignore[no-any-return]
-        return self.ahooks[index](request, lambda r: self._acall(index + 1, r, execute))  # type: ignore[no-any-return]
+            return execute(request)
+        return self.ahooks[index](request, lambda r: self._acall(index + 1, r, execute))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         return self._call(0, request, handler)

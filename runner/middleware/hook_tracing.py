@@ -116,11 +116,22 @@ def _when_tracing(hook: Callable[..., Any], traced: Callable[..., Any]) -> Calla
             return traced(*args, **kwargs)
         return hook(*args, **kwargs)
 
-    if inspect.iscoroutinefunction(hook):
-        # The coroutine of the hook (or of its wrapper) is handed on as it is, without one more
-        # coroutine around it; it still reads as a coroutine function.
-        return inspect.markcoroutinefunction(chosen)
-    return chosen
+    if not inspect.iscoroutinefunction(hook):
+        return chosen
+    # The coroutine of the hook (or of its wrapper) is handed on as it is, without one more
+    # coroutine around it; it still reads as a coroutine function. Python 3.11 cannot mark a
+    # function so: there, one coroutine goes around it.
+    mark: Callable[[Callable[..., Any]], Callable[..., Any]] | None = getattr(
+        inspect, "markcoroutinefunction", None
+    )
+    if mark is not None:
+        return mark(chosen)
+
+    @functools.wraps(hook)
+    async def ahook(*args: Any, **kwargs: Any) -> Any:
+        return await chosen(*args, **kwargs)
+
+    return ahook
 
 
 @contextmanager
