@@ -11,7 +11,9 @@ without and with a checkpointer (InMemorySaver), and on a SQLite checkpointer wi
 the time to build each agent, and the cost of a step at the start and at the end of a 500-step
 run (must not grow where avoidable). `--durable-only` runs the SQLite rows alone.
 
-Prints a table (median ms per step; ratios c/a and c/b) and, last, one JSON line. A 50-step
+Prints a table (median ms per step; ratios c/a and c/b), the same for the process's CPU time
+per step in the rows without SQLite (less moved by other processes' load than wall time), and,
+last, one JSON line. A 50-step
 run is repeated three times as often as a 500-step one.
 Targets (issue 10): c/a <= 1.5 and c/b < 1 under invoke and ainvoke; flat per-step cost.
 Target (issue 17): on SQLite with durability="sync", c/a within 1.2 under invoke and ainvoke.
@@ -25,6 +27,7 @@ import asyncio
 import itertools
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +47,27 @@ WINDOW = 50  # steps compared at the start and the end of a long run
 
 
 def run_once(
-    agent: Any, model: InstantModel, steps: int, mode: str, thread: str | None, **kwargs: Any
+    agent: Any,
+    model: InstantModel,
+    steps: int,
+    mode: str,
+    thread: str | None,
+    cpu: list[float] | None = None,
+    **kwargs: Any,
 ) -> float:
+    """Wall seconds of one run; its CPU seconds (the process's, all threads) go to `cpu`."""
     config: dict[str, Any] = {"recursion_limit": 4 * steps + 20}
     if thread is not None:
         config["configurable"] = {"thread_id": thread}
     message: Any = {"messages": [{"role": "user", "content": "go"}]}
     model.stamps.clear()
+    started = time.process_time()
     if mode == "invoke":
         seconds = timed(lambda: agent.invoke(message, config, **kwargs))
     else:
         seconds = timed(lambda: asyncio.run(agent.ainvoke(message, config)))
+    if cpu is not None:
+        cpu.append(time.process_time() - started)
     assert len(model.stamps) == steps + 1, f"expected {steps + 1} model calls"
     return seconds
 
@@ -87,13 +100,14 @@ def bench_steps(spec: Path, repeat: int, sizes: list[int]) -> dict[str, Any]:
             for k in CONTENDERS
         }
         times: dict[str, list[float]] = {k: [] for k in CONTENDERS}
+        cpu: dict[str, list[float]] = {k: [] for k in CONTENDERS}
         starts: dict[str, list[float]] = {k: [] for k in CONTENDERS}
         ends: dict[str, list[float]] = {k: [] for k in CONTENDERS}
         # Short runs are noisier: give them more repeats (a 50-step run takes a tenth of a second).
         for order in rotations(repeat * max(1, 150 // steps)):
             for kind in order:
                 thread = f"t{next(threads)}" if saver else None
-                seconds = run_once(agents[kind], models[kind], steps, mode, thread)
+                seconds = run_once(agents[kind], models[kind], steps, mode, thread, cpu[kind])
                 times[kind].append(seconds / steps)
                 if steps >= 4 * WINDOW:
                     first, last = growth(models[kind].stamps)
@@ -101,6 +115,7 @@ def bench_steps(spec: Path, repeat: int, sizes: list[int]) -> dict[str, Any]:
                     ends[kind].append(last)
         for kind in CONTENDERS:
             results[f"{kind}_{key}_ms"] = median(times[kind]) * 1e3
+            results[f"{kind}_{key}_cpu_ms"] = median(cpu[kind]) / steps * 1e3
             if starts[kind]:
                 results[f"{kind}_{key}_first_ms"] = median(starts[kind]) * 1e3
                 results[f"{kind}_{key}_last_ms"] = median(ends[kind]) * 1e3
@@ -206,6 +221,12 @@ def table(results: dict[str, Any], builds: dict[str, float], sizes: list[int]) -
         a, b, c = (results[f"{k}_{key}_ms"] for k in CONTENDERS)
         label = f"{steps} steps, {mode}, SQLite sync"
         rows.append(f"{label:<32}{a:>18.3f}{b:>18.3f}{c:>18.3f}{c / a:>7.2f}{c / b:>7.2f}")
+    rows += ["", "CPU ms per step (the process's CPU time, which other processes' load moves less)"]
+    for steps, mode, saver in itertools.product(sizes, ("invoke", "ainvoke"), ("none", "saver")):
+        key = f"{steps}_{mode}_{saver}"
+        a, b, c = (results[f"{k}_{key}_cpu_ms"] for k in CONTENDERS)
+        label = f"{steps} steps, {mode}" + (", checkpointer" if saver == "saver" else "")
+        rows.append(f"{label:<32}{a:>18.3f}{b:>18.3f}{c:>18.3f}{c / a:>7.2f}{c / b:>7.2f}")
     a, b, c = (builds[k] * 1e3 for k in CONTENDERS)
     label = "build the agent (ms)"
     rows.append(f"{label:<32}{a:>18.1f}{b:>18.1f}{c:>18.1f}{c / a:>7.2f}{c / b:>7.2f}")
@@ -264,6 +285,8 @@ def main() -> None:
         c = results[f"agentctl_{key}_ms"]
         summary[f"ratio_ca_{key}"] = round(c / results[f"bare_{key}_ms"], 3)
         summary[f"ratio_cb_{key}"] = round(c / results[f"deepagents_{key}_ms"], 3)
+        cpu = results[f"agentctl_{key}_cpu_ms"] / results[f"bare_{key}_cpu_ms"]
+        summary[f"ratio_ca_{key}_cpu"] = round(cpu, 3)
     print(json.dumps(summary))
 
 

@@ -12,24 +12,90 @@ writes since through the channel's reducer. Retention keeps that chain of ancest
 The reducer is LangGraph's own batch reducer for messages: LangGraph gives every message written
 to a channel with that reducer a stable id before it is saved, which a replay needs.
 
+That reducer reads the whole history on every update (an index of its ids, a copy, a filter),
+and a step updates `messages` four times (the model's reply and the tool's result, each applied
+once to the state and once more to the copy the next edge reads). `MessagesChannel` is the
+same channel with the same reducer, plus a shortcut for the usual update, one that only adds
+messages: when every message written is a message object without an id (a tool's result
+before LangGraph stamps one) or with an id that neither the history nor another written message
+has, the result is the history with them appended, which is what the reducer returns then; the
+ids are looked up in a set. Anything else (a removal, a replacement, a dict, an
+`Overwrite`) goes to the reducer.
+
 No `from __future__ import annotations` here: the state class is made inside `agent_state`,
 and LangChain reads its annotations, which must name the cadence there.
 """
 
 import functools
+from collections.abc import Sequence
 from typing import Annotated, Any, Required
 
 from langchain.agents.middleware.types import AgentState
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import _messages_delta_reducer
 
-__all__ = ["SNAPSHOT_EVERY", "agent_state"]
+__all__ = ["SNAPSHOT_EVERY", "MessagesChannel", "agent_state", "appended"]
 
 SNAPSHOT_EVERY = 50
 """Updates of `messages` between two snapshots of the whole list. A snapshot costs a write of
 the whole conversation; between two, retention keeps every checkpoint back to the last one (a
 turn of one tool call updates `messages` four times)."""
+
+
+_ADDABLE: dict[type, bool] = {}
+
+
+def _addable(cls: type) -> bool:
+    """Whether `cls` is a message class other than a removal, memoized: `isinstance` on a
+    pydantic class costs about a microsecond when the answer is no."""
+    known = _ADDABLE.get(cls)
+    if known is None:
+        known = _ADDABLE[cls] = issubclass(cls, BaseMessage) and not issubclass(cls, RemoveMessage)
+    return known
+
+
+def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
+    """`_messages_delta_reducer(state, writes)` when the writes only add messages (message
+    objects without an id, or with one that neither `state` nor another write has) to a
+    history of message objects; None otherwise (nothing written, too), for the reducer to do."""
+    if not state or type(state) is not list or not _addable(type(state[0])):
+        return None
+    new: list[Any] = []
+    for write in writes:
+        if isinstance(write, list):
+            new.extend(write)
+        else:
+            new.append(write)
+    if not new:  # no update (its version must not move), or an empty list written
+        return None
+    ids = {message.id for message in state}
+    expected = len(ids)
+    for message in new:
+        if not _addable(type(message)):
+            return None
+        if message.id is not None:  # one without is appended (LangGraph gives it an id later)
+            ids.add(message.id)
+            expected += 1
+    if len(ids) != expected:  # an id the history has, or two writes share
+        return None
+    return [*state, *new]
+
+
+class MessagesChannel(DeltaChannel[Any]):
+    """LangGraph's `DeltaChannel`, whose updates that only add messages skip the reducer's
+    read of the whole history (`appended`); the reducer is the same object, so LangGraph
+    treats the channel as one of its own message channels."""
+
+    __slots__ = ()
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if self.reducer is _messages_delta_reducer:
+            added = appended(self.value, values)
+            if added is not None:
+                self.value = added
+                return True
+        return super().update(values)
 
 
 @functools.cache
@@ -40,7 +106,7 @@ def agent_state(snapshot_every: int) -> type:
         messages: Required[
             Annotated[
                 list[AnyMessage],
-                DeltaChannel(_messages_delta_reducer, snapshot_frequency=snapshot_every),
+                MessagesChannel(_messages_delta_reducer, snapshot_frequency=snapshot_every),
             ]
         ]
 

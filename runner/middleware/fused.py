@@ -122,19 +122,22 @@ class _Fused(AgentMiddleware):
 
 # --------------------------------------------------------------------------- model calls
 
-Layer = tuple[ModelResponse, list[Command]]
+Layer = tuple[ModelResponse, Sequence[Command]]
+_NONE: tuple[Command, ...] = ()
 
 
 def _split(result: Any) -> Layer:
     """A hook's result as create_agent normalizes it between layers: (response, commands)."""
+    if type(result) is ModelResponse:  # the usual result, first
+        return result, _NONE
     if isinstance(result, ExtendedModelResponse):
-        return result.model_response, [result.command] if result.command is not None else []
+        return result.model_response, (result.command,) if result.command is not None else _NONE
     if isinstance(result, AIMessage):
-        return ModelResponse(result=[result], structured_response=None), []
-    return result, []
+        return ModelResponse(result=[result], structured_response=None), _NONE
+    return result, _NONE
 
 
-def _joined(response: ModelResponse, commands: list[Command]) -> Any:
+def _joined(response: ModelResponse, commands: Sequence[Command]) -> Any:
     """One result for create_agent: the commands' updates in order, as one command."""
     if not commands:
         return response
@@ -155,13 +158,18 @@ def _joined(response: ModelResponse, commands: list[Command]) -> Any:
 
 
 class FusedModelCalls(_Fused):
-    """Adjacent harness `wrap_model_call` hooks run as one."""
+    """Adjacent harness `wrap_model_call` hooks run as one.
+
+    Each layer but the innermost hands its hook an `inner` handler that runs the next layer and
+    keeps that layer's commands (those of the last attempt, when a hook calls it again); they
+    come before the layer's own."""
 
     def __init__(self, members: list[tuple[type, Middleware]]) -> None:
         super().__init__(members, "model")
+        self._last = len(self.hooks) - 1
 
     def _call(self, index: int, request: ModelRequest, handler: Callable[..., Any]) -> Layer:
-        if index == len(self.hooks) - 1:
+        if index == self._last:
             return _split(self.hooks[index](request, handler))
         inner_commands: list[Command] = []
 
@@ -172,12 +180,12 @@ class FusedModelCalls(_Fused):
             return response
 
         response, commands = _split(self.hooks[index](request, inner))
-        return response, [*inner_commands, *commands]
+        return response, [*inner_commands, *commands] if inner_commands else commands
 
     async def _acall(
         self, index: int, request: ModelRequest, handler: Callable[..., Awaitable[Any]]
     ) -> Layer:
-        if index == len(self.ahooks) - 1:
+        if index == self._last:
             return _split(await self.ahooks[index](request, handler))
         inner_commands: list[Command] = []
 
@@ -188,7 +196,7 @@ class FusedModelCalls(_Fused):
             return response
 
         response, commands = _split(await self.ahooks[index](request, inner))
-        return response, [*inner_commands, *commands]
+        return response, [*inner_commands, *commands] if inner_commands else commands
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
         return _joined(*self._call(0, request, handler))
@@ -207,20 +215,18 @@ class FusedToolCalls(_Fused):
 
     def __init__(self, members: list[tuple[type, Middleware]]) -> None:
         super().__init__(members, "tool")
+        self._depth = len(self.hooks)
 
     def _call(self, index: int, request: Any, execute: Callable[[Any], Any]) -> Any:
-        if index == len(self.hooks):
+        if index == self._depth:
             return execute(request)
         return self.hooks[index](request, lambda r: self._call(index + 1, r, execute))
 
-    async def _acall(self, index: int, request: Any, execute: Callable[[Any], Any]) -> Any:
-        if index == len(self.ahooks):
-            return await execute(request)
-
-        async def inner(r: Any) -> Any:
-            return await self._acall(index + 1, r, execute)
-
-        return await self.ahooks[index](request, inner)
+    def _acall(self, index: int, request: Any, execute: Callable[[Any], Any]) -> Awaitable[Any]:
+        """The awaitable of layer `index` (each layer's own coroutine, none around it)."""
+        if index == self._depth:
+            return execute(request)
+        return self.ahooks[index](request, lambda r: self._acall(index + 1, r, execute))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         return self._call(0, request, handler)

@@ -35,7 +35,17 @@ _PATCH_LOCK = threading.RLock()
 def might_trace() -> bool:
     """Whether LangSmith's `traceable` would record a span here (conservatively: True when in
     doubt). Mirrors its decision: enabled by context or environment, or a parent run to attach
-    to, either LangSmith's own or a LangChain tracer's."""
+    to, either LangSmith's own or a LangChain tracer's.
+
+    It runs on every harness hook call, so it reads LangSmith's context variables itself (a
+    tenth of a microsecond) rather than through `tracing_is_enabled`, which builds the whole
+    tracing context each time (about 6 us, twice a step); where those variables are not what
+    this LangSmith version has, it asks LangSmith."""
+    return (_checks or _made_checks())()
+
+
+def _langsmiths_decision() -> bool:
+    """LangSmith's own answer, through its public functions (what `_made_checks` follows)."""
     from langchain_core.runnables.config import var_child_runnable_config
     from langchain_core.tracers.langchain import LangChainTracer
     from langsmith.run_helpers import get_current_run_tree
@@ -43,33 +53,85 @@ def might_trace() -> bool:
 
     if get_current_run_tree() is not None or tracing_is_enabled():
         return True
-    config = var_child_runnable_config.get()
+    return _has_tracer(var_child_runnable_config.get(), LangChainTracer)
+
+
+def _has_tracer(config: Any, tracer: type) -> bool:
+    """A LangChain tracer among the callbacks of the runnable being run (`config`)."""
     callbacks = config.get("callbacks") if config else None
+    if callbacks is None:
+        return False
     handlers = getattr(callbacks, "handlers", None) or (
         callbacks if isinstance(callbacks, list) else ()
     )
-    return any(isinstance(handler, LangChainTracer) for handler in handlers)
+    # Usually there are none: then no generator is made.
+    return bool(handlers) and any(isinstance(handler, tracer) for handler in handlers)
+
+
+_checks: Callable[[], bool] | None = None
+
+
+def _made_checks() -> Callable[[], bool]:
+    """`tracing_is_enabled`'s steps, in its order, on LangSmith's context variables: the
+    `enabled` of `tracing_context` when set, else a run in progress, else the global setting,
+    else the environment (`LANGSMITH_TRACING`, through LangSmith's cached lookup); then the
+    callbacks."""
+    global _checks
+    from langchain_core.runnables.config import var_child_runnable_config
+    from langchain_core.tracers.langchain import LangChainTracer
+
+    try:
+        from langsmith._internal import _context
+        from langsmith.utils import get_env_var
+
+        parent = _context._PARENT_RUN_TREE_REF
+        enabled_here = _context._TRACING_ENABLED
+        _context._GLOBAL_TRACING_ENABLED  # noqa: B018 - this version has it
+    except (ImportError, AttributeError):
+        _checks = _langsmiths_decision
+        return _checks
+
+    def checks() -> bool:
+        ref = parent.get()
+        if ref is not None and ref() is not None:
+            return True
+        enabled = enabled_here.get()
+        if enabled is None:
+            enabled = _context._GLOBAL_TRACING_ENABLED
+        if enabled is None:
+            tracing = get_env_var("TRACING", default="")
+            enabled = get_env_var("TRACING_V2", default=tracing) == "true"
+        return bool(enabled) or _has_tracer(var_child_runnable_config.get(), LangChainTracer)
+
+    _checks = checks
+    return checks
 
 
 def _when_tracing(hook: Callable[..., Any], traced: Callable[..., Any]) -> Callable[..., Any]:
     """`hook` itself, or `traced` (its `traceable` wrapper) while a trace may be recorded."""
-    if inspect.iscoroutinefunction(hook):
-
-        @functools.wraps(hook)
-        async def ahook(*args: Any, **kwargs: Any) -> Any:
-            if might_trace():
-                return await traced(*args, **kwargs)
-            return await hook(*args, **kwargs)
-
-        return ahook
 
     @functools.wraps(hook)
-    def sync_hook(*args: Any, **kwargs: Any) -> Any:
+    def chosen(*args: Any, **kwargs: Any) -> Any:
         if might_trace():
             return traced(*args, **kwargs)
         return hook(*args, **kwargs)
 
-    return sync_hook
+    if not inspect.iscoroutinefunction(hook):
+        return chosen
+    # The coroutine of the hook (or of its wrapper) is handed on as it is, without one more
+    # coroutine around it; it still reads as a coroutine function. Python 3.11 cannot mark a
+    # function so: there, one coroutine goes around it.
+    mark: Callable[[Callable[..., Any]], Callable[..., Any]] | None = getattr(
+        inspect, "markcoroutinefunction", None
+    )
+    if mark is not None:
+        return mark(chosen)
+
+    @functools.wraps(hook)
+    async def ahook(*args: Any, **kwargs: Any) -> Any:
+        return await chosen(*args, **kwargs)
+
+    return ahook
 
 
 @contextmanager

@@ -113,8 +113,10 @@ class LargeInputsMiddleware(AgentMiddleware):
     def _record(
         self, request: Any, result: Any, references: dict[str, str], files: dict[str, Any]
     ) -> Any:
+        if not references:
+            return result
         message_id = self._ai_message_id(request)
-        if not references or message_id is None:
+        if message_id is None:
             return result
         update: dict[str, Any] = {
             "evicted_inputs": {message_id: {request.tool_call["id"]: references}}

@@ -440,9 +440,10 @@ class ReplyCheckMiddleware(AgentMiddleware):
                     + "); send another message to continue the thread",
                 )
             return result
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
         calls, answers, changed = _readable_calls(reply, taken, cut_off=cut_off)
-        answers = [a for a in answers if a.tool_call_id not in answered]
+        if answers:  # drop those the reply's own results already give
+            answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+            answers = [a for a in answers if a.tool_call_id not in answered]
         if not changed and not answers:
             return result
         if cut_off:

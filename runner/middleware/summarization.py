@@ -126,11 +126,16 @@ def approx_tokens(message: BaseMessage) -> int:
     if isinstance(content, list) and any(_is_image(block) for block in content):
         images = sum(1 for block in content if _is_image(block))
         content = [block for block in content if not _is_image(block)]
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    text = content if isinstance(content, str) else _JSON.encode(content)
     size = len(text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
     if isinstance(message, AIMessage) and message.tool_calls:
-        size += len(json.dumps([c["args"] for c in message.tool_calls], default=str))
+        size += len(_JSON.encode([c["args"] for c in message.tool_calls]))
     return size // CHARS_PER_TOKEN + 4
+
+
+_JSON = json.JSONEncoder(default=str)
+"""`json.dumps(..., default=str)` without making an encoder per call (it runs for every new
+message)."""
 
 
 def _is_image(block: object) -> bool:
@@ -141,9 +146,13 @@ def _size(message: BaseMessage) -> tuple[int, tuple[int, ...]]:
     """A cheap signature of a message's size: its content's length and its tool-call argument
     lengths (enough to tell a large argument from its short reference)."""
     content = message.content
-    calls = getattr(message, "tool_calls", None) or ()
+    # Only an AI message's calls are counted (`approx_tokens`); asking another message for
+    # `tool_calls` raises inside pydantic, which costs more than the rest of the count.
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return len(content), ()
     return len(content), tuple(
-        sum(len(v) for v in call["args"].values() if isinstance(v, str)) for call in calls
+        sum(len(v) for v in call["args"].values() if isinstance(v, str))
+        for call in message.tool_calls
     )
 
 

@@ -83,15 +83,16 @@ class Tallies(Generic[T]):
         with self._lock:  # taken out, so its tally is this call's alone to extend
             known = self._known.pop(first_id, None)
         if known is not None and self._continues(messages, known):
-            value, done = known.value, known.length
+            self._add(known.value, messages[known.length :])
+            known.length, known.last_id = len(messages), last_id
         else:
-            value, done = self._start(), 0
-        self._add(value, messages[done:])
+            known = _Tally(len(messages), last_id, self._start())
+            self._add(known.value, messages)
         with self._lock:
             while len(self._known) >= self._remembered:
                 del self._known[next(iter(self._known))]
-            self._known[first_id] = _Tally(len(messages), last_id, value)
-        return value
+            self._known[first_id] = known
+        return known.value
 
     @staticmethod
     def _continues(messages: Sequence[Any], known: _Tally[T]) -> bool:

@@ -124,6 +124,32 @@ def test_fused_hooks_run_in_the_same_order_with_the_same_result(asynchronous: bo
     assert sum(isinstance(m, FusedToolCalls) for m in fused) == 2
 
 
+class Twice(Recorder):
+    """Calls the model (the layers inside it) twice, as a retry does, and keeps the second
+    reply: the inner layers' commands of the first attempt are dropped."""
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        handler(request)
+        return super().wrap_model_call(request, handler)
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        await handler(request)
+        return await super().awrap_model_call(request, handler)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_layer_that_calls_again_keeps_the_last_attempts_commands(asynchronous: bool) -> None:
+    def members(trace: list[str]) -> list[AgentMiddleware]:
+        return [Recorder("a", trace), Twice("twice", trace), Recorder("b", trace)]
+
+    separate: list[str] = []
+    expected = run(members(separate), asynchronous=asynchronous)
+    together: list[str] = []
+    got = run(fuse_wrap_hooks(members(together), lambda m: True), asynchronous=asynchronous)
+    assert together == separate
+    assert got["log"] == expected["log"] == ["b", "twice", "a"] * 2
+
+
 def test_fused_members_keep_their_state_and_lose_only_their_wrap_hooks() -> None:
     trace: list[str] = []
     original = chain(trace)

@@ -126,6 +126,51 @@ def test_might_trace_follows_langsmiths_decision() -> None:
     assert not might_trace()
 
 
+@pytest.mark.parametrize("in_run", [False, True])
+@pytest.mark.parametrize("here", [None, True, False, "local"])
+@pytest.mark.parametrize("globally", [None, True, False])
+@pytest.mark.parametrize("environment", ["", "true", "false"])
+def test_might_trace_reads_langsmiths_variables_as_langsmith_does(
+    monkeypatch: pytest.MonkeyPatch, in_run: bool, here: Any, globally: Any, environment: str
+) -> None:
+    """The fast check gives LangSmith's own answer (`tracing_is_enabled` and a run in progress)
+    for every combination of what decides it: a run, `tracing_context(enabled=...)`, the global
+    setting and the environment."""
+    from langsmith._internal import _context
+    from langsmith.utils import get_env_var
+
+    from runner.middleware.hook_tracing import _langsmiths_decision
+
+    for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING", "LANGSMITH_TRACING_V2"):
+        monkeypatch.delenv(name, raising=False)
+    if environment:
+        monkeypatch.setenv("LANGCHAIN_TRACING_V2", environment)
+    else:
+        monkeypatch.delenv("LANGCHAIN_TRACING_V2", raising=False)
+    monkeypatch.setattr(_context, "_GLOBAL_TRACING_ENABLED", globally)
+    get_env_var.cache_clear()
+    try:
+
+        def decisions() -> tuple[bool, bool]:
+            with langsmith.tracing_context(enabled=here):
+                return might_trace(), _langsmiths_decision()
+
+        if in_run:
+            traced = langsmith.traceable(client=mock.MagicMock(spec=langsmith.Client))(decisions)
+            with langsmith.tracing_context(enabled=True):
+                fast, reference = traced()
+        else:
+            fast, reference = decisions()
+    finally:
+        get_env_var.cache_clear()
+    assert fast == reference
+    assert fast is (
+        in_run
+        or bool(here)
+        or (here is None and (bool(globally) or (globally is None and environment == "true")))
+    )
+
+
 def test_concurrent_builds_keep_langchains_traceable(tmp_path: Path) -> None:
     from langchain.agents import factory
 
