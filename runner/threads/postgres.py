@@ -1050,6 +1050,8 @@ class PostgresRetention(TableRetention):
         self._vacuum: threading.Thread | None = None
         self._conn: Any = None
         """The vacuum's connection, opened at the first vacuum."""
+        self._flush_stats = True
+        """Whether the server has `pg_stat_force_next_flush` (PostgreSQL 15 and later)."""
         self.vacuumed: list[list[str]] = []
         """The tables of each vacuum this process ran, in order (what tests and benches read)."""
 
@@ -1071,7 +1073,16 @@ class PostgresRetention(TableRetention):
         self._removed = True
 
     def crowded(self) -> list[str]:
-        """The checkpoint tables with more dead rows than the thresholds allow."""
+        """The checkpoint tables with more dead rows than the thresholds allow. A backend
+        reports its counts to the server's statistics at most once a second, so the rows this
+        connection's prune just deleted are first flushed (`pg_stat_force_next_flush`, from
+        PostgreSQL 15: the flush happens before the server answers); without it the counts
+        lagged by up to a second, and how many vacuums a thread got depended on timing."""
+        if self._flush_stats:
+            try:
+                self.db.fetch("SELECT pg_stat_force_next_flush()")
+            except self.db.errors:
+                self._flush_stats = False  # before PostgreSQL 15: the counts may lag
         limits = (VACUUM_MIN_DEAD, VACUUM_DEAD_FRACTION)
         rows = self.db.fetch(_DEAD, (list(self.TABLES), *limits, *limits))
         return sorted(str(row[0]) for row in rows)

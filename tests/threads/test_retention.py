@@ -544,7 +544,7 @@ def test_pruned_postgres_rows_give_their_space_back_without_autovacuum(
         unbounded, none = _long_postgres_thread(tmp_path / "b", url, turns, vacuum=False)
     assert none == 0
     assert 1 <= vacuums <= turns // 4
-    # at 80 turns the dead rows are a fifth of the unvacuumed tables or more, and grow; how
-    # many vacuums run depends on when the server's statistics see the dead rows (seen: 1 or
-    # 2), and with one the tables were 0.75 of the unvacuumed ones
-    assert bounded * 5 < unbounded * 4, (bounded, unbounded)
+    # the prune's dead rows are flushed to the server's statistics before they are read, so
+    # the vacuums do not depend on timing (seen: 4 every time, the tables 0.46 of the
+    # unvacuumed ones; before the flush, 1 or 2 vacuums and 0.75-0.89)
+    assert bounded * 5 < unbounded * 3, (bounded, unbounded)
