@@ -1167,11 +1167,17 @@ class PostgresRetention(TableRetention):
         }
 
     def drop_values(self, execute: Execute, thread_id: str, values: set[Any]) -> None:
-        for ns, channel, version in values:
-            execute(
-                "DELETE FROM checkpoint_blobs b WHERE thread_id = ? AND checkpoint_ns = ? "
-                "AND channel = ? AND version = ? AND NOT EXISTS (SELECT 1 FROM checkpoints k "
-                "WHERE k.thread_id = b.thread_id AND k.checkpoint_ns = b.checkpoint_ns "
-                "AND k.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
-                (thread_id, ns, channel, version),
-            )
+        """Remove the `values` (namespace, channel, version) no kept checkpoint names: one
+        statement."""
+        if not values:
+            return
+        namespaces, channels, versions = (list(column) for column in zip(*values, strict=True))
+        execute(
+            "DELETE FROM checkpoint_blobs b "
+            "USING unnest(?::text[], ?::text[], ?::text[]) AS g(ns, channel, version) "
+            "WHERE b.thread_id = ? AND b.checkpoint_ns = g.ns AND b.channel = g.channel "
+            "AND b.version = g.version AND NOT EXISTS (SELECT 1 FROM checkpoints k "
+            "WHERE k.thread_id = b.thread_id AND k.checkpoint_ns = b.checkpoint_ns "
+            "AND k.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
+            (namespaces, channels, versions, thread_id),
+        )

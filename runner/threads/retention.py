@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -331,6 +331,27 @@ WAITED = (
 )
 """Whether checkpoint `c` has an `__interrupt__` write (SQL, `{writes}` the writes table)."""
 
+BATCH = 500
+"""Checkpoints removed by one `DELETE` (well under SQLite's 32,766 bound variables)."""
+
+
+def batches(keys: Iterable[Key]) -> Iterator[tuple[str, list[str]]]:
+    """`keys` as (namespace, up to `BATCH` of its checkpoint ids): a prune deletes a turn's
+    obsolete checkpoints, or the chain a new snapshot cut (some 50), with a statement per
+    table and namespace, not one per checkpoint."""
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, checkpoint_id in keys:
+        by_namespace.setdefault(namespace, []).append(checkpoint_id)
+    for namespace, ids in by_namespace.items():
+        for start in range(0, len(ids), BATCH):
+            yield namespace, ids[start : start + BATCH]
+
+
+def marks(values: Sequence[Any]) -> str:
+    """Placeholders for `values` in an SQL `IN (...)`."""
+    return ", ".join("?" * len(values))
+
+
 Read = tuple[list[CheckpointRow], set[Key]]
 """A thread's checkpoints, and those of them that wait for an answer."""
 
@@ -443,19 +464,15 @@ class TableRetention:
                 return Pruned()
             values = self.values_of(execute, thread_id, gone)
             writes = 0
-            for ns, cid in gone:
+            for ns, ids in batches(gone):
+                where = f"thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks(ids)})"
                 writes += len(
                     execute(
-                        f"DELETE FROM {self.WRITES} WHERE thread_id = ? AND checkpoint_ns = ? "
-                        "AND checkpoint_id = ? RETURNING 1",
-                        (thread_id, ns, cid),
+                        f"DELETE FROM {self.WRITES} WHERE {where} RETURNING 1",
+                        (thread_id, ns, *ids),
                     )
                 )
-                execute(
-                    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND checkpoint_id = ?",
-                    (thread_id, ns, cid),
-                )
+                execute(f"DELETE FROM checkpoints WHERE {where}", (thread_id, ns, *ids))
             self.drop_values(execute, thread_id, values)
         return Pruned(checkpoints=len(gone), writes=writes)
 
