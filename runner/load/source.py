@@ -55,6 +55,15 @@ class Pos:
     block: bool = False  # a `|` or `>` scalar: its text starts on the line after `loc`
     text_col: int = 1  # for a block scalar, the column where its lines start (its indentation)
 
+    def key_loc(self, key: str) -> Loc:
+        """Where the mapping's `key` is written (the mapping's own place when it is absent)."""
+        return self.key_locs.get(key, self.loc)
+
+    def value_loc(self, key: str) -> Loc:
+        """Where the value of the mapping's `key` is (the mapping's own place when absent)."""
+        child = self.children.get(key)
+        return child.loc if child is not None else self.loc
+
 
 def format_path(path: KeyPath) -> str:
     """`subagents[1].model`, `backend.routes["/memories/"].kind`."""

@@ -14,10 +14,10 @@ from typing import Any
 
 from runner.load.dialects.common import (
     Translation,
-    agent_name,
     bare_model,
     model_id,
     path_from,
+    put_name,
     unknown_field,
 )
 from runner.load.source import Loc, Pos
@@ -96,13 +96,7 @@ def read_text(path: Path, text: str, shown: str) -> Translation:
 def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation:
     tr = Translation("adk", shown)
     here = pos.loc
-
-    def loc(key: str) -> Loc:
-        return pos.key_locs.get(key, here)
-
-    def vloc(key: str) -> Loc:
-        child = pos.children.get(key)
-        return child.loc if child is not None else here
+    loc, vloc = pos.key_loc, pos.value_loc
 
     kind = value.get("agent_class", "LlmAgent")
     if kind not in ("LlmAgent", "Agent"):
@@ -116,11 +110,7 @@ def read(path: Path, value: dict[str, Any], pos: Pos, shown: str) -> Translation
         return tr
     name = value.get("name")
     if isinstance(name, str) and name.strip():
-        slug = agent_name(name)
-        tr.put("name", slug, vloc("name"))
-        if slug != name:
-            tr.warn(vloc("name"), "name", f"{name!r} is not an agentctl name; runs as {slug!r}")
-            tr.comment("name", f"{name!r} in the original")
+        put_name(tr, name, vloc("name"))
     else:
         tr.fail(here, "name", "missing: an ADK agent needs `name:`")
     if "description" in value:

@@ -24,6 +24,7 @@ from runner.load.dialects.common import (
     model_id,
     project_backend,
     project_dir,
+    put_name,
     split_tools,
     tool_settings,
     tools_of,
@@ -106,21 +107,11 @@ def read(path: Path, text: str, shown: str) -> Translation:
     value = {k: v for k, v in fm.value.items() if v is not None or k not in MAPPED}
     pos = fm.pos
     here = pos.loc
-
-    def loc(key: str) -> Loc:
-        return pos.key_locs.get(key, here)
-
-    def vloc(key: str) -> Loc:
-        child = pos.children.get(key)
-        return child.loc if child is not None else here
+    loc, vloc = pos.key_loc, pos.value_loc
 
     name = value.get("name")
     if isinstance(name, str) and name.strip():
-        slug = agent_name(name)
-        tr.put("name", slug, vloc("name"))
-        if slug != name:
-            tr.warn(vloc("name"), "name", f"{name!r} is not an agentctl name; runs as {slug!r}")
-            tr.comment("name", f"{name!r} in the original")
+        put_name(tr, name, vloc("name"))
     else:
         tr.put("name", agent_name(path.name.removesuffix(".md")), here)
         tr.warn(here, "name", "missing; named after the file")

@@ -20,6 +20,7 @@ from runner.load.dialects.common import (
     model_id,
     path_from,
     project_dir,
+    put_name,
     unknown_field,
 )
 from runner.load.source import Loc
@@ -83,11 +84,7 @@ def read(path: Path, text: str, shown: str) -> Translation:
 
     name = value.get("name")
     if isinstance(name, str) and name.strip():
-        slug = agent_name(name)
-        tr.put("name", slug, loc("name"))
-        if slug != name:
-            tr.warn(loc("name"), "name", f"{name!r} is not an agentctl name; runs as {slug!r}")
-            tr.comment("name", f"{name!r} in the original")
+        put_name(tr, name, loc("name"))
     else:
         tr.put("name", agent_name(path.stem), here)
         tr.warn(here, "name", "missing; named after the file")

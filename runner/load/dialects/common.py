@@ -157,6 +157,16 @@ def agent_name(raw: str) -> str:
     return slug[:64] or "agent"
 
 
+def put_name(tr: Translation, raw: str, at: Loc) -> None:
+    """`raw` as the agent's `name:`, in its agentctl form; where that differs, a warning at `at`
+    and the original in a comment of the written file."""
+    slug = agent_name(raw)
+    tr.put("name", slug, at)
+    if slug != raw:
+        tr.warn(at, "name", f"{raw!r} is not an agentctl name; runs as {slug!r}")
+        tr.comment("name", f"{raw!r} in the original")
+
+
 def split_tools(value: Any) -> list[str] | None:
     """A tools field: a comma-separated string or a list of names (None when neither)."""
     if isinstance(value, str):

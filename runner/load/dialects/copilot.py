@@ -16,7 +16,6 @@ from runner.load.dialects.common import (
     MCP_HINT,
     WEB_HINT,
     Translation,
-    agent_name,
     bare_model,
     dedupe,
     item_locs,
@@ -24,6 +23,7 @@ from runner.load.dialects.common import (
     model_id,
     project_backend,
     project_dir,
+    put_name,
     split_tools,
     tool_settings,
     tools_of,
@@ -124,22 +124,12 @@ def read(path: Path, text: str, shown: str) -> Translation:
     value = {k: v for k, v in fm.value.items() if v is not None or k not in MAPPED}
     pos = fm.pos
     here = pos.loc
-
-    def loc(key: str) -> Loc:
-        return pos.key_locs.get(key, here)
-
-    def vloc(key: str) -> Loc:
-        child = pos.children.get(key)
-        return child.loc if child is not None else here
+    loc, vloc = pos.key_loc, pos.value_loc
 
     stem = path.name.removesuffix(".md").removesuffix(".agent").removesuffix(".chatmode")
     name = value.get("name")
     raw_name = name if isinstance(name, str) and name.strip() else stem
-    slug = agent_name(raw_name)
-    tr.put("name", slug, vloc("name") if "name" in value else here)
-    if slug != raw_name:
-        tr.warn(vloc("name"), "name", f"{raw_name!r} is not an agentctl name; runs as {slug!r}")
-        tr.comment("name", f"{raw_name!r} in the original")
+    put_name(tr, raw_name, vloc("name"))  # the document's place when `name:` is absent
     if "description" in value:
         tr.put("description", value["description"], vloc("description"))
     if "model" in value:
