@@ -344,6 +344,25 @@ def test_deleting_a_thread_gives_the_space_back(tmp_path: Path) -> None:
     assert rows(tmp_path / "db", "checkpoints", small)
 
 
+def test_a_deleted_threads_words_are_gone_from_the_file(tmp_path: Path) -> None:
+    """Pruning leaves the pages it frees as they are (`secure_delete=FAST`), but deleting a
+    thread overwrites every page it frees, pages that stay in the file included."""
+    secret = "k" + uuid.uuid4().hex * 2
+    with session(tmp_path, approvals=False, keep_checkpoints=2) as s:
+        # written between another thread's turns, so its pages are not at the file's end;
+        # the words last, in an overflow page (a b-tree page's cells are rewritten anyway)
+        first = turns(s, 1)
+        doomed = s.run("y" * 200_000 + f" {secret}").thread_id
+        turns(s, 3, doomed, start=1)
+        turns(s, 4, first, start=1)
+        s.home.delete(doomed)
+        assert s.home.conn.execute("PRAGMA secure_delete").fetchone()[0] == 2  # FAST again
+    data = (tmp_path / "db").read_bytes()
+    assert not (tmp_path / "db-wal").exists()  # checkpointed into the file at close
+    assert secret.encode() not in data
+    assert rows(tmp_path / "db", "checkpoints", first)
+
+
 def test_a_turn_keeps_the_free_pages_the_next_turn_reuses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
