@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -896,13 +897,17 @@ _SAVER: Any = None
 
 class _HeldStatements:
     """A cursor that holds the statements run on it, to send them later (`send`); for
-    statements whose results nobody reads."""
+    statements whose results nobody reads. A checkpoint's JSON is encoded here, once, and
+    sent as encoded (`runner.threads.latest` keeps the text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, checkpoint_query: str) -> None:
         self.statements: list[tuple[str, Any, list[Any]]] = []
         self.rows = 0
+        self.checkpoint_query = checkpoint_query
 
     def execute(self, query: Any, params: Any = None) -> None:
+        if query is self.checkpoint_query or query == self.checkpoint_query:
+            params = (*params[:4], _encoded(params[4]), _encoded(params[5]))
         self.statements.append(("execute", query, [params]))
         self.rows += 1
 
@@ -918,6 +923,14 @@ class _HeldStatements:
                 cur.execute(query, rows[0])
             else:
                 cur.executemany(query, rows)
+
+
+def _encoded(value: Any) -> Any:
+    """A psycopg `Jsonb` whose text is encoded now (and what it sends)."""
+    from psycopg.types.json import Jsonb
+
+    text = json.dumps(value.obj)
+    return Jsonb(value.obj, dumps=lambda _obj: text)
 
 
 def _folding_saver() -> Any:
@@ -939,19 +952,34 @@ def _folding_saver() -> Any:
         from psycopg.pq import TransactionStatus
         from psycopg.rows import dict_row
 
+        from runner.threads.latest import LatestCheckpoints, ServedLatest
+
         _IDLE = TransactionStatus.IDLE
 
-        class FoldingPostgresSaver(PostgresSaver):
+        class FoldingPostgresSaver(ServedLatest, PostgresSaver):
             agentctl_db: PostgresDatabase
             agentctl_written: dict[str, str]
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.agentctl_latest = LatestCheckpoints()
+                self._kinds = {
+                    self.UPSERT_CHECKPOINTS_SQL: "checkpoint",
+                    self.UPSERT_CHECKPOINT_BLOBS_SQL: "blobs",
+                    self.UPSERT_CHECKPOINT_WRITES_SQL: "upsert",
+                    self.INSERT_CHECKPOINT_WRITES_SQL: "insert",
+                }
+                self._reading = threading.local()
 
             @contextmanager
             def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
                 if not pipeline or self.pipe is not None or _is_pool(self.conn, "ConnectionPool"):
+                    if pipeline:  # writes not seen here: nothing kept is sure any more
+                        self.agentctl_latest.forget()
                     with super()._cursor(pipeline=pipeline) as cur:
                         yield cur
                     return
-                held = _HeldStatements()
+                held = _HeldStatements(self.UPSERT_CHECKPOINTS_SQL)
                 yield held  # LangGraph's statements (it reads no result back), then sent:
                 deferred: list[Write] = []
                 conn: Any = self.conn
@@ -967,10 +995,12 @@ def _folding_saver() -> Any:
                             else:  # one row: its own commit already
                                 held.send(cur)
                     except BaseException:
+                        self.agentctl_latest.forget()
                         self.agentctl_db.put_back(deferred)
                         if not conn.closed and conn.info.transaction_status != _IDLE:
                             conn.execute("ROLLBACK")
                         raise
+                    self.agentctl_latest.sent(held.statements, self._kinds)
 
             def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
                 saved = super().put(config, checkpoint, metadata, new_versions)
