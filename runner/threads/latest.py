@@ -16,7 +16,9 @@ Filled by the saver's own statements (`sent`: each checkpoint, each task's write
 its reads returned (`read_tuple`, `read_history`: a session's first turn on a thread); a
 checkpoint is derived from its parent's entry, else the thread is forgotten.
 
-Served only after one statement (`CHECK`) finds the database as the entry expects it: the
+Served only after one statement (`CHECK`: sent with the thread's lease as it is taken, in the
+same round trip, and good for the holding's first `get_tuple`; else just before the `get_tuple`)
+finds the database as the entry expects it: the
 thread's latest main-graph checkpoint is the entry's, with the same metadata (retention's
 `SNAPSHOT_NEXT` rewrites its counters), the same number of writes, and the same number of
 writes of each delta channel on its chain. Anything else that wrote to the thread (another
@@ -93,6 +95,9 @@ class Entry:
     """The delta channels' histories at this checkpoint (None: not known)."""
     armed: bool = False
     """Checked against the database by the `get_tuple` just served: its history may follow."""
+    checked: Sequence[Any] | None = None
+    """`CHECK`'s row, read as the thread's lease was taken (`checked`), for the holding's first
+    `get_tuple`."""
 
     def special(self) -> bool:
         return any(idx < 0 for _, idx in self.pending)
@@ -290,16 +295,32 @@ class LatestCheckpoints:
                 since.append(walk.chain[-1][0])
         return channels, since, thread_id
 
-    def matches(self, thread_id: str, entry: Entry, row: Mapping[str, Any] | None) -> bool:
-        """Whether `CHECK`'s row is what `entry` expects; arms it if so, else forgets it."""
+    def checked(self, thread_id: str, entry: Entry | None, row: Sequence[Any] | None) -> None:
+        """`CHECK`'s row for `entry`, read with the thread's lease as it was taken: the next
+        `get_tuple` of the thread goes by it (`take_checked`) instead of checking again. None:
+        the lease was let go, and what it read no longer holds."""
+        with self._lock:
+            known = self._entries.get(thread_id)
+            if known is not None:
+                known.checked = row if known is entry else None
+
+    def take_checked(self, thread_id: str, entry: Entry) -> Sequence[Any] | None:
+        """The row `checked` left for `entry`, once."""
+        with self._lock:
+            row, entry.checked = entry.checked, None
+        return row
+
+    def matches(self, thread_id: str, entry: Entry, row: Sequence[Any] | None) -> bool:
+        """Whether `CHECK`'s row (id, metadata, pending, chained) is what `entry` expects; arms
+        it if so, else forgets it."""
         chained = sum(len(w) for walk in (entry.walks or {}).values() for _, w in walk.chain)
         ok = (
             row is not None
-            and row["checkpoint_id"] == entry.id
-            and row["pending"] == len(entry.pending)
-            and row["chained"] == chained
+            and row[0] == entry.id
+            and row[2] == len(entry.pending)
+            and row[3] == chained
             and entry.metadata is not None
-            and row["metadata"] == json.loads(entry.metadata)
+            and row[1] == json.loads(entry.metadata)
         )
         with self._lock:
             if ok and self._entries.get(thread_id) is entry:
@@ -414,9 +435,12 @@ class ServedLatest:
         latest = self.agentctl_latest
         entry = latest.servable(thread_id)
         if entry is not None:
-            with base._cursor() as cur:
-                cur.execute(CHECK, latest.check_args(thread_id, entry))
-                row = cur.fetchone()
+            row = latest.take_checked(thread_id, entry)  # read with the lease just taken
+            if row is None:
+                with base._cursor() as cur:
+                    cur.execute(CHECK, latest.check_args(thread_id, entry))
+                    found = cur.fetchone()
+                row = None if found is None else tuple(found.values())
             if latest.matches(thread_id, entry, row):
                 return base._load_checkpoint_tuple(latest.row(thread_id, entry))
         self._reading.tuple = thread_id

@@ -88,6 +88,7 @@ from runner.threads.guards import (
     journal_row,
 )
 from runner.threads.home import Home, ThreadInfo
+from runner.threads.latest import CHECK, LatestCheckpoints
 from runner.threads.retention import WAITED, Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate, now
 from runner.threads.transcripts import (
@@ -370,10 +371,13 @@ class PostgresThreadLease(TableThreadLease):
         db: PostgresDatabase | None = None,
         url: str | None = None,
         checkpoints: Callable[[], bool] = lambda: False,
+        kept: Callable[[], LatestCheckpoints | None] = lambda: None,
     ) -> None:
         """`url`: the database's, for the lease connections (without it, the table lease);
         `db`: the home's; `checkpoints`: whether LangGraph's tables are there (then the lease
-        reads the thread's latest checkpoint as it is taken: `_TableLease.latest`)."""
+        reads the thread's latest checkpoint as it is taken: `_TableLease.latest`); `kept`: the
+        saver's `runner.threads.latest.LatestCheckpoints`, once there is a saver (then that
+        read is its check of the checkpoint it keeps of the thread, if it keeps one)."""
         super().__init__(db or PostgresDatabase(conn, lock), ttl=ttl)
         self.url = url
         self.beats = url is None
@@ -382,6 +386,7 @@ class PostgresThreadLease(TableThreadLease):
         server's `thread` table was there when it was taken), of the leases held here."""
         self._idle: list[Any] = []
         self.checkpoints = checkpoints
+        self.kept = kept
         self._latest: dict[str, tuple[str | None]] = {}
 
     def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
@@ -418,13 +423,18 @@ class PostgresThreadLease(TableThreadLease):
                 conn = self._connect()
             found: Holder | None = None
             read_latest = self.checkpoints()
+            kept = self.kept() if read_latest else None
+            entry = kept.servable(thread_id) if kept is not None else None
             for _ in range(3):  # a holder that lets go between the two statements: again
                 with conn.pipeline():  # one round trip
                     take = conn.execute(
                         _TAKE,
                         (LEASE_SPACE, thread_id, _holder_name(os.getpid(), taken), thread_id),
                     )
-                    latest = conn.execute(_LATEST, (thread_id,)) if read_latest else None
+                    if entry is not None and kept is not None:  # its id, and the check
+                        latest = conn.execute(CHECK, kept.check_args(thread_id, entry))
+                    else:
+                        latest = conn.execute(_LATEST, (thread_id,)) if read_latest else None
                 got, _, served, runs, *lease_row = take.fetchone()
                 if got:
                     break
@@ -449,7 +459,10 @@ class PostgresThreadLease(TableThreadLease):
         with self._held_lock:
             self._conns[thread_id] = (conn, token, since, bool(served))
             if latest is not None:
-                self._latest[thread_id] = (latest.fetchone()[0],)
+                row = latest.fetchone()
+                self._latest[thread_id] = (row[0] if row else None,)
+        if entry is not None and kept is not None:  # for the turn's first `get_tuple`
+            kept.checked(thread_id, entry, row)
         return None
 
     def _no_server_run(self, conn: Any, thread_id: str) -> None:
@@ -509,6 +522,9 @@ class PostgresThreadLease(TableThreadLease):
             if held is None or held[1] != lease.token:
                 return
             del self._conns[lease.thread_id]
+        kept = self.kept()
+        if kept is not None:  # a check not used in the holding is no longer true
+            kept.checked(lease.thread_id, None, None)
         self._unlock(held[0], lease.thread_id)
 
     def close(self) -> None:
@@ -643,7 +659,12 @@ class PostgresHome(Home):
         self.db: PostgresDatabase = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db, url)
         self.lease: _ServedThreadLease = _ServedThreadLease(
-            self.conn, self._lock, db=self.db, url=url, checkpoints=self._has_checkpointer
+            self.conn,
+            self._lock,
+            db=self.db,
+            url=url,
+            checkpoints=self._has_checkpointer,
+            kept=lambda: getattr(self._checkpointer, "agentctl_latest", None),
         )
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal: PostgresToolJournal | None = None

@@ -110,6 +110,8 @@ def test_a_write_the_session_did_not_make_is_read_from_the_database(
         assert latest is not None and latest.parent_config is not None
 
         # a write on the latest checkpoint: an input another process saved before it crashed
+        # (after this session took the lease, read the check with it, and let go unused)
+        s.home.lease.acquire(thread).release()
         written = [("messages", [AIMessage("from elsewhere", id="elsewhere-1")])]
         plain.put_writes(latest.config, written, task_id="elsewhere")
         mine, theirs = read_both(saver, plain, thread)

@@ -7,10 +7,10 @@ agentctl's sends one of several rows as one transaction (the thread's time of la
 on the turn's first). Beyond LangGraph's statements a turn sends only: the lease taken (its advisory lock,
 with the server check and a lease row of another host in the same statement) and let go (no
 commit either), the latest checkpoint's id (has the thread moved since this session's last
-turn? sent with the lease's statement, in one round trip), the check that the latest checkpoint
-this session wrote is still the thread's (`runner.threads.latest`: then LangGraph's reads of it
-and of the messages' history are served from memory), the tool journal's lookup and record, and
-the prune's one read."""
+turn? sent with the lease's statement, in one round trip), which is also the check that the
+latest checkpoint this session wrote is still the thread's as written (`runner.threads.latest`:
+then LangGraph's reads of it and of the messages' history are served from memory), the tool
+journal's lookup and record, and the prune's one read."""
 
 from __future__ import annotations
 
@@ -78,8 +78,7 @@ def test_a_postgres_turn_sends_langgraphs_statements_and_six_more_in_fewer_commi
                 assert mine.pop("langgraph") <= bare["langgraph"] - 3
                 assert mine == {
                     "lease taken": 1,
-                    "latest checkpoint": 1,
-                    "latest checkpoint kept, checked": 1,
+                    "latest checkpoint kept, checked": 1,  # with the lease, in its round trip
                     "time of last use": 1,  # in the first checkpoint's transaction
                     "journal": 2,  # the `ls` call: looked up, recorded
                     "prune": 1,
