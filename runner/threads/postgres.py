@@ -1191,7 +1191,9 @@ class PostgresRetention(TableRetention):
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "metadata->>'source', metadata->'parents'->>'', "
-        "metadata->'counters_since_delta_snapshot', "
+        "ARRAY(SELECT jsonb_object_keys(CASE WHEN jsonb_typeof(metadata->"
+        "'counters_since_delta_snapshot') = 'object' "
+        "THEN metadata->'counters_since_delta_snapshot' END)), "
         f"{WAITED.format(writes='checkpoint_writes')} FROM checkpoints c WHERE thread_id = ?"
     )
     SNAPSHOT_NEXT = (
