@@ -372,12 +372,14 @@ class PostgresThreadLease(TableThreadLease):
         url: str | None = None,
         checkpoints: Callable[[], bool] = lambda: False,
         kept: Callable[[], LatestCheckpoints | None] = lambda: None,
+        released: Callable[[str], None] = lambda _thread_id: None,
     ) -> None:
         """`url`: the database's, for the lease connections (without it, the table lease);
         `db`: the home's; `checkpoints`: whether LangGraph's tables are there (then the lease
         reads the thread's latest checkpoint as it is taken: `_TableLease.latest`); `kept`: the
         saver's `runner.threads.latest.LatestCheckpoints`, once there is a saver (then that
-        read is its check of the checkpoint it keeps of the thread, if it keeps one)."""
+        read is its check of the checkpoint it keeps of the thread, if it keeps one);
+        `released`: called with a thread's id as its lease is let go."""
         super().__init__(db or PostgresDatabase(conn, lock), ttl=ttl)
         self.url = url
         self.beats = url is None
@@ -387,6 +389,7 @@ class PostgresThreadLease(TableThreadLease):
         self._idle: list[Any] = []
         self.checkpoints = checkpoints
         self.kept = kept
+        self.released = released
         self._latest: dict[str, tuple[str | None]] = {}
 
     def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
@@ -525,7 +528,13 @@ class PostgresThreadLease(TableThreadLease):
         kept = self.kept()
         if kept is not None:  # a check not used in the holding is no longer true
             kept.checked(lease.thread_id, None, None)
+        self.released(lease.thread_id)
         self._unlock(held[0], lease.thread_id)
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether this process holds the thread's lease (the advisory lock)."""
+        with self._held_lock:
+            return thread_id in self._conns
 
     def close(self) -> None:
         """Close every lease connection (letting go of the leases held on them)."""
@@ -549,10 +558,49 @@ class PostgresAnswerLog(TableAnswerLog):
 
 
 class PostgresToolJournal(TableToolJournal):
-    """The tool journal of a sync Postgres thread database or `PostgresSaver`."""
+    """The tool journal of a sync Postgres thread database or `PostgresSaver`.
 
-    def __init__(self, conn: Any, lock: Any, *, serde: Any = None) -> None:
+    In a thread database, it also knows the calls the model made in this process while it held
+    the thread's lease (`made`: their message was just written by the home's saver), and
+    `new_call` tells the journal middleware that such a call, looked up the first time, has no
+    entry: no other process can have run it (the lease), nor this one (it has not been looked up
+    yet). What the journal records as the call returns is unchanged; only the lookup is not sent.
+    The calls are forgotten when the lease goes (`forget`)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        lock: Any,
+        *,
+        serde: Any = None,
+        held: Callable[[str], bool] = lambda _thread_id: False,
+    ) -> None:
+        """`held`: whether this process holds a thread's lease (never, by default)."""
         super().__init__(PostgresDatabase(conn, lock), serde=serde)
+        self.held = held
+        self._made: dict[str, set[str]] = {}
+        self._made_lock = threading.Lock()
+
+    def made(self, thread_id: str, call_ids: list[str]) -> None:
+        """The ids of the calls in a message of the main agent this process just wrote."""
+        if call_ids and self.held(thread_id):
+            with self._made_lock:
+                self._made.setdefault(thread_id, set()).update(call_ids)
+
+    def new_call(self, thread_id: str, scope: str, call_id: str) -> bool:
+        """Whether the call is one `made` here and not asked about since (once)."""
+        if scope:
+            return False
+        with self._made_lock:
+            made = self._made.get(thread_id)
+            if made is None or call_id not in made:
+                return False
+            made.discard(call_id)
+        return True
+
+    def forget(self, thread_id: str) -> None:
+        with self._made_lock:
+            self._made.pop(thread_id, None)
 
     @classmethod
     def of_saver(cls, saver: Any) -> PostgresToolJournal:
@@ -665,6 +713,7 @@ class PostgresHome(Home):
             url=url,
             checkpoints=self._has_checkpointer,
             kept=lambda: getattr(self._checkpointer, "agentctl_latest", None),
+            released=self._forget_calls,
         )
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal: PostgresToolJournal | None = None
@@ -672,6 +721,12 @@ class PostgresHome(Home):
         self._store: Any = None
         # first: a newer database is refused
         self._guarded(lambda: migrate(self.db, "postgres", str(self.path)))
+
+    def _forget_calls(self, thread_id: str) -> None:
+        """The thread's lease was let go: the journal's calls made while it was held no longer
+        tell anything (`PostgresToolJournal.made`)."""
+        if self._journal is not None:
+            self._journal.forget(thread_id)
 
     def _has_checkpointer(self) -> bool:
         """Whether LangGraph's saver was made here (and so its tables set up)."""
@@ -735,7 +790,7 @@ class PostgresHome(Home):
     @property
     def journal(self) -> ToolJournal:
         if self._journal is None:
-            self._journal = PostgresToolJournal(self.conn, self._lock)
+            self._journal = PostgresToolJournal(self.conn, self._lock, held=self.lease.holds)
         return self._journal
 
     def saved_transcript(self, thread_id: str) -> tuple[list[SavedMessage], list[Action]] | None:
@@ -946,6 +1001,19 @@ class _HeldStatements:
                 cur.executemany(query, rows)
 
 
+def _tool_call_ids(writes: Any) -> list[str]:
+    """The ids of the tool calls in the messages among a task's writes."""
+    ids: list[str] = []
+    for channel, value in writes:
+        if channel != "messages":
+            continue
+        for message in value if isinstance(value, list) else [value]:
+            for call in getattr(message, "tool_calls", None) or ():
+                if call.get("id"):
+                    ids.append(str(call["id"]))
+    return ids
+
+
 def _encoded(value: Any) -> Any:
     """A psycopg `Jsonb` whose text is encoded now (and what it sends)."""
     from psycopg.types.json import Jsonb
@@ -980,6 +1048,7 @@ def _folding_saver() -> Any:
         class FoldingPostgresSaver(ServedLatest, PostgresSaver):
             agentctl_db: PostgresDatabase
             agentctl_written: dict[str, str]
+            agentctl_journal: PostgresToolJournal
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
@@ -1022,6 +1091,15 @@ def _folding_saver() -> Any:
                             conn.execute("ROLLBACK")
                         raise
                     self.agentctl_latest.sent(held.statements, self._kinds)
+
+            def put_writes(
+                self, config: Any, writes: Any, task_id: str, task_path: str = ""
+            ) -> None:
+                super().put_writes(config, writes, task_id, task_path)
+                configurable = config["configurable"]
+                calls = [] if configurable.get("checkpoint_ns") else _tool_call_ids(writes)
+                if calls:  # the main agent's model just asked for them: the journal knows
+                    self.agentctl_journal.made(str(configurable["thread_id"]), calls)
 
             def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
                 saved = super().put(config, checkpoint, metadata, new_versions)
