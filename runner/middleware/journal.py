@@ -130,8 +130,10 @@ def _new(journal: Any, request: Any, thread_id: str, scope: str, call_id: str) -
     """Whether the call cannot have a journal entry, so the lookup need not be sent: one the
     model made in this process while it held the thread (the journal's `new_call`, Postgres
     thread databases), asked about the first time, whose id no other message of the
-    conversation has (a model that uses an id again gets the entry of the earlier call, as
-    before)."""
+    conversation has (a model that uses an id again, while the earlier call is in the
+    conversation, gets that call's entry, as before). Made while the lease was held: no other
+    process can have run it; not asked about before: nor this one. Crash recovery is untouched:
+    a resumed run's calls come from the checkpoint it read, not from a message it wrote."""
     new_call = getattr(journal, "new_call", None)
     if new_call is None or not new_call(thread_id, scope, call_id):
         return False
