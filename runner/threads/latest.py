@@ -389,26 +389,24 @@ def _walks_from(parent: Entry) -> dict[str, Walk]:
     """The delta channels' histories at a child of `parent` (walked from `parent`, as LangGraph
     walks: a checkpoint holding the channel's value ends the chain), for the channels whose
     history at `parent` is known and those `parent` holds a value of."""
+    written: dict[str, list[ChainWrite]] = {}
+    for task_id, channel, kind, blob, path, idx in parent.pending.values():
+        written.setdefault(channel, []).append((kind, blob, task_id, idx, path))
+    before = parent.walks or {}
     walks: dict[str, Walk] = {}
-    for channel in {*(parent.walks or {}), *parent.blobs, *parent.inline}:
-        version = parent.versions.get(channel)
-        writes = [
-            (kind, blob, task_id, idx, path)
-            for task_id, ch, kind, blob, path, idx in parent.pending.values()
-            if ch == channel
-        ]
+    for channel in {*before, *parent.blobs, *parent.inline}:
         blob = parent.blobs.get(channel)
         inline = parent.inline.get(channel)
-        if (blob is not None and blob[0] != "empty") or inline is not None:
-            seed: Seed = None
-            if blob is not None and blob[0] != "empty":
-                seed = ("blob", blob[0], blob[1])
-            elif version is not None:
-                seed = ("inline", inline, None)
-            walks[channel] = Walk(seed, [(parent.id, writes)])
-        elif parent.walks is not None and channel in parent.walks:
-            before = parent.walks[channel]
-            walks[channel] = Walk(before.seed, [(parent.id, writes), *before.chain])
+        if blob is not None and blob[0] != "empty":
+            walks[channel] = Walk(
+                ("blob", blob[0], blob[1]), [(parent.id, written.get(channel, []))]
+            )
+        elif inline is not None:
+            seed: Seed = None if parent.versions.get(channel) is None else ("inline", inline, None)
+            walks[channel] = Walk(seed, [(parent.id, written.get(channel, []))])
+        elif channel in before:
+            walk = before[channel]
+            walks[channel] = Walk(walk.seed, [(parent.id, written.get(channel, [])), *walk.chain])
     return walks
 
 
