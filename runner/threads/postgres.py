@@ -25,6 +25,11 @@ connection of its own: `PostgresRetention`). Tables are created at open, idempot
 under an advisory lock (`setup_lock`): processes opening a new database at once wait for each
 other.
 
+Reads: a session's next turn on a thread starts from the checkpoint its last turn wrote, kept
+in memory as sent, once one statement (in the lease's round trip) finds the thread unchanged
+since (`runner.threads.latest`); LangGraph reads it, and rebuilds the messages from their
+deltas, only when something else wrote to the thread.
+
 Durability: a checkpoint, a journaled tool result, an answer is committed when the call that
 writes it returns (the server's own `synchronous_commit`, on by default, decides whether a
 commit is flushed to disk before it is acknowledged). A checkpoint with its values, or a task's
@@ -88,7 +93,7 @@ from runner.threads.guards import (
     journal_row,
 )
 from runner.threads.home import Home, ThreadInfo
-from runner.threads.latest import CHECK, LatestCheckpoints
+from runner.threads.latest import CHECK, LatestCheckpoints, ServedLatest
 from runner.threads.retention import WAITED, Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate, now
 from runner.threads.transcripts import (
@@ -1034,14 +1039,17 @@ def _folding_saver() -> Any:
     held, then sent in one pipeline: in one transaction (`BEGIN` ... `COMMIT` in the pipeline,
     no round trip more) when they are more than one row or deferred writes go with them, else
     alone. In one transaction a checkpoint is also whole or absent after a crash, never its
-    values without its row."""
+    values without its row.
+
+    It also keeps the latest checkpoint it wrote to each thread, as sent, and serves LangGraph's
+    next read of it from memory once the database is checked to still have it so
+    (`runner.threads.latest.ServedLatest`); and it tells the home's journal the tool calls the
+    main agent's model just made (`PostgresToolJournal.made`)."""
     global _SAVER
     if _SAVER is None:
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.pq import TransactionStatus
         from psycopg.rows import dict_row
-
-        from runner.threads.latest import LatestCheckpoints, ServedLatest
 
         _IDLE = TransactionStatus.IDLE
 
