@@ -126,6 +126,28 @@ def _entry(request: Any) -> tuple[Journal, str, str, str] | None:
     return journal, str(thread_id), _SCOPE.get(), str(call_id)
 
 
+def _new(journal: Any, request: Any, thread_id: str, scope: str, call_id: str) -> bool:
+    """Whether the call cannot have a journal entry, so the lookup need not be sent: one the
+    model made in this process while it held the thread (the journal's `new_call`, Postgres
+    thread databases), asked about the first time, whose id no other message of the
+    conversation has (a model that uses an id again, while the earlier call is in the
+    conversation, gets that call's entry, as before). Made while the lease was held: no other
+    process can have run it; not asked about before: nor this one. Crash recovery is untouched:
+    a resumed run's calls come from the checkpoint it read, not from a message it wrote."""
+    new_call = getattr(journal, "new_call", None)
+    if new_call is None or not new_call(thread_id, scope, call_id):
+        return False
+    state = getattr(request, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else None
+    if not messages:
+        return False
+    asked = 0
+    for message in messages:
+        for call in getattr(message, "tool_calls", None) or ():
+            asked += call.get("id") == call_id
+    return asked == 1
+
+
 def current_scope() -> str:
     """The chain of `task` calls the running code is under ("" outside any): inside a journaled
     `task` call, it ends with that call's id (`runner.tools.a2a` keys its own records on it)."""
@@ -153,7 +175,8 @@ class ToolJournalMiddleware(AgentMiddleware):
         journal, thread_id, scope, call_id = entry
         if isinstance(journal, AsyncToolJournal):  # an async saver under invoke: its own
             return _storable(request, handler(request))  # sync calls fail first
-        found = journal.lookup(thread_id, scope, call_id)
+        new = _new(journal, request, thread_id, scope, call_id)
+        found = None if new else journal.lookup(thread_id, scope, call_id)
         if found is not None:
             return found
         token = _SCOPE.set(_inner_scope(scope, call_id))
@@ -171,6 +194,8 @@ class ToolJournalMiddleware(AgentMiddleware):
         journal, thread_id, scope, call_id = entry
         if isinstance(journal, AsyncToolJournal):
             found = await journal.alookup(thread_id, scope, call_id)
+        elif _new(journal, request, thread_id, scope, call_id):
+            found = None
         else:  # a blocking journal: its database calls go off the event loop
             found = await asyncio.to_thread(journal.lookup, thread_id, scope, call_id)
         if found is not None:

@@ -25,6 +25,11 @@ connection of its own: `PostgresRetention`). Tables are created at open, idempot
 under an advisory lock (`setup_lock`): processes opening a new database at once wait for each
 other.
 
+Reads: a session's next turn on a thread starts from the checkpoint its last turn wrote, kept
+in memory as sent, once one statement (in the lease's round trip) finds the thread unchanged
+since (`runner.threads.latest`); LangGraph reads it, and rebuilds the messages from their
+deltas, only when something else wrote to the thread.
+
 Durability: a checkpoint, a journaled tool result, an answer is committed when the call that
 writes it returns (the server's own `synchronous_commit`, on by default, decides whether a
 commit is flushed to disk before it is acknowledged). A checkpoint with its values, or a task's
@@ -61,6 +66,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -87,6 +93,7 @@ from runner.threads.guards import (
     journal_row,
 )
 from runner.threads.home import Home, ThreadInfo
+from runner.threads.latest import CHECK, LatestCheckpoints, ServedLatest
 from runner.threads.retention import WAITED, Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate, now
 from runner.threads.transcripts import (
@@ -369,10 +376,15 @@ class PostgresThreadLease(TableThreadLease):
         db: PostgresDatabase | None = None,
         url: str | None = None,
         checkpoints: Callable[[], bool] = lambda: False,
+        kept: Callable[[], LatestCheckpoints | None] = lambda: None,
+        released: Callable[[str], None] = lambda _thread_id: None,
     ) -> None:
         """`url`: the database's, for the lease connections (without it, the table lease);
         `db`: the home's; `checkpoints`: whether LangGraph's tables are there (then the lease
-        reads the thread's latest checkpoint as it is taken: `_TableLease.latest`)."""
+        reads the thread's latest checkpoint as it is taken: `_TableLease.latest`); `kept`: the
+        saver's `runner.threads.latest.LatestCheckpoints`, once there is a saver (then that
+        read is its check of the checkpoint it keeps of the thread, if it keeps one);
+        `released`: called with a thread's id as its lease is let go."""
         super().__init__(db or PostgresDatabase(conn, lock), ttl=ttl)
         self.url = url
         self.beats = url is None
@@ -381,6 +393,8 @@ class PostgresThreadLease(TableThreadLease):
         server's `thread` table was there when it was taken), of the leases held here."""
         self._idle: list[Any] = []
         self.checkpoints = checkpoints
+        self.kept = kept
+        self.released = released
         self._latest: dict[str, tuple[str | None]] = {}
 
     def _latest_seen(self, thread_id: str) -> tuple[str | None] | None:
@@ -417,13 +431,18 @@ class PostgresThreadLease(TableThreadLease):
                 conn = self._connect()
             found: Holder | None = None
             read_latest = self.checkpoints()
+            kept = self.kept() if read_latest else None
+            entry = kept.servable(thread_id) if kept is not None else None
             for _ in range(3):  # a holder that lets go between the two statements: again
                 with conn.pipeline():  # one round trip
                     take = conn.execute(
                         _TAKE,
                         (LEASE_SPACE, thread_id, _holder_name(os.getpid(), taken), thread_id),
                     )
-                    latest = conn.execute(_LATEST, (thread_id,)) if read_latest else None
+                    if entry is not None and kept is not None:  # its id, and the check
+                        latest = conn.execute(CHECK, kept.check_args(thread_id, entry))
+                    else:
+                        latest = conn.execute(_LATEST, (thread_id,)) if read_latest else None
                 got, _, served, runs, *lease_row = take.fetchone()
                 if got:
                     break
@@ -448,7 +467,10 @@ class PostgresThreadLease(TableThreadLease):
         with self._held_lock:
             self._conns[thread_id] = (conn, token, since, bool(served))
             if latest is not None:
-                self._latest[thread_id] = (latest.fetchone()[0],)
+                row = latest.fetchone()
+                self._latest[thread_id] = (row[0] if row else None,)
+        if entry is not None and kept is not None:  # for the turn's first `get_tuple`
+            kept.checked(thread_id, entry, row)
         return None
 
     def _no_server_run(self, conn: Any, thread_id: str) -> None:
@@ -508,7 +530,16 @@ class PostgresThreadLease(TableThreadLease):
             if held is None or held[1] != lease.token:
                 return
             del self._conns[lease.thread_id]
+        kept = self.kept()
+        if kept is not None:  # a check not used in the holding is no longer true
+            kept.checked(lease.thread_id, None, None)
+        self.released(lease.thread_id)
         self._unlock(held[0], lease.thread_id)
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether this process holds the thread's lease (the advisory lock)."""
+        with self._held_lock:
+            return thread_id in self._conns
 
     def close(self) -> None:
         """Close every lease connection (letting go of the leases held on them)."""
@@ -532,10 +563,49 @@ class PostgresAnswerLog(TableAnswerLog):
 
 
 class PostgresToolJournal(TableToolJournal):
-    """The tool journal of a sync Postgres thread database or `PostgresSaver`."""
+    """The tool journal of a sync Postgres thread database or `PostgresSaver`.
 
-    def __init__(self, conn: Any, lock: Any, *, serde: Any = None) -> None:
+    In a thread database, it also knows the calls the model made in this process while it held
+    the thread's lease (`made`: their message was just written by the home's saver), and
+    `new_call` tells the journal middleware that such a call, looked up the first time, has no
+    entry: no other process can have run it (the lease), nor this one (it has not been looked up
+    yet). What the journal records as the call returns is unchanged; only the lookup is not sent.
+    The calls are forgotten when the lease goes (`forget`)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        lock: Any,
+        *,
+        serde: Any = None,
+        held: Callable[[str], bool] = lambda _thread_id: False,
+    ) -> None:
+        """`held`: whether this process holds a thread's lease (never, by default)."""
         super().__init__(PostgresDatabase(conn, lock), serde=serde)
+        self.held = held
+        self._made: dict[str, set[str]] = {}
+        self._made_lock = threading.Lock()
+
+    def made(self, thread_id: str, call_ids: list[str]) -> None:
+        """The ids of the calls in a message of the main agent this process just wrote."""
+        if call_ids and self.held(thread_id):
+            with self._made_lock:
+                self._made.setdefault(thread_id, set()).update(call_ids)
+
+    def new_call(self, thread_id: str, scope: str, call_id: str) -> bool:
+        """Whether the call is one `made` here and not asked about since (once)."""
+        if scope:
+            return False
+        with self._made_lock:
+            made = self._made.get(thread_id)
+            if made is None or call_id not in made:
+                return False
+            made.discard(call_id)
+        return True
+
+    def forget(self, thread_id: str) -> None:
+        with self._made_lock:
+            self._made.pop(thread_id, None)
 
     @classmethod
     def of_saver(cls, saver: Any) -> PostgresToolJournal:
@@ -642,7 +712,13 @@ class PostgresHome(Home):
         self.db: PostgresDatabase = PostgresDatabase(self.conn, self._lock)
         self.retention: PostgresRetention = PostgresRetention(self.db, url)
         self.lease: _ServedThreadLease = _ServedThreadLease(
-            self.conn, self._lock, db=self.db, url=url, checkpoints=self._has_checkpointer
+            self.conn,
+            self._lock,
+            db=self.db,
+            url=url,
+            checkpoints=self._has_checkpointer,
+            kept=lambda: getattr(self._checkpointer, "agentctl_latest", None),
+            released=self._forget_calls,
         )
         self.answers = PostgresAnswerLog(self.conn, self._lock)
         self._journal: PostgresToolJournal | None = None
@@ -650,6 +726,12 @@ class PostgresHome(Home):
         self._store: Any = None
         # first: a newer database is refused
         self._guarded(lambda: migrate(self.db, "postgres", str(self.path)))
+
+    def _forget_calls(self, thread_id: str) -> None:
+        """The thread's lease was let go: the journal's calls made while it was held no longer
+        tell anything (`PostgresToolJournal.made`)."""
+        if self._journal is not None:
+            self._journal.forget(thread_id)
 
     def _has_checkpointer(self) -> bool:
         """Whether LangGraph's saver was made here (and so its tables set up)."""
@@ -713,7 +795,7 @@ class PostgresHome(Home):
     @property
     def journal(self) -> ToolJournal:
         if self._journal is None:
-            self._journal = PostgresToolJournal(self.conn, self._lock)
+            self._journal = PostgresToolJournal(self.conn, self._lock, held=self.lease.holds)
         return self._journal
 
     def saved_transcript(self, thread_id: str) -> tuple[list[SavedMessage], list[Action]] | None:
@@ -896,13 +978,17 @@ _SAVER: Any = None
 
 class _HeldStatements:
     """A cursor that holds the statements run on it, to send them later (`send`); for
-    statements whose results nobody reads."""
+    statements whose results nobody reads. A checkpoint's JSON is encoded here, once, and
+    sent as encoded (`runner.threads.latest` keeps the text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, checkpoint_query: str) -> None:
         self.statements: list[tuple[str, Any, list[Any]]] = []
         self.rows = 0
+        self.checkpoint_query = checkpoint_query
 
     def execute(self, query: Any, params: Any = None) -> None:
+        if query is self.checkpoint_query or query == self.checkpoint_query:
+            params = (*params[:4], _encoded(params[4]), _encoded(params[5]))
         self.statements.append(("execute", query, [params]))
         self.rows += 1
 
@@ -920,6 +1006,27 @@ class _HeldStatements:
                 cur.executemany(query, rows)
 
 
+def _tool_call_ids(writes: Any) -> list[str]:
+    """The ids of the tool calls in the messages among a task's writes."""
+    ids: list[str] = []
+    for channel, value in writes:
+        if channel != "messages":
+            continue
+        for message in value if isinstance(value, list) else [value]:
+            for call in getattr(message, "tool_calls", None) or ():
+                if call.get("id"):
+                    ids.append(str(call["id"]))
+    return ids
+
+
+def _encoded(value: Any) -> Any:
+    """A psycopg `Jsonb` whose text is encoded now (and what it sends)."""
+    from psycopg.types.json import Jsonb
+
+    text = json.dumps(value.obj)
+    return Jsonb(value.obj, dumps=lambda _obj: text)
+
+
 def _folding_saver() -> Any:
     """LangGraph's `PostgresSaver` whose writes (a checkpoint with its values, a task's writes)
     are each committed once, with the home's deferred writes (`Database.defer`), and which
@@ -932,7 +1039,12 @@ def _folding_saver() -> Any:
     held, then sent in one pipeline: in one transaction (`BEGIN` ... `COMMIT` in the pipeline,
     no round trip more) when they are more than one row or deferred writes go with them, else
     alone. In one transaction a checkpoint is also whole or absent after a crash, never its
-    values without its row."""
+    values without its row.
+
+    It also keeps the latest checkpoint it wrote to each thread, as sent, and serves LangGraph's
+    next read of it from memory once the database is checked to still have it so
+    (`runner.threads.latest.ServedLatest`); and it tells the home's journal the tool calls the
+    main agent's model just made (`PostgresToolJournal.made`)."""
     global _SAVER
     if _SAVER is None:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -941,17 +1053,31 @@ def _folding_saver() -> Any:
 
         _IDLE = TransactionStatus.IDLE
 
-        class FoldingPostgresSaver(PostgresSaver):
+        class FoldingPostgresSaver(ServedLatest, PostgresSaver):
             agentctl_db: PostgresDatabase
             agentctl_written: dict[str, str]
+            agentctl_journal: PostgresToolJournal
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.agentctl_latest = LatestCheckpoints()
+                self._kinds = {
+                    self.UPSERT_CHECKPOINTS_SQL: "checkpoint",
+                    self.UPSERT_CHECKPOINT_BLOBS_SQL: "blobs",
+                    self.UPSERT_CHECKPOINT_WRITES_SQL: "upsert",
+                    self.INSERT_CHECKPOINT_WRITES_SQL: "insert",
+                }
+                self._reading = threading.local()
 
             @contextmanager
             def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
                 if not pipeline or self.pipe is not None or _is_pool(self.conn, "ConnectionPool"):
+                    if pipeline:  # writes not seen here: nothing kept is sure any more
+                        self.agentctl_latest.forget()
                     with super()._cursor(pipeline=pipeline) as cur:
                         yield cur
                     return
-                held = _HeldStatements()
+                held = _HeldStatements(self.UPSERT_CHECKPOINTS_SQL)
                 yield held  # LangGraph's statements (it reads no result back), then sent:
                 deferred: list[Write] = []
                 conn: Any = self.conn
@@ -967,10 +1093,21 @@ def _folding_saver() -> Any:
                             else:  # one row: its own commit already
                                 held.send(cur)
                     except BaseException:
+                        self.agentctl_latest.forget()
                         self.agentctl_db.put_back(deferred)
                         if not conn.closed and conn.info.transaction_status != _IDLE:
                             conn.execute("ROLLBACK")
                         raise
+                    self.agentctl_latest.sent(held.statements, self._kinds)
+
+            def put_writes(
+                self, config: Any, writes: Any, task_id: str, task_path: str = ""
+            ) -> None:
+                super().put_writes(config, writes, task_id, task_path)
+                configurable = config["configurable"]
+                calls = [] if configurable.get("checkpoint_ns") else _tool_call_ids(writes)
+                if calls:  # the main agent's model just asked for them: the journal knows
+                    self.agentctl_journal.made(str(configurable["thread_id"]), calls)
 
             def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
                 saved = super().put(config, checkpoint, metadata, new_versions)
@@ -1140,7 +1277,9 @@ class PostgresRetention(TableRetention):
     ROWS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
         "metadata->>'source', metadata->'parents'->>'', "
-        "metadata->'counters_since_delta_snapshot', "
+        "ARRAY(SELECT jsonb_object_keys(CASE WHEN jsonb_typeof(metadata->"
+        "'counters_since_delta_snapshot') = 'object' "
+        "THEN metadata->'counters_since_delta_snapshot' END)), "
         f"{WAITED.format(writes='checkpoint_writes')} FROM checkpoints c WHERE thread_id = ?"
     )
     SNAPSHOT_NEXT = (

@@ -167,7 +167,8 @@ class CheckpointRow:
     @classmethod
     def read(cls, *row: Any) -> CheckpointRow:
         """A row of `TableRetention.ROWS`: its last column is the metadata's
-        `counters_since_delta_snapshot` (JSON text, a decoded mapping, or NULL)."""
+        `counters_since_delta_snapshot` (JSON text, a decoded mapping, or NULL), or its keys
+        (Postgres: the server lists them, sparing a JSON decode a row)."""
         namespace, checkpoint_id, parent_id, source, root_id, counters = row
         if isinstance(counters, str | bytes):
             counters = json.loads(counters)

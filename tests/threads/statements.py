@@ -102,6 +102,7 @@ def kind_of(query: str) -> str:
         ("agentctl_tool_journal", "journal"),
         ("SELECT checkpoint_id FROM checkpoints WHERE", "latest checkpoint"),
         ("SELECT max(checkpoint_id) FROM checkpoints WHERE", "latest checkpoint"),
+        ("JOIN unnest(%s::text[], %s::text[]) AS k(ch, since)", "latest checkpoint kept, checked"),
         ("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id", "prune"),
         ("UPDATE agentctl_threads SET updated_at", "time of last use"),
         ("pg_advisory_xact_lock", "prune, removing"),
