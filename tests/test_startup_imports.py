@@ -105,3 +105,18 @@ def test_listing_and_showing_postgres_threads_import_no_langchain(
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "psycopg" in imported
     assert [m for m in imported if m.split(".")[0] in ("langchain_core", "langgraph")] == []
+
+
+def test_validating_an_agent_that_plays_no_cassette_loads_no_cassette_code() -> None:
+    """`agentctl validate` tells a cassette by its name without the cassette's models, and checks
+    cassettes (`runner.check.cassettes`) only for an agent that plays one."""
+    code = (
+        "import sys\n"
+        "from runner.cli import main\n"
+        "main(['validate', 'agents/notes.yaml'])\n"
+        "print(sorted(m for m in sys.modules if 'cassette' in m))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -19,8 +19,7 @@ from runner.load.any import load_any
 from runner.load.dialects.detect import is_dialect_file
 from runner.load.loader import _host_path
 from runner.spec import AgentSpec
-from runner.spec.base import is_workflow_document
-from runner.spec.cassette import CASSETTE_SUFFIXES
+from runner.spec.base import CASSETTE_SUFFIXES, is_workflow_document
 
 if TYPE_CHECKING:  # the workflow models are loaded with the first workflow file
     from runner.spec.workflow import WorkflowSpec
@@ -146,8 +145,6 @@ def check_file(
     cache: LoadCache | None = None,
 ) -> FileReport:
     """`validate_file`, with a note for a cassette checked without an agent."""
-    from runner.check.cassettes import cassette_problems
-
     path = Path(path)
     named = path.name.endswith(CASSETTE_SUFFIXES)
     if not named:
@@ -163,6 +160,8 @@ def check_file(
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
             found |= set(static_problems(spec, cache=cache))
             return FileReport(sorted(found), warnings=spec_warnings(spec))
+    from runner.check.cassettes import cassette_problems
+
     agents = agents_playing(path, vars=vars, env=env, cache=cache)
     note = None
     if not agents:

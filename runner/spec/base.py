@@ -67,6 +67,12 @@ class SpecModel(BaseModel):
     on every `agentctl run`); reading each spec module's source once costs a few milliseconds,
     and is cached (`_docstrings_in`).
     `defer_build` lets them be set before the validators are built, on first use.
+
+    A settings field a file may leave out (`permissions`, `limits`, ...) defaults to
+    `default_factory=TheSettings.model_construct`: the settings' own defaults, as `TheSettings()`
+    gives them (there is nothing to validate in no input, and a default is not validated), without
+    building a validator for the settings model at the first default made (0.1-0.8 ms each, for
+    every agent that leaves them out; tests/spec/test_settings_defaults.py).
     """
 
     model_config = ConfigDict(
@@ -265,3 +271,9 @@ def seed_names(data: Any, names: dict[str, str]) -> Any:
 def is_workflow_document(value: Any) -> bool:
     """True for a YAML document that is a workflow (it has `workflow:`)."""
     return isinstance(value, dict) and "workflow" in value
+
+
+CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
+"""How a cassette file's name ends (`agentctl validate` tells cassettes from agents by it). Here,
+not with the cassette's models (`runner.spec.cassette`), so telling a file's kind by its name
+does not create them."""

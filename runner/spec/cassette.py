@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from runner.spec.base import SpecModel
+from runner.spec.base import CASSETTE_SUFFIXES, SpecModel
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -34,9 +34,6 @@ __all__ = [
     "CassetteToolCall",
     "CassetteUsage",
 ]
-
-CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
-"""How a cassette file's name ends (`agentctl validate` tells cassettes from agents by it)."""
 
 
 class CassetteToolCall(SpecModel):
