@@ -317,24 +317,24 @@ class AgentCore(SpecModel):
     """Folders of `<skill>/SKILL.md` skills; later folders override earlier ones by name."""
     interrupt_on: InterruptOnMap = Field(default_factory=dict)
     """Tool name to `true` or `{allowed_decisions, description, when}`: pause for approval."""
-    permissions: PermissionsSpec = Field(default_factory=PermissionsSpec)
+    permissions: PermissionsSpec = Field(default_factory=PermissionsSpec.model_construct)
     """`deny` and `allow` rules on tool calls (tool name and argument globs), checked before
     approvals: a denied call never runs; an allowed one skips its approval."""
     summarization: Annotated[
         SummarizationSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | SummarizationSpec),
-    ] = Field(default_factory=SummarizationSpec)
+    ] = Field(default_factory=SummarizationSpec.model_construct)
     """Summarize older messages near the context limit (`false` turns it off)."""
-    filesystem: FilesystemSpec = Field(default_factory=FilesystemSpec)
+    filesystem: FilesystemSpec = Field(default_factory=FilesystemSpec.model_construct)
     """File tool settings: allowlist, descriptions, large-content eviction."""
     prompt_caching: Annotated[
         PromptCachingSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | PromptCachingSpec),
-    ] = Field(default_factory=PromptCachingSpec)
+    ] = Field(default_factory=PromptCachingSpec.model_construct)
     """Anthropic prompt caching (`false` turns it off; ignored for other providers)."""
-    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec.model_construct)
     """Model-call, tool-call and step limits; token, time and cost budgets."""
-    retries: RetriesSpec = Field(default_factory=RetriesSpec)
+    retries: RetriesSpec = Field(default_factory=RetriesSpec.model_construct)
     """Retries on transient model and tool errors."""
     response_format: dict[str, Any] | None = None
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
@@ -535,7 +535,7 @@ class AgentSpec(AgentCore):
     general_purpose_agent: Annotated[
         GeneralPurposeAgentSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | GeneralPurposeAgentSpec),
-    ] = Field(default_factory=GeneralPurposeAgentSpec)
+    ] = Field(default_factory=GeneralPurposeAgentSpec.model_construct)
     """The built-in `general-purpose` subagent (`false` removes it)."""
     task_description: str | None = None
     """Replace the `task` tool's description. `{available_agents}` in it (or `{agents}`) is

@@ -455,7 +455,7 @@ class WorkflowSpec(SpecModel):
     """Agents the steps use by name: `{ref: file.yaml}` or inline."""
     tools: list[ToolEntry] = Field(default_factory=list)
     """Tools the `tool:` steps call (the entries of an agent's `tools:`)."""
-    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec.model_construct)
     """Budgets for the whole run, every step's agents included."""
     workflow: WorkflowBody
     """The steps and the result."""
