@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import last_line_of
 
 
 def test_building_a_non_anthropic_agent_does_not_import_the_anthropic_sdk(tmp_path: Path) -> None:
@@ -24,10 +24,7 @@ def test_building_a_non_anthropic_agent_does_not_import_the_anthropic_sdk(tmp_pa
         f"runner.build_agent({str(spec)!r}, model='replay:{cassette}')\n"
         "print(sorted(m for m in ('langchain_anthropic', 'jinja2') if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "[]"
+    assert last_line_of(code) == "[]"
 
 
 def loaded_by_cli(args: list[str], cwd: Path) -> list[str]:
@@ -116,7 +113,4 @@ def test_validating_an_agent_that_plays_no_cassette_loads_no_cassette_code() -> 
         "main(['validate', 'agents/notes.yaml'])\n"
         "print(sorted(m for m in sys.modules if 'cassette' in m))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert last_line_of(code) == "[]"

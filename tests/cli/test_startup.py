@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from runner.cli import COMMANDS, main, startup
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 
 
 @pytest.fixture
@@ -163,9 +163,6 @@ def test_pydantic_is_told_it_has_no_plugins_only_when_none_is_declared(
 
 
 def test_a_pydantic_plugin_still_sees_validate_build_the_spec(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     dist_info(tmp_path, "seeschemas-1.0.dist-info", "[pydantic]\nsee = seeschemas:plugin\n")
     (tmp_path / "seeschemas.py").write_text(
         "import sys\n"
@@ -175,13 +172,11 @@ def test_a_pydantic_plugin_still_sees_validate_build_the_spec(tmp_path: Path) ->
         "        return None, None, None\n"
         "plugin = Plugin()\n"
     )
-    program = "import sys\nfrom runner.cli import main\nsys.argv[0] = 'agentctl'\nmain()\n"
-    done = subprocess.run(
-        [sys.executable, "-c", program, "validate", str(ROOT / "agents" / "notes.yaml")],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
-        capture_output=True,
-        text=True,
-        check=False,
+    done = run_cli(
+        "validate",
+        str(ROOT / "agents" / "notes.yaml"),
+        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        process=True,
     )
     assert done.returncode == 0, done.stderr
     assert "plugin saw AgentSpec" in done.stderr.splitlines()

@@ -4,16 +4,13 @@ TheSettings.model_construct`, see `runner.spec.base.SpecModel`)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from pydantic import BaseModel
 
 from runner.spec import AgentSpec
 from runner.spec.agent import InlineSubagent
 from runner.spec.workflow import WorkflowSpec
-from tests.conftest import ROOT
+from tests.conftest import last_line_of
 
 SETTINGS = (
     "permissions",
@@ -63,7 +60,4 @@ def test_the_defaults_build_no_validator_of_their_own() -> None:
         f"models = [AgentSpec.model_fields[key].annotation for key in {SETTINGS!r}]\n"
         "print(sorted(m.__name__ for m in models if m.__pydantic_complete__))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "[]"
+    assert last_line_of(code) == "[]"
