@@ -34,6 +34,7 @@ from runner.spec.base import (
     SourcePathInput,
     SpecModel,
     describe,
+    empty_list,
     json_schema_error,
     seed_names,
     shorthand,
@@ -303,17 +304,17 @@ class AgentCore(SpecModel):
     (`system_prompt`, the seeds' name, is accepted too)."""
     model: ModelInput | None = None
     """`provider:model`, or `{id, params, fallbacks, context_window}`."""
-    tools: list[ToolEntry] = Field(default_factory=list)
+    tools: list[ToolEntry] = Field(default_factory=empty_list)
     """Tools from Python (`import:`), MCP servers (`mcp:`), OpenAPI operations (`openapi:`), HTTP
     endpoints (`http:`) and commands (`script:`)."""
     todos: bool = True
     """Give the agent `write_todos` for planning."""
     backend: BackendInput | None = None
     """Where the agent's files live (default: `state`, files in the thread)."""
-    memory: list[SourcePathInput] = Field(default_factory=list)
+    memory: list[SourcePathInput] = Field(default_factory=empty_list)
     """Memory files (AGENTS.md and the like) loaded into the system prompt; the agent may edit
     them. `./x` and `~/x` are host paths, `/x` a path in the backend."""
-    skills: list[SourcePathInput] = Field(default_factory=list)
+    skills: list[SourcePathInput] = Field(default_factory=empty_list)
     """Folders of `<skill>/SKILL.md` skills; later folders override earlier ones by name."""
     interrupt_on: InterruptOnMap = Field(default_factory=dict)
     """Tool name to `true` or `{allowed_decisions, description, when}`: pause for approval."""
@@ -338,7 +339,7 @@ class AgentCore(SpecModel):
     """Retries on transient model and tool errors."""
     response_format: dict[str, Any] | None = None
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
-    middleware: list[MiddlewareRef] = Field(default_factory=list)
+    middleware: list[MiddlewareRef] = Field(default_factory=empty_list)
     """Extra LangChain middleware by import reference."""
     ask_user: Annotated[
         AskUserSpec | None,
@@ -526,10 +527,10 @@ class AgentSpec(AgentCore):
     """Typed inputs: name to `{type, description, required, default, enum, minimum, maximum}`.
     `agentctl run --var NAME=VALUE` sets one, checked and converted to its type; prompts read it
     as `{{ vars.NAME }}`. A name is in `vars:` or in `inputs:`, not both."""
-    include: list[str] = Field(default_factory=list)
+    include: list[str] = Field(default_factory=empty_list)
     """Files merged under this one before validation (relative paths); later files and this one
     win, `tools` and `subagents` lists are joined."""
-    subagents: list[SubagentEntry] = Field(default_factory=list)
+    subagents: list[SubagentEntry] = Field(default_factory=empty_list)
     """Agents the main agent can delegate to with the `task` tool: inline, `ref: file.yaml`,
     `import:` of a prebuilt graph, or `remote:` on an Agent Server."""
     general_purpose_agent: Annotated[

@@ -58,6 +58,15 @@ def import_ref_is_file(ref: str) -> bool:
     return bool(_IMPORT_FILE.search(target)) or "/" in target or "\\" in target
 
 
+def empty_list() -> list[Any]:
+    """The default factory of a list field: `list`, without its cost. Pydantic asks for a default
+    factory's signature (does it take the validated data?) each time it builds a schema with it
+    and each time it makes a default without validating (`model_construct`), and the signature of
+    the builtin `list` is parsed from its text with `ast`: 0.1 ms a time, 17 times in building
+    `AgentSpec`'s validator."""
+    return []
+
+
 class SpecModel(BaseModel):
     """Base of every spec model: unknown keys are errors; docstrings become descriptions.
 

@@ -1,6 +1,7 @@
-"""Settings left out of a file (`permissions`, `limits`, ...) default to the settings model's own
-defaults, made without building the settings model's validator (`default_factory=
-TheSettings.model_construct`, see `runner.spec.base.SpecModel`)."""
+"""Defaults of the spec models. Settings left out of a file (`permissions`, `limits`, ...) default
+to the settings model's own defaults, made without building the settings model's validator
+(`default_factory=TheSettings.model_construct`, see `runner.spec.base.SpecModel`); a list field's
+default factory is `empty_list`, not the builtin whose signature pydantic parses each time."""
 
 from __future__ import annotations
 
@@ -61,3 +62,26 @@ def test_the_defaults_build_no_validator_of_their_own() -> None:
         "print(sorted(m.__name__ for m in models if m.__pydantic_complete__))\n"
     )
     assert last_line_of(code) == "[]"
+
+
+def spec_models() -> list[type[BaseModel]]:
+    import runner.spec.cassette
+    import runner.spec.workflow
+    from runner.spec.base import SpecModel
+
+    found: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [SpecModel]
+    while todo:
+        model = todo.pop()
+        found.append(model)
+        todo += model.__subclasses__()
+    assert runner.spec.cassette.CassetteFile in found and WorkflowSpec in found
+    return found
+
+
+def test_no_list_field_defaults_to_the_builtin_list() -> None:
+    from runner.spec.base import empty_list
+
+    fields = [(m, k, f) for m in spec_models() for k, f in m.model_fields.items()]
+    assert [(m.__name__, k) for m, k, f in fields if f.default_factory is list] == []
+    assert any(f.default_factory is empty_list for _, _, f in fields)
