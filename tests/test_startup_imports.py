@@ -114,3 +114,29 @@ def test_validating_an_agent_that_plays_no_cassette_loads_no_cassette_code() -> 
         "print(sorted(m for m in sys.modules if 'cassette' in m))\n"
     )
     assert last_line_of(code) == "[]"
+
+
+def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_path: Path) -> None:
+    """`agents/notes.yaml` sets no budget, permission, subagent or summarization, and the run is
+    not traced: their modules stay unimported."""
+    cassette = tmp_path / "c.cassette.yaml"
+    cassette.write_text(yaml.safe_dump({"agents": {"notes": [{"content": "Done."}]}}))
+    args = ["run", "agents/notes.yaml", "hi", "--model", f"replay:{cassette}", "--quiet"]
+    args += ["--db", str(tmp_path / "t.db")]
+    unused = [
+        "runner.middleware.budgets",
+        "runner.middleware.permissions",
+        "runner.middleware.subagents",
+        "runner.middleware.summarization",
+        "runner.run.telemetry",
+    ]
+    code = (
+        "import os, sys\n"
+        f"os.environ['AGENTCTL_HOME'] = {str(tmp_path)!r}\n"
+        "os.environ.pop('OTEL_EXPORTER_OTLP_ENDPOINT', None)\n"
+        "os.environ.pop('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', None)\n"
+        "from runner.cli import main\n"
+        f"assert main({args!r}) == 0\n"
+        f"print(sorted(m for m in {unused!r} if m in sys.modules))\n"
+    )
+    assert last_line_of(code) == "[]"

@@ -214,11 +214,11 @@ def summarization_middleware(
 ) -> Middleware | None:
     """Summarization with the spec's thresholds (or the defaults); `summarizer` gives the model
     that writes the summaries and its window (asked for once the thresholds are known good)."""
-    from runner.middleware import summarization as s
-
     settings = core.summarization
     if not settings.enabled:
-        return None
+        return None  # (and its module stays unimported: start-up)
+    from runner.middleware import summarization as s
+
     window = model.context_window
 
     def threshold(given: Any, share: float, otherwise: tuple[str, int]) -> tuple[str, float]:
@@ -255,10 +255,11 @@ def run_budget(
 ) -> RunBudget | None:
     """The main agent's budgets (`limits.tokens/time/cost`), when it sets any; with
     `counts_calls` (a workflow's), `limits.model_calls/tool_calls` as totals of the run too."""
+    if not core.limits.has_budget(counts_calls=counts_calls):
+        return None  # (and the budget middleware stays unimported: start-up)
     from runner.middleware.budgets import RunBudget
 
-    budget = RunBudget(core.limits, locate, counts_calls=counts_calls)
-    return budget if budget.active else None
+    return RunBudget(core.limits, locate, counts_calls=counts_calls)
 
 
 def budget_middleware(

@@ -258,6 +258,12 @@ class LimitsSpec(SpecModel):
             raise ValueError(f"must be greater than 0, found the number {value}")
         return value
 
+    def has_budget(self, *, counts_calls: bool = False) -> bool:
+        """Whether a run has a budget to count: `tokens`, `time` or `cost`; with `counts_calls`
+        (a workflow's), `model_calls` and `tool_calls` as totals of the run too."""
+        calls = (self.model_calls, self.tool_calls) if counts_calls else ()
+        return any(v is not None for v in (self.tokens, self.time, self.cost, *calls))
+
 
 class RetryPolicy(SpecModel):
     """Retry on transient errors with exponential backoff."""
