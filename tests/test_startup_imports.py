@@ -104,14 +104,14 @@ def test_listing_and_showing_postgres_threads_import_no_langchain(
     assert [m for m in imported if m.split(".")[0] in ("langchain_core", "langgraph")] == []
 
 
-def test_validating_an_agent_that_plays_no_cassette_loads_no_cassette_code() -> None:
-    """`agentctl validate` tells a cassette by its name without the cassette's models, and checks
-    cassettes (`runner.check.cassettes`) only for an agent that plays one."""
+def test_validating_an_agent_loads_no_cassette_or_test_file_code() -> None:
+    """`agentctl validate` tells cassettes and test files by their names without their models or
+    loaders, and checks cassettes (`runner.check.cassettes`) only for an agent that plays one."""
     code = (
         "import sys\n"
         "from runner.cli import main\n"
         "main(['validate', 'agents/notes.yaml'])\n"
-        "print(sorted(m for m in sys.modules if 'cassette' in m))\n"
+        "print(sorted(m for m in sys.modules if 'cassette' in m or m.startswith('runner.testing')))\n"
     )
     assert last_line_of(code) == "[]"
 

@@ -42,6 +42,12 @@ def is_agent_file_name(path: Path) -> bool:
     )
 
 
+def is_test_file_name(path: Path) -> bool:
+    """An `agentctl test` file (`runner.testing`): `*.test.yaml` / `*.test.yml`, except names
+    starting with `_` or `.`."""
+    return path.name.endswith(TEST_SUFFIXES) and not path.name.startswith(("_", "."))
+
+
 def not_an_agent(path: Path) -> str | None:
     """Why the YAML file at `path`, found in a folder, is not an agent file (None if it may be):
     its top level is a mapping in which no key is a key of agent files (other than `version` and
