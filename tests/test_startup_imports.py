@@ -118,7 +118,7 @@ def test_validating_an_agent_loads_no_cassette_or_test_file_code() -> None:
 
 def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_path: Path) -> None:
     """`agents/notes.yaml` sets no budget, permission, subagent or summarization, and the run is
-    not traced: their modules stay unimported."""
+    not traced and attaches no file: their modules stay unimported."""
     cassette = tmp_path / "c.cassette.yaml"
     cassette.write_text(yaml.safe_dump({"agents": {"notes": [{"content": "Done."}]}}))
     args = ["run", "agents/notes.yaml", "hi", "--model", f"replay:{cassette}", "--quiet"]
@@ -129,6 +129,7 @@ def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_pa
         "runner.middleware.subagents",
         "runner.middleware.summarization",
         "runner.run.telemetry",
+        "runner.run.attachments",
     ]
     code = (
         "import os, sys\n"
