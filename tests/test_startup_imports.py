@@ -104,14 +104,16 @@ def test_listing_and_showing_postgres_threads_import_no_langchain(
     assert [m for m in imported if m.split(".")[0] in ("langchain_core", "langgraph")] == []
 
 
-def test_validating_an_agent_loads_no_cassette_or_test_file_code() -> None:
+def test_validating_an_agent_loads_no_cassette_test_file_or_sandbox_code() -> None:
     """`agentctl validate` tells cassettes and test files by their names without their models or
-    loaders, and checks cassettes (`runner.check.cassettes`) only for an agent that plays one."""
+    loaders, checks cassettes (`runner.check.cassettes`) only for an agent that plays one, and
+    sandboxes (`runner.backends.sandbox`) only for an agent with a `local_shell` backend."""
     code = (
         "import sys\n"
         "from runner.cli import main\n"
         "main(['validate', 'agents/notes.yaml'])\n"
-        "print(sorted(m for m in sys.modules if 'cassette' in m or m.startswith('runner.testing')))\n"
+        "print(sorted(m for m in sys.modules\n"
+        "    if 'cassette' in m or m.startswith(('runner.testing', 'runner.backends'))))\n"
     )
     assert last_line_of(code) == "[]"
 

@@ -567,8 +567,8 @@ def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list
     """What this machine lacks for the `local_shell` sandboxes of an agent, its inline subagents
     and its ref'd files (`sandbox: bubblewrap` without bubblewrap, missing extra paths), located
     at the key."""
-    from runner.backends.sandbox import sandbox_problems
     from runner.spec import InlineSubagent, RefSubagent
+    from runner.spec.backend import LocalShellBackendSpec, backend_leaves
 
     seen = set() if seen is None else seen
     if spec.source in seen:
@@ -578,12 +578,23 @@ def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list
     cores += [
         (("subagents", i), s) for i, s in enumerate(spec.subagents) if isinstance(s, InlineSubagent)
     ]
-    problems = [
-        spec.problem(at, message)
+    shells = [
+        (where, core.backend)
         for where, core in cores
         if core.backend is not None
-        for at, message in sandbox_problems(core.backend, (*where, "backend"))
+        and any(
+            isinstance(leaf, LocalShellBackendSpec) for leaf, _ in backend_leaves(core.backend, ())
+        )
     ]
+    problems: list[Problem] = []
+    if shells:  # (else the sandbox module stays unimported: start-up)
+        from runner.backends.sandbox import sandbox_problems
+
+        problems = [
+            spec.problem(at, message)
+            for where, backend in shells
+            for at, message in sandbox_problems(backend, (*where, "backend"))
+        ]
     for entry in spec.subagents:
         if isinstance(entry, RefSubagent) and entry._spec is not None:
             problems.extend(sandbox_spec_problems(entry._spec, seen))
