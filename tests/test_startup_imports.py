@@ -119,8 +119,9 @@ def test_validating_an_agent_loads_no_cassette_test_file_or_sandbox_code() -> No
 
 
 def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_path: Path) -> None:
-    """`agents/notes.yaml` sets no budget, permission, subagent or summarization, and the run is
-    not traced and attaches no file: their modules stay unimported."""
+    """`agents/notes.yaml` sets no budget, permission, subagent or summarization, runs no command
+    (a `state` backend), and the run is not traced and attaches no file: their modules stay
+    unimported."""
     cassette = tmp_path / "c.cassette.yaml"
     cassette.write_text(yaml.safe_dump({"agents": {"notes": [{"content": "Done."}]}}))
     args = ["run", "agents/notes.yaml", "hi", "--model", f"replay:{cassette}", "--quiet"]
@@ -132,6 +133,8 @@ def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_pa
         "runner.middleware.summarization",
         "runner.run.telemetry",
         "runner.run.attachments",
+        "runner.backends.local_shell",
+        "runner.backends.sandbox",
     ]
     code = (
         "import os, sys\n"

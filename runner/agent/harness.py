@@ -55,8 +55,7 @@ def backend_for(
         provider_from_backend,
         provider_from_spec,
     )
-    from runner.backends.sandbox import sandbox_problems
-    from runner.spec.backend import backend_leaves
+    from runner.spec.backend import backend_leaves, has_local_shell
     from runner.tools.imports import import_object
 
     if parent is None and override is not None:
@@ -66,7 +65,9 @@ def backend_for(
             raise BuildError(str(exc)) from None
     if core.backend is None and parent is not None and parent.backend is not None:
         return parent.backend
-    if core.backend is not None:
+    if core.backend is not None and has_local_shell(core.backend):  # (else unimported: start-up)
+        from runner.backends.sandbox import sandbox_problems
+
         for at, message in sandbox_problems(core.backend, (*where, "backend")):
             raise ResolutionError.at(locator(at, message))
     leaves = {

@@ -568,7 +568,7 @@ def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list
     and its ref'd files (`sandbox: bubblewrap` without bubblewrap, missing extra paths), located
     at the key."""
     from runner.spec import InlineSubagent, RefSubagent
-    from runner.spec.backend import LocalShellBackendSpec, backend_leaves
+    from runner.spec.backend import has_local_shell
 
     seen = set() if seen is None else seen
     if spec.source in seen:
@@ -581,10 +581,7 @@ def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list
     shells = [
         (where, core.backend)
         for where, core in cores
-        if core.backend is not None
-        and any(
-            isinstance(leaf, LocalShellBackendSpec) for leaf, _ in backend_leaves(core.backend, ())
-        )
+        if core.backend is not None and has_local_shell(core.backend)
     ]
     problems: list[Problem] = []
     if shells:  # (else the sandbox module stays unimported: start-up)

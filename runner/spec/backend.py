@@ -202,3 +202,9 @@ def backend_leaves(
             (route, (*at, "routes", prefix)) for prefix, route in backend.routes.items()
         ]
     return [(backend, at)]
+
+
+def has_local_shell(backend: BackendSpec) -> bool:
+    """Whether `backend` is a `local_shell`, or a composite with one among its routes: what the
+    sandbox checks (`runner.backends.sandbox`) look at, so they are imported for it only."""
+    return any(isinstance(leaf, LocalShellBackendSpec) for leaf, _ in backend_leaves(backend, ()))
