@@ -68,6 +68,15 @@ def run_cli(
     return subprocess.CompletedProcess(["agentctl", *args], code, out, err)
 
 
+def last_line_of(code: str, cwd: Path = ROOT) -> str:
+    """The last line `python -c CODE` prints: a fresh interpreter, for what a process imports or
+    builds on its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
 @pytest.fixture
 def tracker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The example issue tracker on a free port of 127.0.0.1, named by ISSUES_API."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import last_line_of
 
 
 def test_building_a_non_anthropic_agent_does_not_import_the_anthropic_sdk(tmp_path: Path) -> None:
@@ -24,10 +24,7 @@ def test_building_a_non_anthropic_agent_does_not_import_the_anthropic_sdk(tmp_pa
         f"runner.build_agent({str(spec)!r}, model='replay:{cassette}')\n"
         "print(sorted(m for m in ('langchain_anthropic', 'jinja2') if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "[]"
+    assert last_line_of(code) == "[]"
 
 
 def loaded_by_cli(args: list[str], cwd: Path) -> list[str]:
@@ -105,3 +102,47 @@ def test_listing_and_showing_postgres_threads_import_no_langchain(
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "psycopg" in imported
     assert [m for m in imported if m.split(".")[0] in ("langchain_core", "langgraph")] == []
+
+
+def test_validating_an_agent_loads_no_cassette_test_file_or_sandbox_code() -> None:
+    """`agentctl validate` tells cassettes and test files by their names without their models or
+    loaders, checks cassettes (`runner.check.cassettes`) only for an agent that plays one, and
+    sandboxes (`runner.backends.sandbox`) only for an agent with a `local_shell` backend."""
+    code = (
+        "import sys\n"
+        "from runner.cli import main\n"
+        "main(['validate', 'agents/notes.yaml'])\n"
+        "print(sorted(m for m in sys.modules\n"
+        "    if 'cassette' in m or m.startswith(('runner.testing', 'runner.backends'))))\n"
+    )
+    assert last_line_of(code) == "[]"
+
+
+def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_path: Path) -> None:
+    """`agents/notes.yaml` sets no budget, permission, subagent or summarization, runs no command
+    (a `state` backend), and the run is not traced and attaches no file: their modules stay
+    unimported."""
+    cassette = tmp_path / "c.cassette.yaml"
+    cassette.write_text(yaml.safe_dump({"agents": {"notes": [{"content": "Done."}]}}))
+    args = ["run", "agents/notes.yaml", "hi", "--model", f"replay:{cassette}", "--quiet"]
+    args += ["--db", str(tmp_path / "t.db")]
+    unused = [
+        "runner.middleware.budgets",
+        "runner.middleware.permissions",
+        "runner.middleware.subagents",
+        "runner.middleware.summarization",
+        "runner.run.telemetry",
+        "runner.run.attachments",
+        "runner.backends.local_shell",
+        "runner.backends.sandbox",
+    ]
+    code = (
+        "import os, sys\n"
+        f"os.environ['AGENTCTL_HOME'] = {str(tmp_path)!r}\n"
+        "os.environ.pop('OTEL_EXPORTER_OTLP_ENDPOINT', None)\n"
+        "os.environ.pop('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', None)\n"
+        "from runner.cli import main\n"
+        f"assert main({args!r}) == 0\n"
+        f"print(sorted(m for m in {unused!r} if m in sys.modules))\n"
+    )
+    assert last_line_of(code) == "[]"

@@ -55,8 +55,7 @@ def backend_for(
         provider_from_backend,
         provider_from_spec,
     )
-    from runner.backends.sandbox import sandbox_problems
-    from runner.spec.backend import backend_leaves
+    from runner.spec.backend import backend_leaves, has_local_shell
     from runner.tools.imports import import_object
 
     if parent is None and override is not None:
@@ -66,7 +65,9 @@ def backend_for(
             raise BuildError(str(exc)) from None
     if core.backend is None and parent is not None and parent.backend is not None:
         return parent.backend
-    if core.backend is not None:
+    if core.backend is not None and has_local_shell(core.backend):  # (else unimported: start-up)
+        from runner.backends.sandbox import sandbox_problems
+
         for at, message in sandbox_problems(core.backend, (*where, "backend")):
             raise ResolutionError.at(locator(at, message))
     leaves = {
@@ -214,11 +215,11 @@ def summarization_middleware(
 ) -> Middleware | None:
     """Summarization with the spec's thresholds (or the defaults); `summarizer` gives the model
     that writes the summaries and its window (asked for once the thresholds are known good)."""
-    from runner.middleware import summarization as s
-
     settings = core.summarization
     if not settings.enabled:
-        return None
+        return None  # (and its module stays unimported: start-up)
+    from runner.middleware import summarization as s
+
     window = model.context_window
 
     def threshold(given: Any, share: float, otherwise: tuple[str, int]) -> tuple[str, float]:
@@ -255,10 +256,11 @@ def run_budget(
 ) -> RunBudget | None:
     """The main agent's budgets (`limits.tokens/time/cost`), when it sets any; with
     `counts_calls` (a workflow's), `limits.model_calls/tool_calls` as totals of the run too."""
+    if not core.limits.has_budget(counts_calls=counts_calls):
+        return None  # (and the budget middleware stays unimported: start-up)
     from runner.middleware.budgets import RunBudget
 
-    budget = RunBudget(core.limits, locate, counts_calls=counts_calls)
-    return budget if budget.active else None
+    return RunBudget(core.limits, locate, counts_calls=counts_calls)
 
 
 def budget_middleware(

@@ -409,7 +409,6 @@ class Resolver:
         from runner.middleware.journal import ToolJournalMiddleware
         from runner.middleware.large_inputs import LargeInputsMiddleware
         from runner.middleware.patch_tool_calls import PatchToolCallsMiddleware
-        from runner.middleware.permissions import permissions_middleware
         from runner.middleware.replies import ReplyCheckMiddleware
         from runner.middleware.todos import TodosMiddleware
 
@@ -429,13 +428,19 @@ class Resolver:
             else dict(parent.interrupt_on)
         )
         todos = TodosMiddleware() if core.todos else None
-        permissions = permissions_middleware(
-            core.permissions,
-            agent=name,
-            is_main=is_main,
-            inherited=parent.harness.get("permissions") if parent else None,  # type: ignore[arg-type]
-            sets_own=is_main or "permissions" in fields,
-        )
+        permissions = None
+        inherited = parent.harness.get("permissions") if parent else None
+        if core.permissions.deny or core.permissions.allow or inherited is not None:
+            # (without a rule, the permissions middleware stays unimported: start-up)
+            from runner.middleware.permissions import permissions_middleware
+
+            permissions = permissions_middleware(
+                core.permissions,
+                agent=name,
+                is_main=is_main,
+                inherited=inherited,  # type: ignore[arg-type]
+                sets_own=is_main or "permissions" in fields,
+            )
         backend = backend_for(core, where, locator, parent, self.backend_override)
         backend, memory, skills = memory_and_skills(core, backend, where, locator)
         tools = (
@@ -557,6 +562,8 @@ class Resolver:
     def _subagents(
         self, spec: AgentSpec, parent: ResolvedAgent, where: KeyPath, locator: Locator
     ) -> list[ResolvedSubagent]:
+        if not spec.subagents and not spec.general_purpose_agent.enabled:
+            return []  # (and the subagent middleware stays unimported: start-up)
         from runner.middleware.subagents import (
             DEFAULT_SUBAGENT_PROMPT,
             GENERAL_PURPOSE_DESCRIPTION,

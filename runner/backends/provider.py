@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from runner.backends.composite import CompositeBackend
 from runner.backends.filesystem import MEGABYTE, FilesystemBackend
-from runner.backends.local_shell import ENV_ALLOWLIST, LocalShellBackend
 from runner.backends.mounts import Mount, MountedBackend
 from runner.backends.paths import validate_path
 from runner.backends.protocol import Backend, BackendError, SandboxBackend
@@ -173,9 +172,11 @@ class _DirectoryNode(_Node):
         self.spec = spec
         self.root = root_of(spec)
         self.per_thread = THREAD_PLACEHOLDER in self.root
-        self.backend_type = (
-            LocalShellBackend if isinstance(spec, LocalShellBackendSpec) else FilesystemBackend
-        )
+        self.backend_type: type[FilesystemBackend] = FilesystemBackend
+        if isinstance(spec, LocalShellBackendSpec):  # (only then its module: start-up)
+            from runner.backends.local_shell import LocalShellBackend
+
+            self.backend_type = LocalShellBackend
         self._backends: OrderedDict[str | None, FilesystemBackend] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -212,6 +213,8 @@ class _DirectoryNode(_Node):
     def _make(self, root: str) -> FilesystemBackend:
         spec, size = self.spec, int(self.spec.max_file_size_mb * MEGABYTE)
         if isinstance(spec, LocalShellBackendSpec):
+            from runner.backends.local_shell import LocalShellBackend
+
             return LocalShellBackend(
                 root,
                 virtual_mode=spec.virtual_mode,
@@ -235,6 +238,8 @@ class _DirectoryNode(_Node):
         where = f"{self.root} (one folder per thread)" if self.per_thread else self.root
         text = f"{spec.kind} at {where} ({paths}; reads up to {spec.max_file_size_mb:g} MB)"
         if isinstance(spec, LocalShellBackendSpec):
+            from runner.backends.local_shell import ENV_ALLOWLIST
+
             if spec.inherit_env:
                 env = "the runner's whole environment"
             else:

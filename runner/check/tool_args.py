@@ -16,7 +16,9 @@ __all__ = ["BUILTIN_TOOL_ARGS", "TOOL_ARGS"]
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # built on first use: a run validates with the harness tools' own subclasses of these
+    # (`runner.tools.runtime`), a cassette check with these
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class _Todo(_Args):

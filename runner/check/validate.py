@@ -19,8 +19,7 @@ from runner.load.any import load_any
 from runner.load.dialects.detect import is_dialect_file
 from runner.load.loader import _host_path
 from runner.spec import AgentSpec
-from runner.spec.base import is_workflow_document
-from runner.spec.cassette import CASSETTE_SUFFIXES
+from runner.spec.base import CASSETTE_SUFFIXES, is_workflow_document
 
 if TYPE_CHECKING:  # the workflow models are loaded with the first workflow file
     from runner.spec.workflow import WorkflowSpec
@@ -41,6 +40,12 @@ def is_agent_file_name(path: Path) -> bool:
         and not name.endswith(CASSETTE_SUFFIXES + TEST_SUFFIXES)
         and not name.startswith(("_", "."))
     )
+
+
+def is_test_file_name(path: Path) -> bool:
+    """An `agentctl test` file (`runner.testing`): `*.test.yaml` / `*.test.yml`, except names
+    starting with `_` or `.`."""
+    return path.name.endswith(TEST_SUFFIXES) and not path.name.startswith(("_", "."))
 
 
 def not_an_agent(path: Path) -> str | None:
@@ -146,8 +151,6 @@ def check_file(
     cache: LoadCache | None = None,
 ) -> FileReport:
     """`validate_file`, with a note for a cassette checked without an agent."""
-    from runner.check.cassettes import cassette_problems
-
     path = Path(path)
     named = path.name.endswith(CASSETTE_SUFFIXES)
     if not named:
@@ -163,6 +166,8 @@ def check_file(
             found = set(skill_problems(spec)) | set(sandbox_spec_problems(spec))
             found |= set(static_problems(spec, cache=cache))
             return FileReport(sorted(found), warnings=spec_warnings(spec))
+    from runner.check.cassettes import cassette_problems
+
     agents = agents_playing(path, vars=vars, env=env, cache=cache)
     note = None
     if not agents:
@@ -562,8 +567,8 @@ def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list
     """What this machine lacks for the `local_shell` sandboxes of an agent, its inline subagents
     and its ref'd files (`sandbox: bubblewrap` without bubblewrap, missing extra paths), located
     at the key."""
-    from runner.backends.sandbox import sandbox_problems
     from runner.spec import InlineSubagent, RefSubagent
+    from runner.spec.backend import has_local_shell
 
     seen = set() if seen is None else seen
     if spec.source in seen:
@@ -573,12 +578,20 @@ def sandbox_spec_problems(spec: AgentSpec, seen: set[str] | None = None) -> list
     cores += [
         (("subagents", i), s) for i, s in enumerate(spec.subagents) if isinstance(s, InlineSubagent)
     ]
-    problems = [
-        spec.problem(at, message)
+    shells = [
+        (where, core.backend)
         for where, core in cores
-        if core.backend is not None
-        for at, message in sandbox_problems(core.backend, (*where, "backend"))
+        if core.backend is not None and has_local_shell(core.backend)
     ]
+    problems: list[Problem] = []
+    if shells:  # (else the sandbox module stays unimported: start-up)
+        from runner.backends.sandbox import sandbox_problems
+
+        problems = [
+            spec.problem(at, message)
+            for where, backend in shells
+            for at, message in sandbox_problems(backend, (*where, "backend"))
+        ]
     for entry in spec.subagents:
         if isinstance(entry, RefSubagent) and entry._spec is not None:
             problems.extend(sandbox_spec_problems(entry._spec, seen))

@@ -67,6 +67,8 @@ class LazyGroup(click.Group):
 
         from runner.cli import startup
 
+        if cmd_name in startup.HELD:
+            startup.skip_empty_plugin_scan()
         command: click.Command = getattr(import_module(entry[0]), entry[1])
         if cmd_name not in startup.HELD:
             startup.started()

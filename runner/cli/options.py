@@ -65,12 +65,12 @@ def otel_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextmanager
 def tracing(otel: bool, content: bool) -> Iterator[None]:
-    """Trace the runs inside when asked (`runner.run.telemetry.requested`), and export the spans
-    left before returning. An endpoint variable alone, without the `otel` extra installed,
+    """Trace the runs inside when asked (`runner.run.tracing_wanted.requested`), and export the
+    spans left before returning. An endpoint variable alone, without the `otel` extra installed,
     warns and runs untraced; `--otel` without it is an error."""
-    from runner.run import telemetry
+    from runner.run.tracing_wanted import requested
 
-    if not telemetry.requested(otel):
+    if not requested(otel):
         if otel and not content:
             click.echo("warning: --otel: OTEL_SDK_DISABLED=true, so no traces", err=True)
         if content:
@@ -82,6 +82,7 @@ def tracing(otel: bool, content: bool) -> Iterator[None]:
         yield
         return
     from runner.errors import ResolutionError
+    from runner.run import telemetry
 
     try:
         active = telemetry.enable(content=content)

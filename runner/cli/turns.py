@@ -308,6 +308,8 @@ def run_turns(
 
 def read_attachments(paths: Sequence[Path]) -> list[Attachment]:
     """`--attach` files read and classified; a missing or too large one is a usage error."""
+    if not paths:
+        return []  # (and the attachments module stays unimported: start-up)
     from runner.errors import RunError
     from runner.run.attachments import read_attachment
 

@@ -46,11 +46,16 @@ def validate(
     whose fields agentctl runs differently are warnings. A problem in a file that several of
     them include is printed once, with the files it was found through.
     """
-    from runner.check.validate import FileReport, LoadCache, check_file, find_specs
+    from runner.check.validate import (
+        FileReport,
+        LoadCache,
+        check_file,
+        find_specs,
+        is_test_file_name,
+    )
     from runner.cli import startup
     from runner.cli.options import parse_vars
     from runner.errors import Problem, display_path
-    from runner.testing.loader import is_test_file_name
 
     variables = parse_vars(vars_)
     failed = checked = 0

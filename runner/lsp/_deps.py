@@ -17,6 +17,7 @@ from runner.check.validate import (
     agents_playing,
     check_file,
     is_agent_file_name,
+    is_test_file_name,
 )
 from runner.errors import Problem, SpecError, display_path
 from runner.load.loader import load_spec
@@ -27,7 +28,7 @@ from runner.spec import AgentSpec, file_schema, json_schema_text
 from runner.spec.model import KNOWN_PROVIDERS
 from runner.spec.workflow import STEP_KINDS, WorkflowSpec, is_workflow_document
 from runner.testing import test_json_schema_text
-from runner.testing.loader import is_test_file_name, load_test_file
+from runner.testing.loader import load_test_file
 
 __all__ = [
     "CASSETTE_SUFFIXES",

@@ -121,9 +121,7 @@ class RunBudget:
 
     @property
     def active(self) -> bool:
-        limits = self.limits
-        calls = (limits.model_calls, limits.tool_calls) if self.counts_calls else ()
-        return any(v is not None for v in (limits.tokens, limits.time, limits.cost, *calls))
+        return self.limits.has_budget(counts_calls=self.counts_calls)
 
     def begin(self, thread_id: str, turn: str | None, *, new_run: bool) -> _Tally:
         """The tally a model call adds to: a fresh one when a run starts."""

@@ -47,15 +47,11 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
 __all__ = [
-    "ENDPOINT_VARIABLES",
     "SpanRecorder",
     "Telemetry",
     "enable",
-    "requested",
 ]
 
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-"""Either one set turns tracing on without `--otel` (as any OpenTelemetry SDK does)."""
 
 INSTALL_HINT = "pip install 'agentctl[otel]'"
 MASK = "***"
@@ -86,15 +82,6 @@ INTERRUPTED = "agentctl.interrupted"
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 _MIN_SECRET = 6  # shorter values ("1", "true") would mask ordinary words
-
-
-def requested(flag: bool, env: Mapping[str, str] | None = None) -> bool:
-    """Whether to trace: `--otel`, or an OTLP endpoint variable; `OTEL_SDK_DISABLED=true` wins
-    over both, as the SDK's specification says."""
-    env = os.environ if env is None else env
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    return flag or any(env.get(name, "").strip() for name in ENDPOINT_VARIABLES)
 
 
 # --------------------------------------------------------------------------- secrets

@@ -34,6 +34,7 @@ from runner.spec.base import (
     SourcePathInput,
     SpecModel,
     describe,
+    empty_list,
     json_schema_error,
     seed_names,
     shorthand,
@@ -257,6 +258,12 @@ class LimitsSpec(SpecModel):
             raise ValueError(f"must be greater than 0, found the number {value}")
         return value
 
+    def has_budget(self, *, counts_calls: bool = False) -> bool:
+        """Whether a run has a budget to count: `tokens`, `time` or `cost`; with `counts_calls`
+        (a workflow's), `model_calls` and `tool_calls` as totals of the run too."""
+        calls = (self.model_calls, self.tool_calls) if counts_calls else ()
+        return any(v is not None for v in (self.tokens, self.time, self.cost, *calls))
+
 
 class RetryPolicy(SpecModel):
     """Retry on transient errors with exponential backoff."""
@@ -303,42 +310,42 @@ class AgentCore(SpecModel):
     (`system_prompt`, the seeds' name, is accepted too)."""
     model: ModelInput | None = None
     """`provider:model`, or `{id, params, fallbacks, context_window}`."""
-    tools: list[ToolEntry] = Field(default_factory=list)
+    tools: list[ToolEntry] = Field(default_factory=empty_list)
     """Tools from Python (`import:`), MCP servers (`mcp:`), OpenAPI operations (`openapi:`), HTTP
     endpoints (`http:`) and commands (`script:`)."""
     todos: bool = True
     """Give the agent `write_todos` for planning."""
     backend: BackendInput | None = None
     """Where the agent's files live (default: `state`, files in the thread)."""
-    memory: list[SourcePathInput] = Field(default_factory=list)
+    memory: list[SourcePathInput] = Field(default_factory=empty_list)
     """Memory files (AGENTS.md and the like) loaded into the system prompt; the agent may edit
     them. `./x` and `~/x` are host paths, `/x` a path in the backend."""
-    skills: list[SourcePathInput] = Field(default_factory=list)
+    skills: list[SourcePathInput] = Field(default_factory=empty_list)
     """Folders of `<skill>/SKILL.md` skills; later folders override earlier ones by name."""
     interrupt_on: InterruptOnMap = Field(default_factory=dict)
     """Tool name to `true` or `{allowed_decisions, description, when}`: pause for approval."""
-    permissions: PermissionsSpec = Field(default_factory=PermissionsSpec)
+    permissions: PermissionsSpec = Field(default_factory=PermissionsSpec.model_construct)
     """`deny` and `allow` rules on tool calls (tool name and argument globs), checked before
     approvals: a denied call never runs; an allowed one skips its approval."""
     summarization: Annotated[
         SummarizationSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | SummarizationSpec),
-    ] = Field(default_factory=SummarizationSpec)
+    ] = Field(default_factory=SummarizationSpec.model_construct)
     """Summarize older messages near the context limit (`false` turns it off)."""
-    filesystem: FilesystemSpec = Field(default_factory=FilesystemSpec)
+    filesystem: FilesystemSpec = Field(default_factory=FilesystemSpec.model_construct)
     """File tool settings: allowlist, descriptions, large-content eviction."""
     prompt_caching: Annotated[
         PromptCachingSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | PromptCachingSpec),
-    ] = Field(default_factory=PromptCachingSpec)
+    ] = Field(default_factory=PromptCachingSpec.model_construct)
     """Anthropic prompt caching (`false` turns it off; ignored for other providers)."""
-    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec.model_construct)
     """Model-call, tool-call and step limits; token, time and cost budgets."""
-    retries: RetriesSpec = Field(default_factory=RetriesSpec)
+    retries: RetriesSpec = Field(default_factory=RetriesSpec.model_construct)
     """Retries on transient model and tool errors."""
     response_format: dict[str, Any] | None = None
     """A JSON Schema (an object schema): the final answer is structured output of that shape."""
-    middleware: list[MiddlewareRef] = Field(default_factory=list)
+    middleware: list[MiddlewareRef] = Field(default_factory=empty_list)
     """Extra LangChain middleware by import reference."""
     ask_user: Annotated[
         AskUserSpec | None,
@@ -526,16 +533,16 @@ class AgentSpec(AgentCore):
     """Typed inputs: name to `{type, description, required, default, enum, minimum, maximum}`.
     `agentctl run --var NAME=VALUE` sets one, checked and converted to its type; prompts read it
     as `{{ vars.NAME }}`. A name is in `vars:` or in `inputs:`, not both."""
-    include: list[str] = Field(default_factory=list)
+    include: list[str] = Field(default_factory=empty_list)
     """Files merged under this one before validation (relative paths); later files and this one
     win, `tools` and `subagents` lists are joined."""
-    subagents: list[SubagentEntry] = Field(default_factory=list)
+    subagents: list[SubagentEntry] = Field(default_factory=empty_list)
     """Agents the main agent can delegate to with the `task` tool: inline, `ref: file.yaml`,
     `import:` of a prebuilt graph, or `remote:` on an Agent Server."""
     general_purpose_agent: Annotated[
         GeneralPurposeAgentSpec,
         BeforeValidator(_enabled_shorthand, json_schema_input_type=bool | GeneralPurposeAgentSpec),
-    ] = Field(default_factory=GeneralPurposeAgentSpec)
+    ] = Field(default_factory=GeneralPurposeAgentSpec.model_construct)
     """The built-in `general-purpose` subagent (`false` removes it)."""
     task_description: str | None = None
     """Replace the `task` tool's description. `{available_agents}` in it (or `{agents}`) is

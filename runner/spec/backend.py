@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from runner.spec.base import ImportRef, SpecModel, shorthand
+from runner.spec.base import ImportRef, SpecModel, empty_list, shorthand
 
 
 class StateBackendSpec(SpecModel):
@@ -85,10 +85,10 @@ class LocalShellBackendSpec(SpecModel):
     `bubblewrap`: required (an error where it is missing); `none`: commands run on the host."""
     network: bool = False
     """Let sandboxed commands use the network (off by default)."""
-    read_only_paths: list[str] = Field(default_factory=list)
+    read_only_paths: list[str] = Field(default_factory=empty_list)
     """Host paths (relative to this spec file) sandboxed commands see read-only: one under the
     private /tmp or /run, or a part of `root_dir` to protect (like `.git`)."""
-    writable_paths: list[str] = Field(default_factory=list)
+    writable_paths: list[str] = Field(default_factory=empty_list)
     """More host paths (relative to this spec file) sandboxed commands may change."""
 
 
@@ -202,3 +202,9 @@ def backend_leaves(
             (route, (*at, "routes", prefix)) for prefix, route in backend.routes.items()
         ]
     return [(backend, at)]
+
+
+def has_local_shell(backend: BackendSpec) -> bool:
+    """Whether `backend` is a `local_shell`, or a composite with one among its routes: what the
+    sandbox checks (`runner.backends.sandbox`) look at, so they are imported for it only."""
+    return any(isinstance(leaf, LocalShellBackendSpec) for leaf, _ in backend_leaves(backend, ()))

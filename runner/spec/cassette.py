@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from runner.spec.base import SpecModel
+from runner.spec.base import CASSETTE_SUFFIXES, SpecModel, empty_list
 
 __all__ = [
     "CASSETTE_SUFFIXES",
@@ -34,9 +34,6 @@ __all__ = [
     "CassetteToolCall",
     "CassetteUsage",
 ]
-
-CASSETTE_SUFFIXES = (".cassette.yaml", ".cassette.yml")
-"""How a cassette file's name ends (`agentctl validate` tells cassettes from agents by it)."""
 
 
 class CassetteToolCall(SpecModel):
@@ -85,7 +82,7 @@ class CassetteReply(SpecModel):
 
     content: str | list[dict[str, Any]] = ""
     """The reply's text (or content blocks)."""
-    tool_calls: list[CassetteToolCall] = Field(default_factory=list)
+    tool_calls: list[CassetteToolCall] = Field(default_factory=empty_list)
     """Tool calls the model makes in this reply."""
     delay: float = Field(default=0, ge=0)
     """Seconds to wait before replying (imitates a slow model)."""

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from runner.spec.base import SpecModel, describe, shorthand
+from runner.spec.base import SpecModel, describe, empty_list, shorthand
 from runner.spec.budgets import PriceSpec
 
 # The providers `langchain.chat_models.init_chat_model` knows, plus agentctl's own `replay`.
@@ -146,7 +146,7 @@ class ModelSpec(SpecModel):
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the provider's chat model class: temperature, max_tokens, base_url,
     timeout, max_retries, api_key (use `${ENV_VAR}`, never a literal key)."""
-    fallbacks: list[FallbackModelInput] = Field(default_factory=list)
+    fallbacks: list[FallbackModelInput] = Field(default_factory=empty_list)
     """Models tried in order when a call to this one raises."""
     context_window: int | None = Field(default=None, gt=0)
     """The model's input limit in tokens; sets the summarization defaults (85% / 10%)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from runner.spec.base import SpecModel
+from runner.spec.base import SpecModel, empty_list
 
 
 class PermissionRule(SpecModel):
@@ -37,8 +37,8 @@ class PermissionsSpec(SpecModel):
     """`deny` and `allow` rules on tool calls, checked before approvals. A subagent keeps its
     parent's `deny` rules and adds its own; it inherits `allow` unless it sets `permissions`."""
 
-    deny: list[PermissionRule] = Field(default_factory=list)
+    deny: list[PermissionRule] = Field(default_factory=empty_list)
     """Calls that never run: the model gets an error naming the rule, the run a `denied`
     event."""
-    allow: list[PermissionRule] = Field(default_factory=list)
+    allow: list[PermissionRule] = Field(default_factory=empty_list)
     """Calls that run without the approval `interrupt_on` would ask for."""

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
-from runner.spec.base import ENTRY_ERROR, ImportRef, Name, SpecModel, shorthand
+from runner.spec.base import ENTRY_ERROR, ImportRef, Name, SpecModel, empty_list, shorthand
 from runner.spec.declared_tools import HttpTool, OpenApiTool, ScriptTool
 
 
@@ -53,7 +53,7 @@ class McpServer(SpecModel):
     """The server's name, used in errors and as the tool-name prefix when `prefix: true`."""
     command: str | None = None
     """Program to start for a stdio server."""
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     """Its arguments."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables for the server process (use `${VAR}` for secrets)."""
@@ -67,7 +67,7 @@ class McpServer(SpecModel):
     """HTTP headers for a remote server, e.g. `Authorization: Bearer ${TOKEN}`."""
     include: list[str] | None = None
     """Only these tools of the server (all when absent)."""
-    exclude: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=empty_list)
     """Leave these tools of the server out."""
     prefix: bool | str = False
     """Prefix tool names to avoid clashes: `true` gives `<name>_<tool>`, a string gives

@@ -67,7 +67,7 @@ from pydantic import (
 
 from runner.errors import Problem
 from runner.spec.agent import DECISIONS, AgentCore, AgentSpec, Decision, LimitsSpec, VarName
-from runner.spec.base import ENTRY_ERROR, Name, SpecModel, is_workflow_document
+from runner.spec.base import ENTRY_ERROR, Name, SpecModel, empty_list, is_workflow_document
 from runner.spec.inputs import InputSpec
 from runner.spec.model import ModelInput
 from runner.spec.tools import ToolEntry
@@ -168,7 +168,7 @@ class WorkflowAgent(AgentCore):
 
     description: str | None = None
     """What the agent does (shown by `agentctl inspect`)."""
-    subagents: list[Any] = Field(default_factory=list)
+    subagents: list[Any] = Field(default_factory=empty_list)
     """Subagents, as in an agent file (checked when the agent is built)."""
 
 
@@ -445,7 +445,7 @@ class WorkflowSpec(SpecModel):
     """Template variables (`{{ vars.NAME }}`); `agentctl run --var NAME=VALUE` overrides them."""
     inputs: dict[VarName, InputSpec] = Field(default_factory=dict)
     """Typed inputs, as in an agent file; templates read them as `{{ vars.NAME }}`."""
-    include: list[str] = Field(default_factory=list)
+    include: list[str] = Field(default_factory=empty_list)
     """Files merged under this one before validation, as in an agent file."""
     state: dict[VarName, StateField] = Field(default_factory=dict)
     """The workflow's state: field name to `{type, description, default, enum, items}`."""
@@ -453,9 +453,9 @@ class WorkflowSpec(SpecModel):
     """The default model of inline agents that set none."""
     agents: dict[Name, AgentEntry] = Field(default_factory=dict)
     """Agents the steps use by name: `{ref: file.yaml}` or inline."""
-    tools: list[ToolEntry] = Field(default_factory=list)
+    tools: list[ToolEntry] = Field(default_factory=empty_list)
     """Tools the `tool:` steps call (the entries of an agent's `tools:`)."""
-    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec.model_construct)
     """Budgets for the whole run, every step's agents included."""
     workflow: WorkflowBody
     """The steps and the result."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from runner.check.validate import is_test_file_name
 from runner.errors import Problem, SpecError, display_path
 from runner.load.problems import not_a_mapping, problems_from_validation
 from runner.load.source import (
@@ -29,19 +30,11 @@ if TYPE_CHECKING:  # the models are loaded with the first test file read
     from runner.testing.spec import TestFileSpec
 
 __all__ = [
-    "TEST_FILE_SUFFIXES",
     "LoadedTestFile",
     "find_test_files",
-    "is_test_file_name",
     "load_test_file",
     "test_file_problems",
 ]
-
-TEST_FILE_SUFFIXES = (".test.yaml", ".test.yml")
-
-
-def is_test_file_name(path: Path) -> bool:
-    return path.name.endswith(TEST_FILE_SUFFIXES) and not path.name.startswith(("_", "."))
 
 
 @dataclass

@@ -4,6 +4,7 @@ command lets it run again before its work, every other command at once."""
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from runner.cli import COMMANDS, main, startup
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 
 
 @pytest.fixture
@@ -96,3 +97,86 @@ def test_main_with_arguments_leaves_the_collector_alone(collector: None) -> None
     assert main(["validate", str(ROOT / "agents" / "notes.yaml")]) == 0
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+def dist_info(folder: Path, name: str, entry_points: str | None) -> Path:
+    """A distribution's metadata folder in `folder`, with that `entry_points.txt` (or none)."""
+    info = folder / name
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.split('-')[0]}\n")
+    if entry_points is not None:
+        (info / "entry_points.txt").write_text(entry_points)
+    return info
+
+
+def test_a_distribution_declaring_the_pydantic_group_is_found(tmp_path: Path) -> None:
+    from importlib.machinery import PathFinder
+
+    dist_info(tmp_path / "a", "plain-1.0.dist-info", None)
+    dist_info(tmp_path / "a", "tool-1.0.dist-info", "[console_scripts]\npydantic-x = tool:main\n")
+    dist_info(tmp_path / "b", "Plug-2.0.EGG-INFO", "# plugins\n [pydantic] \nplug = plug:plugin\n")
+    missing = str(tmp_path / "missing")
+    assert not startup.declares_pydantic_plugins([str(tmp_path / "a"), missing], [PathFinder])
+    assert startup.declares_pydantic_plugins([str(tmp_path / "a"), str(tmp_path / "b")], [])
+
+
+def test_what_the_shortcut_cannot_read_is_left_to_pydantic(tmp_path: Path) -> None:
+    from importlib.machinery import PathFinder
+
+    archive = tmp_path / "dists.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip archive
+    assert startup.declares_pydantic_plugins([str(archive)], [PathFinder])
+
+    class OtherFinder:
+        def find_distributions(self, context: object) -> list[object]:
+            return []
+
+    assert startup.declares_pydantic_plugins([], [PathFinder, OtherFinder()])
+    binary = dist_info(tmp_path / "c", "odd-1.0.dist-info", None) / "entry_points.txt"
+    binary.write_bytes(b"[pydantic]\xff\n")
+    assert startup.declares_pydantic_plugins([str(tmp_path / "c")], [PathFinder])
+
+
+def test_the_shortcut_agrees_with_importlib_metadata_here() -> None:
+    import sys
+    from importlib.metadata import entry_points
+
+    declared = bool(entry_points(group="pydantic"))
+    assert startup.declares_pydantic_plugins(sys.path, sys.meta_path) is declared
+
+
+def test_pydantic_is_told_it_has_no_plugins_only_when_none_is_declared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from pydantic.plugin import _loader
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    monkeypatch.setattr(_loader, "_plugins", None)
+    startup.skip_empty_plugin_scan()
+    assert _loader._plugins == {}
+    dist_info(tmp_path, "plug-1.0.dist-info", "[pydantic]\nplug = plug:plugin\n")
+    monkeypatch.setattr(_loader, "_plugins", None)
+    startup.skip_empty_plugin_scan()
+    assert _loader._plugins is None  # pydantic's own scan finds and loads it
+
+
+def test_a_pydantic_plugin_still_sees_validate_build_the_spec(tmp_path: Path) -> None:
+    dist_info(tmp_path, "seeschemas-1.0.dist-info", "[pydantic]\nsee = seeschemas:plugin\n")
+    (tmp_path / "seeschemas.py").write_text(
+        "import sys\n"
+        "class Plugin:\n"
+        "    def new_schema_validator(self, schema, schema_type, path, kind, config, settings):\n"
+        "        sys.stderr.write(f'plugin saw {path.name}\\n')\n"
+        "        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    done = run_cli(
+        "validate",
+        str(ROOT / "agents" / "notes.yaml"),
+        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        process=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plugin saw AgentSpec" in done.stderr.splitlines()

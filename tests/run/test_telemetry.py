@@ -12,6 +12,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from runner.run import Decision, Session, telemetry
+from runner.run.tracing_wanted import requested
 from tests.conftest import run_cli
 from tests.otlp import Receiver, received_spans, receiver  # noqa: F401 (a fixture)
 
@@ -286,7 +287,7 @@ def test_tracing_off_adds_nothing_to_runs(lead: Path) -> None:
     ],
 )
 def test_when_tracing_is_on(flag: bool, env: dict[str, str], expected: bool) -> None:
-    assert telemetry.requested(flag, env) is expected
+    assert requested(flag, env) is expected
 
 
 def test_masker_hides_interpolated_and_key_like_values() -> None:

@@ -37,7 +37,6 @@ from runner.backends import (
     validate_path,
 )
 from runner.backends.files_channel import files_state
-from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT, cut_between
 from runner.middleware.filesystem.format import (
     DEFAULT_CONTEXT_LINES,
     MAX_IMAGE_BYTES,
@@ -116,9 +115,15 @@ class FilesystemMiddleware(AgentMiddleware):
         if not provider.can_execute:
             wanted = [t for t in wanted if t != "execute"]
         self.tool_names = wanted
-        limits = provider.execute_timeouts or (DEFAULT_TIMEOUT, DEFAULT_MAX_TIMEOUT)
-        execute = TOOL_DESCRIPTIONS["execute"].format(timeout=limits[0], max_timeout=limits[1])
-        descriptions = {**TOOL_DESCRIPTIONS, "execute": execute, **(tool_descriptions or {})}
+        descriptions = dict(TOOL_DESCRIPTIONS)
+        if "execute" in wanted:  # (else the shell backend's module stays unimported: start-up)
+            from runner.backends.local_shell import DEFAULT_MAX_TIMEOUT, DEFAULT_TIMEOUT
+
+            limits = provider.execute_timeouts or (DEFAULT_TIMEOUT, DEFAULT_MAX_TIMEOUT)
+            descriptions["execute"] = TOOL_DESCRIPTIONS["execute"].format(
+                timeout=limits[0], max_timeout=limits[1]
+            )
+        descriptions.update(tool_descriptions or {})
         makers: dict[str, Callable[[str], BaseTool]] = {
             "ls": self._ls_tool,
             "read_file": self._read_tool,
@@ -517,6 +522,8 @@ class FilesystemMiddleware(AgentMiddleware):
     def _saved_output(self, result: Any, path: str, written: Any, runtime: ToolRuntime) -> Result:
         """The report of a cut command, pointing at the file with its whole output; its head and
         tail are cut further to stay within the eviction budget (so it is not evicted again)."""
+        from runner.backends.local_shell import cut_between
+
         note = OUTPUT_SAVED.format(size=len(result.full_output.encode()), path=path)
         text = execution_report(result)
         budget = self.max_chars - len(note) - 100
