@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
 
-from runner.spec.base import ENTRY_ERROR, SpecModel, json_schema_error
+from runner.spec.base import ENTRY_ERROR, SpecModel, empty_list, json_schema_error
 from runner.spec.json_schema import json_schema_problem
 
 __all__ = [
@@ -65,9 +65,9 @@ class FinalExpect(SpecModel):
     """Checks on the agent's last answer (the structured response as JSON when the agent has a
     `response_format`, else the text of its last message)."""
 
-    contains: Texts = Field(default_factory=list)
+    contains: Texts = Field(default_factory=empty_list)
     """Texts the answer must contain (case-sensitive)."""
-    not_contains: Texts = Field(default_factory=list)
+    not_contains: Texts = Field(default_factory=empty_list)
     """Texts the answer must not contain."""
     regex: str | None = None
     """A regular expression the answer must match somewhere (Python `re.search`)."""
@@ -95,9 +95,9 @@ class FileExpect(SpecModel):
 
     exists: bool = True
     """Whether the file must exist (`false`: must not)."""
-    contains: Texts = Field(default_factory=list)
+    contains: Texts = Field(default_factory=empty_list)
     """Texts the file must contain."""
-    not_contains: Texts = Field(default_factory=list)
+    not_contains: Texts = Field(default_factory=empty_list)
     """Texts the file must not contain."""
     regex: str | None = None
     """A regular expression the file's text must match somewhere."""
@@ -172,13 +172,13 @@ class JudgeExpect(SpecModel):
 class StepsExpect(SpecModel):
     """Checks on a workflow's steps (the steps that finished, and its state at the end)."""
 
-    ran: list[str] = Field(default_factory=list)
+    ran: list[str] = Field(default_factory=empty_list)
     """Steps that must finish, in this order (see `order`); a step that runs twice (a loop)
     is listed twice."""
     order: Literal["in_order", "exact"] = "in_order"
     """`in_order`: other steps may come between; `exact`: the steps that finished are exactly
     these."""
-    not_ran: list[str] = Field(default_factory=list)
+    not_ran: list[str] = Field(default_factory=empty_list)
     """Steps that must not finish."""
     state: dict[str, Any] = Field(default_factory=dict)
     """State fields and the value each must have when the run ends."""
@@ -191,16 +191,16 @@ class ExpectSpec(SpecModel):
     """Checks on the final answer."""
     files: dict[str, FileExpect] = Field(default_factory=dict)
     """Checks on files of the agent's backend, by path (`/report.md`)."""
-    tool_calls: list[ToolCallExpect] = Field(default_factory=list)
+    tool_calls: list[ToolCallExpect] = Field(default_factory=empty_list)
     """Tool calls that must be made (see `tool_order`)."""
     tool_order: Literal["in_order", "any_order", "exact"] = "in_order"
     """`in_order`: the calls happen in this order, other calls may come between; `any_order`:
     each happens, in any order; `exact`: the calls are exactly these, in this order."""
-    not_called: list[str] = Field(default_factory=list)
+    not_called: list[str] = Field(default_factory=empty_list)
     """Tools no agent may call."""
-    subagents: list[str] = Field(default_factory=list)
+    subagents: list[str] = Field(default_factory=empty_list)
     """Subagents that must be started (through `task`)."""
-    interrupts: list[InterruptExpect] = Field(default_factory=list)
+    interrupts: list[InterruptExpect] = Field(default_factory=empty_list)
     """Tool calls that must have waited for approval."""
     todos: TodosExpect | None = None
     """Checks on the main agent's todo list."""

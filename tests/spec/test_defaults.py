@@ -67,6 +67,7 @@ def test_the_defaults_build_no_validator_of_their_own() -> None:
 def spec_models() -> list[type[BaseModel]]:
     import runner.spec.cassette
     import runner.spec.workflow
+    import runner.testing.spec
     from runner.spec.base import SpecModel
 
     found: list[type[BaseModel]] = []
@@ -76,6 +77,7 @@ def spec_models() -> list[type[BaseModel]]:
         found.append(model)
         todo += model.__subclasses__()
     assert runner.spec.cassette.CassetteFile in found and WorkflowSpec in found
+    assert runner.testing.spec.ExpectSpec in found
     return found
 
 
