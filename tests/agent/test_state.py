@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph._internal._typing import MISSING
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
 from langgraph.types import Overwrite
 
 import runner
 from runner.agent.state import MessagesChannel, appended
+from runner.backends.state import merge_file_writes
 from tests.fakes import ScriptedChatModel, ai
 
 
@@ -133,3 +135,27 @@ def test_an_agent_keeps_its_messages_in_the_channel(tmp_path: Path) -> None:
     assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "ai"]
     assert all(m.id for m in result["messages"])
     assert agent.get_state(config).values["messages"] == result["messages"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [MISSING, [], [HumanMessage("go", id="h")], {"/a.txt": {"content": "x"}}, "a string", (1, 2)],
+)
+def test_a_copy_is_langgraphs_copy(value: Any) -> None:
+    """`QuickCopyDeltaChannel.copy` (no constructor run again) gives what `DeltaChannel.copy`
+    gives: the same fields, and a value of its own where LangGraph copies it."""
+    from runner.backends.files_channel import FilesChannel, QuickCopyDeltaChannel
+
+    for quick in (
+        MessagesChannel(_messages_delta_reducer, list, snapshot_frequency=7),
+        FilesChannel(merge_file_writes, dict, snapshot_frequency=9),
+    ):
+        assert isinstance(quick, QuickCopyDeltaChannel)
+        quick.key, quick.value = "k", value
+        plain = DeltaChannel.copy(quick)
+        copied = quick.copy()
+        assert type(copied) is type(plain) is type(quick)
+        for field in ("key", "typ", "reducer", "snapshot_frequency", "value"):
+            assert getattr(copied, field) == getattr(plain, field), field
+        mutable = isinstance(value, list | dict)
+        assert (copied.value is value) is (plain.value is value) is (not mutable)
