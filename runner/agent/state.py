@@ -64,17 +64,21 @@ def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
     history of message objects; None otherwise (nothing written, too), for the reducer to do."""
     if not state or type(state) is not list or not _addable(type(state[0])):
         return None
-    new: list[Any] = []
-    for write in writes:
-        if isinstance(write, list):
-            new.extend(write)
-        else:
-            new.append(write)
+    if len(writes) == 1 and type(writes[0]) is list:  # one node's update, the usual one
+        new: list[Any] = writes[0]
+    else:
+        new = []
+        for write in writes:
+            if isinstance(write, list):
+                new.extend(write)
+            else:
+                new.append(write)
     if not new:  # no update (its version must not move), or an empty list written
         return None
     fresh: list[str] = []  # the written messages' ids
     for message in new:
-        if not _addable(type(message)):
+        # `_addable` with its memo read here first (this runs four times a step)
+        if not (_ADDABLE.get(type(message)) or _addable(type(message))):
             return None
         if message.id is not None:  # one without is appended (LangGraph gives it an id later)
             fresh.append(message.id)
