@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import gc
 import json
 import os
 import re
@@ -84,6 +85,7 @@ def measure(args: argparse.Namespace, out: Path) -> None:
 
             run()
             model.stamps.clear()
+            gc.collect()  # each run starts with the collector in the same state
             lib.collect()
             run()
             lib.dump(f"{kind}-{mode}".encode())
