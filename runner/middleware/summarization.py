@@ -125,12 +125,15 @@ x height / 750, at most about 1,600), not the length of its base64 text."""
 
 def approx_tokens(message: BaseMessage) -> int:
     content = message.content
-    images = 0
-    if isinstance(content, list) and any(_is_image(block) for block in content):
-        images = sum(1 for block in content if _is_image(block))
-        content = [block for block in content if not _is_image(block)]
-    text = content if isinstance(content, str) else json_text(content)
-    size = len(text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
+    if type(content) is str:  # the usual content, first
+        size = len(content)
+    else:
+        images = 0
+        if isinstance(content, list) and any(_is_image(block) for block in content):
+            images = sum(1 for block in content if _is_image(block))
+            content = [block for block in content if not _is_image(block)]
+        text = content if isinstance(content, str) else json_text(content)
+        size = len(text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
     if _is_ai(message) and message.tool_calls:
         size += len(json_text([c["args"] for c in message.tool_calls]))
     return size // CHARS_PER_TOKEN + 4
@@ -313,9 +316,12 @@ class SummarizationMiddleware(AgentMiddleware):
                 and messages[length - 1].id == last
             ):
                 start, total = length, tokens
-        new = messages[start:]
-        total += sum(self.count(m) for m in new)
-        if messages and all(m.id is not None for m in new):
+        identified = True  # every new message has an id: the count can be carried on
+        for message in messages[start:]:  # a loop, not generators: this runs every model call
+            total += self.count(message)
+            if message.id is None:
+                identified = False
+        if messages and identified:
             first_id, last_id = messages[0].id, messages[-1].id
             if first_id is not None and last_id is not None:
                 self._counted = (first_id, last_id, len(messages), total)
