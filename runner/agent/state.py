@@ -37,7 +37,7 @@ from langgraph.graph.message import _messages_delta_reducer
 
 from runner.backends.files_channel import QuickCopyDeltaChannel
 
-__all__ = ["SNAPSHOT_EVERY", "MessagesChannel", "agent_state", "appended"]
+__all__ = ["SNAPSHOT_EVERY", "MessagesChannel", "SeenIds", "agent_state", "appended"]
 
 SNAPSHOT_EVERY = 50
 """Updates of `messages` between two snapshots of the whole list. A snapshot costs a write of
@@ -58,10 +58,67 @@ def _addable(cls: type) -> bool:
     return known
 
 
-def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
+class SeenIds:
+    """The message ids of one history list (`history`, `length` messages long), so that the
+    shortcut tests written ids without reading the history.
+
+    Every id the history holds is in `ids`; `ids` may hold more, which is safe: an id found
+    there sends the update to the reducer, which is always right. A message added without an id
+    (a tool's result: LangGraph stamps one on it later, in place) waits in `unstamped` until
+    it has one. `owned`: `ids` and `unstamped` are this record's alone; a channel's copy
+    shares its record's until it changes them (what the original adds later only makes the
+    copy's `ids` larger)."""
+
+    __slots__ = ("history", "ids", "length", "owned", "unstamped")
+
+    def __init__(self, history: list[Any], ids: set[Any], unstamped: list[Any]) -> None:
+        self.history, self.length = history, len(history)
+        self.ids, self.unstamped, self.owned = ids, unstamped, True
+
+    @classmethod
+    def of(cls, history: list[Any]) -> "SeenIds":
+        """Read from the history itself (once; its later updates extend it)."""
+        ids = set(map(_ID, history))
+        return cls(history, ids, [m for m in history if m.id is None] if None in ids else [])
+
+    def describes(self, history: list[Any]) -> bool:
+        return self.history is history and self.length == len(history)
+
+    def shared(self, history: list[Any]) -> "SeenIds":
+        """This record for `history`, a copy of its list (a channel's copy)."""
+        record = SeenIds(history, self.ids, self.unstamped)
+        record.owned = False
+        return record
+
+    def _own(self) -> None:
+        if not self.owned:
+            self.ids, self.unstamped, self.owned = set(self.ids), list(self.unstamped), True
+
+    def current_ids(self) -> set[Any]:
+        """`ids`, with the ids stamped since on the messages that had none."""
+        if self.unstamped and any(m.id is not None for m in self.unstamped):
+            self._own()
+            self.ids.update(m.id for m in self.unstamped if m.id is not None)
+            self.unstamped = [m for m in self.unstamped if m.id is None]
+        return self.ids
+
+    def extend(self, history: list[Any], ids: Sequence[str], new: Sequence[Any]) -> None:
+        """Now for `history`: the old one with the `new` messages, whose ids are `ids`."""
+        self._own()
+        self.ids.update(ids)
+        if len(ids) != len(new):
+            self.unstamped.extend(m for m in new if m.id is None)
+        self.history, self.length = history, len(history)
+
+
+def appended(
+    state: Any, writes: Sequence[Any], seen: SeenIds | None = None
+) -> tuple[list[Any], SeenIds | None] | None:
     """`_messages_delta_reducer(state, writes)` when the writes only add messages (message
     objects without an id, or with one that neither `state` nor another write has) to a
-    history of message objects; None otherwise (nothing written, too), for the reducer to do."""
+    history of message objects, with the record of the result's ids (`seen` extended, when it
+    describes `state`; a new one when ids had to be read); None otherwise (nothing written,
+    too), for the reducer to do."""
     if not state or type(state) is not list or not _addable(type(state[0])):
         return None
     if len(writes) == 1 and type(writes[0]) is list:  # one node's update, the usual one
@@ -82,27 +139,47 @@ def appended(state: Any, writes: Sequence[Any]) -> list[Any] | None:
             return None
         if message.id is not None:  # one without is appended (LangGraph gives it an id later)
             fresh.append(message.id)
+    if seen is not None and not seen.describes(state):
+        seen = None
     if fresh:
-        # Compared in C, without a set of the whole history (which would cost a step ~1,000
-        # bytecodes at 50 steps): the usual update writes one id or none (a tool's result).
         distinct = set(fresh)
-        if len(distinct) != len(fresh) or not distinct.isdisjoint(map(_ID, state)):
-            return None  # two writes share an id, or the history has one
-    return [*state, *new]
+        if len(distinct) != len(fresh):
+            return None  # two writes share an id
+        if seen is None:
+            seen = SeenIds.of(state)
+        if not distinct.isdisjoint(seen.current_ids()):
+            return None  # the history has one (or the record thinks so)
+    history = [*state, *new]
+    if seen is not None:
+        seen.extend(history, fresh, new)
+    return history, seen
 
 
 class MessagesChannel(QuickCopyDeltaChannel):
     """LangGraph's `DeltaChannel`, whose updates that only add messages skip the reducer's
     read of the whole history (`appended`); the reducer is the same object, so LangGraph
-    treats the channel as one of its own message channels."""
+    treats the channel as one of its own message channels. It keeps the ids of its history
+    (`SeenIds`) from the first update that needs them, so later ones read only what they add."""
 
-    __slots__ = ()
+    __slots__ = ("seen",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: SeenIds | None = None
+
+    def copy(self) -> "MessagesChannel":
+        new = super().copy()
+        seen = self.seen
+        new.seen = (
+            seen.shared(new.value) if seen is not None and seen.describes(self.value) else None
+        )
+        return new
 
     def update(self, values: Sequence[Any]) -> bool:
         if self.reducer is _messages_delta_reducer:
-            added = appended(self.value, values)
+            added = appended(self.value, values, self.seen)
             if added is not None:
-                self.value = added
+                self.value, self.seen = added
                 return True
         return super().update(values)
 

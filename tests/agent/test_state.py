@@ -159,3 +159,93 @@ def test_a_copy_is_langgraphs_copy(value: Any) -> None:
             assert getattr(copied, field) == getattr(plain, field), field
         mutable = isinstance(value, list | dict)
         assert (copied.value is value) is (plain.value is value) is (not mutable)
+
+
+def test_random_update_sequences_with_copies_agree_with_the_reducer() -> None:
+    """The channel's record of its ids (`SeenIds`) over long sequences: 300 runs of 40 random
+    steps each update the channel (adds, replacements, removals, id-less messages stamped
+    later in place, as LangGraph stamps them), take a copy and carry on with the copy or the
+    original (the other is updated too, so the two share a record and both change it), or
+    reset it with an `Overwrite`; after every step both channels hold what LangGraph's
+    `DeltaChannel` holds after the same updates."""
+    rng = random.Random(5)
+    ids = [f"m{i}" for i in range(30)]
+
+    def message(history: list[Any]) -> Any:
+        """Often an id the history has (a stamped one too): a replacement or a removal."""
+        roll = rng.random()
+        taken = [m.id for m in history if m.id is not None]
+        if taken and rng.random() < 0.25:
+            mid = rng.choice(taken)
+        else:
+            mid = rng.choice([*ids, None, None]) if roll < 0.5 else f"n{rng.random()}"
+        if roll < 0.05:
+            return RemoveMessage(id=mid or rng.choice(ids))
+        if roll < 0.6:
+            return AIMessage(str(roll), id=mid)
+        if roll < 0.9:
+            return ToolMessage(str(roll), tool_call_id="c", id=mid)
+        return HumanMessage(str(roll), id=mid)
+
+    def stamp(*values: Any) -> None:
+        """LangGraph's stamping: an id on each id-less message, in place (the same objects
+        sit in every channel's history, as they do in a graph)."""
+        for value in values:
+            for m in value if isinstance(value, list) else ():
+                if m.id is None and rng.random() < 0.5:
+                    m.id = f"s{rng.random()}"
+
+    shortcuts = 0
+    for _ in range(300):
+        start = [HumanMessage("go", id="h")]
+        pairs = [
+            (
+                DeltaChannel(_messages_delta_reducer, list),
+                MessagesChannel(_messages_delta_reducer, list),
+            )
+        ]
+        pairs[0][0].value, pairs[0][1].value = list(start), list(start)
+        for _ in range(40):
+            plain, fast = pairs[-1]
+            roll = rng.random()
+            if roll < 0.15:
+                pairs.append((plain.copy(), fast.copy()))
+                continue
+            if roll < 0.2 and len(pairs) > 1:
+                plain, fast = pairs[-2]  # the original, updated after its copy was
+            if roll < 0.22:
+                writes: list[Any] = [Overwrite([HumanMessage("o", id=rng.choice(ids))])]
+            else:
+                writes = [[message(fast.value) for _ in range(rng.randrange(1, 3))]]
+            seen_before = fast.seen
+            plain.update(writes)
+            fast.update(writes)
+            shortcuts += fast.seen is not None and fast.seen is seen_before
+            stamp(plain.value, fast.value)
+            for p, f in pairs:
+                assert dumped(f.value) == dumped(p.value)
+    assert shortcuts > 2000
+
+
+def test_a_run_sends_only_its_first_update_to_the_reducer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a run of tool calls every update but the first (the input, on an empty history)
+    takes the shortcut: a copy of the channel (each edge reads one) that adds the reply first
+    does not make the channel itself think the reply's id is taken."""
+    sent: list[Any] = []
+    reducer_update = DeltaChannel.update
+
+    def counted(self: DeltaChannel[Any], values: Any) -> bool:
+        if values and isinstance(self, MessagesChannel):
+            sent.append(values)
+        return reducer_update(self, values)
+
+    monkeypatch.setattr(DeltaChannel, "update", counted)
+    spec = tmp_path / "a.yaml"
+    spec.write_text("version: 1\nname: a\nmodel: openai:gpt-4.1\n")
+    script = [ai("", ("ls", {"path": "/"})) for _ in range(5)] + [ai("done")]
+    agent = runner.build_agent(spec, model=ScriptedChatModel(script=script))
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert len(result["messages"]) == 12
+    assert len(sent) == 1
