@@ -18,9 +18,10 @@ once to the state and once more to the copy the next edge reads). `MessagesChann
 same channel with the same reducer, plus a shortcut for the usual update, one that only adds
 messages: when every message written is a message object without an id (a tool's result
 before LangGraph stamps one) or with an id that neither the history nor another written message
-has, the result is the history with them appended, which is what the reducer returns then; the
-ids are looked up in a set. Anything else (a removal, a replacement, a dict, an
-`Overwrite`) goes to the reducer.
+has, the result is the history with them appended, which is what the reducer returns then.
+Anything else (a removal, a replacement, a dict, an `Overwrite`) goes to the reducer. The ids
+are looked up in a record the channel keeps of its history's ids (`SeenIds`), extended by each
+update that takes the shortcut, so an update costs what it adds, not the length of the history.
 
 No `from __future__ import annotations` here: the state class is made inside `agent_state`,
 and LangChain reads its annotations, which must name the cadence there.
