@@ -105,7 +105,8 @@ class SeenIds:
 
     def extend(self, history: list[Any], ids: Sequence[str], new: Sequence[Any]) -> None:
         """Now for `history`: the old one with the `new` messages, whose ids are `ids`."""
-        self._own()
+        if not self.owned:
+            self._own()
         self.ids.update(ids)
         if len(ids) != len(new):
             self.unstamped.extend(m for m in new if m.id is None)
@@ -140,8 +141,8 @@ def appended(
             return None
         if message.id is not None:  # one without is appended (LangGraph gives it an id later)
             fresh.append(message.id)
-    if seen is not None and not seen.describes(state):
-        seen = None
+    if seen is not None and (seen.history is not state or seen.length != len(state)):
+        seen = None  # (`seen.describes(state)`, written out: four times a step)
     if fresh:
         distinct = set(fresh)
         if len(distinct) != len(fresh):
