@@ -29,7 +29,7 @@ and LangChain reads its annotations, which must name the cadence there.
 
 import functools
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Required
 
 from langchain.agents.middleware.types import AgentState
@@ -63,18 +63,24 @@ class SeenIds:
     """The message ids of one history list (`history`, `length` messages long), so that the
     shortcut tests written ids without reading the history.
 
-    Every id the history holds is in `ids`; `ids` may hold more, which is safe: an id found
-    there sends the update to the reducer, which is always right. A message added without an id
-    (a tool's result: LangGraph stamps one on it later, in place) waits in `unstamped` until
-    it has one. `owned`: `ids` and `unstamped` are this record's alone; a channel's copy
-    shares its record's until it changes them (what the original adds later only makes the
-    copy's `ids` larger)."""
+    Every id the history holds is in `ids` or `added`; they may hold more, which is safe: an
+    id found there sends the update to the reducer, which is always right. A message added
+    without an id (a tool's result: LangGraph stamps one on it later, in place) waits in
+    `unstamped` until it has one. A channel's copy shares its record's `ids` (what the
+    original adds to them later only makes them larger) and keeps what it adds itself in
+    `added` (None while nothing is shared), so a copy costs no copy of the set."""
 
-    __slots__ = ("history", "ids", "length", "owned", "unstamped")
+    __slots__ = ("added", "history", "ids", "length", "unstamped")
 
-    def __init__(self, history: list[Any], ids: set[Any], unstamped: list[Any]) -> None:
+    def __init__(
+        self,
+        history: list[Any],
+        ids: set[Any],
+        unstamped: list[Any],
+        added: set[Any] | None = None,
+    ) -> None:
         self.history, self.length = history, len(history)
-        self.ids, self.unstamped, self.owned = ids, unstamped, True
+        self.ids, self.unstamped, self.added = ids, unstamped, added
 
     @classmethod
     def of(cls, history: list[Any]) -> "SeenIds":
@@ -87,29 +93,26 @@ class SeenIds:
 
     def shared(self, history: list[Any]) -> "SeenIds":
         """This record for `history`, a copy of its list (a channel's copy)."""
-        record = SeenIds(history, self.ids, self.unstamped)
-        record.owned = False
-        return record
+        added = set() if self.added is None else set(self.added)
+        return SeenIds(history, self.ids, self.unstamped, added)
 
-    def _own(self) -> None:
-        if not self.owned:
-            self.ids, self.unstamped, self.owned = set(self.ids), list(self.unstamped), True
-
-    def current_ids(self) -> set[Any]:
-        """`ids`, with the ids stamped since on the messages that had none."""
+    def holds_any(self, ids: set[str]) -> bool:
+        """Whether some of `ids` may be in the history (the ids stamped since counted)."""
         if self.unstamped and any(m.id is not None for m in self.unstamped):
-            self._own()
-            self.ids.update(m.id for m in self.unstamped if m.id is not None)
+            self._add(m.id for m in self.unstamped if m.id is not None)
             self.unstamped = [m for m in self.unstamped if m.id is None]
-        return self.ids
+        added = self.added
+        return not ids.isdisjoint(self.ids) or (added is not None and not ids.isdisjoint(added))
+
+    def _add(self, ids: Iterable[str]) -> None:
+        (self.ids if self.added is None else self.added).update(ids)
 
     def extend(self, history: list[Any], ids: Sequence[str], new: Sequence[Any]) -> None:
         """Now for `history`: the old one with the `new` messages, whose ids are `ids`."""
-        if not self.owned:
-            self._own()
-        self.ids.update(ids)
-        if len(ids) != len(new):
-            self.unstamped.extend(m for m in new if m.id is None)
+        if ids:
+            (self.ids if self.added is None else self.added).update(ids)
+        if len(ids) != len(new):  # a new list: the old one may be another record's too
+            self.unstamped = [*self.unstamped, *(m for m in new if m.id is None)]
         self.history, self.length = history, len(history)
 
 
@@ -149,7 +152,7 @@ def appended(
             return None  # two writes share an id
         if seen is None:
             seen = SeenIds.of(state)
-        if not distinct.isdisjoint(seen.current_ids()):
+        if seen.holds_any(distinct):
             return None  # the history has one (or the record thinks so)
     history = [*state, *new]
     if seen is not None:
