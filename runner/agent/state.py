@@ -68,7 +68,13 @@ class SeenIds:
     without an id (a tool's result: LangGraph stamps one on it later, in place) waits in
     `unstamped` until it has one. A channel's copy shares its record's `ids` (what the
     original adds to them later only makes them larger) and keeps what it adds itself in
-    `added` (None while nothing is shared), so a copy costs no copy of the set."""
+    `added` (None while nothing is shared), so a copy costs no copy of the set.
+
+    A record describes its list while that is the channel's value at the length it had: a
+    reducer's result, an `Overwrite` or a list grown or cut in place is read again. LangGraph
+    changes a message in the history in place only to stamp a missing id; a node that replaced
+    a message in the list itself would lose that change at the next checkpoint read anyway (a
+    checkpoint keeps what steps write), and is not looked for."""
 
     __slots__ = ("added", "history", "ids", "length", "unstamped")
 
