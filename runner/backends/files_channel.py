@@ -30,16 +30,24 @@ without a graph, and the CLI starts faster without it); the file tools' middlewa
 LangChain reads its annotations, which must name the cadence there.
 """
 
+import copy
 import functools
 from collections.abc import Sequence
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, Self, TypedDict
 
+from langgraph._internal._typing import MISSING
 from langgraph.channels.delta import DeltaChannel
 
 from runner.backends.protocol import FileData
 from runner.backends.state import merge_file_writes
 
-__all__ = ["FILES_SNAPSHOT_EVERY", "FilesChannel", "FilesState", "files_state"]
+__all__ = [
+    "FILES_SNAPSHOT_EVERY",
+    "FilesChannel",
+    "FilesState",
+    "QuickCopyDeltaChannel",
+    "files_state",
+]
 
 FILES_SNAPSHOT_EVERY = 50
 """Graph steps between two snapshots of the whole `files` mapping (a turn of one tool call is
@@ -47,7 +55,33 @@ about five). As many as the updates between two snapshots of `messages`, which t
 many steps, so `files` never needs a longer chain than `messages` can."""
 
 
-class FilesChannel(DeltaChannel[dict[str, FileData]]):
+class QuickCopyDeltaChannel(DeltaChannel[Any]):
+    """A `DeltaChannel` copied without running its constructor again.
+
+    LangGraph copies every channel of the graph at each edge it reads (`local_read`), twice a
+    step; `DeltaChannel.copy` builds the copy through `__init__`, which checks the cadence and
+    normalizes the value type again, and copies the value through the `copy` module. Here the
+    copy takes the checked fields as they are, and a list or dict value by its own `copy` (what
+    `copy.copy` calls for those; any other value still goes through `copy.copy`)."""
+
+    __slots__ = ()
+
+    def copy(self) -> Self:
+        new = object.__new__(type(self))
+        new.key = self.key
+        new.typ = self.typ
+        new.reducer = self.reducer
+        new.snapshot_frequency = self.snapshot_frequency
+        value = self.value
+        kind = type(value)
+        if kind is list or kind is dict:
+            new.value = value.copy()
+        else:
+            new.value = value if value is MISSING else copy.copy(value)
+        return new
+
+
+class FilesChannel(QuickCopyDeltaChannel):
     """A `DeltaChannel` whose updates since a snapshot count the graph's steps, not the steps
     that wrote to it (the module docstring says why)."""
 

@@ -160,51 +160,69 @@ def _joined(response: ModelResponse, commands: Sequence[Command]) -> Any:
 class FusedModelCalls(_Fused):
     """Adjacent harness `wrap_model_call` hooks run as one.
 
-    Each layer but the innermost hands its hook an `inner` handler that runs the next layer and
-    keeps that layer's commands (those of the last attempt, when a hook calls it again); they
-    come before the layer's own."""
+    Each layer but the outermost is run by the handler its outer layer's hook is given: that
+    handler runs the layer's hook (with the handler of the next layer, if any) and keeps the
+    layer's commands, those of the last attempt when the outer hook calls it again; a layer's
+    commands are its inner layers' and then its own. A layer costs one call (under `ainvoke`,
+    one coroutine) besides its hook."""
 
     def __init__(self, members: list[tuple[type, Middleware]]) -> None:
         super().__init__(members, "model")
         self._last = len(self.hooks) - 1
 
-    def _call(self, index: int, request: ModelRequest, handler: Callable[..., Any]) -> Layer:
-        if index == self._last:
-            return _split(self.hooks[index](request, handler))
-        inner_commands: list[Command] = []
+    def _handler(
+        self, index: int, handler: Callable[..., Any], sink: list[Command]
+    ) -> Callable[[ModelRequest], ModelResponse]:
+        """The handler of layer `index - 1`: runs layer `index`, its commands into `sink`."""
+        hook = self.hooks[index]
+        inner = None if index == self._last else index + 1
 
-        def inner(req: ModelRequest) -> ModelResponse:
-            inner_commands.clear()  # a retrying hook keeps only the last attempt's commands
-            response, commands = self._call(index + 1, req, handler)
-            inner_commands.extend(commands)
+        def run(request: ModelRequest) -> ModelResponse:
+            sink.clear()  # a retrying hook keeps only the last attempt's commands
+            if inner is None:
+                response, commands = _split(hook(request, handler))
+            else:
+                below: list[Command] = []
+                response, commands = _split(hook(request, self._handler(inner, handler, below)))
+                sink.extend(below)
+            sink.extend(commands)
             return response
 
-        response, commands = _split(self.hooks[index](request, inner))
-        return response, [*inner_commands, *commands] if inner_commands else commands
+        return run
 
-    async def _acall(
-        self, index: int, request: ModelRequest, handler: Callable[..., Awaitable[Any]]
-    ) -> Layer:
-        if index == self._last:
-            return _split(await self.ahooks[index](request, handler))
-        inner_commands: list[Command] = []
+    def _ahandler(
+        self, index: int, handler: Callable[..., Awaitable[Any]], sink: list[Command]
+    ) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+        """`_handler` under `ainvoke`."""
+        hook = self.ahooks[index]
+        inner = None if index == self._last else index + 1
 
-        async def inner(req: ModelRequest) -> ModelResponse:
-            inner_commands.clear()
-            response, commands = await self._acall(index + 1, req, handler)
-            inner_commands.extend(commands)
+        async def run(request: ModelRequest) -> ModelResponse:
+            sink.clear()
+            if inner is None:
+                response, commands = _split(await hook(request, handler))
+            else:
+                below: list[Command] = []
+                next_handler = self._ahandler(inner, handler, below)
+                response, commands = _split(await hook(request, next_handler))
+                sink.extend(below)
+            sink.extend(commands)
             return response
 
-        response, commands = _split(await self.ahooks[index](request, inner))
-        return response, [*inner_commands, *commands] if inner_commands else commands
+        return run
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
-        return _joined(*self._call(0, request, handler))
+        below: list[Command] = []
+        response, commands = _split(self.hooks[0](request, self._handler(1, handler, below)))
+        return _joined(response, [*below, *commands] if below else commands)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[..., Awaitable[Any]]
     ) -> Any:
-        return _joined(*await self._acall(0, request, handler))
+        below: list[Command] = []
+        inner = self._ahandler(1, handler, below)
+        response, commands = _split(await self.ahooks[0](request, inner))
+        return _joined(response, [*below, *commands] if below else commands)
 
 
 # --------------------------------------------------------------------------- tool calls

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Annotated, Any, NotRequired, TypedDict, cast
+from typing import Annotated, Any, NotRequired, Self, TypedDict, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -27,6 +27,7 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.types import Command
 
 from runner.backends import BackendError, BackendProvider
@@ -51,10 +52,27 @@ def merge_pending(left: Pending | None, right: Pending | None) -> Pending:
     return merged
 
 
+class PendingChannel(BinaryOperatorAggregate[Pending]):
+    """The channel LangGraph makes for a `merge_pending` reducer, copied without running its
+    constructor again: LangGraph copies every channel at each edge it reads, twice a step, and
+    `BinaryOperatorAggregate.copy` re-runs `__init__` (which normalizes the type and makes an
+    empty value it then replaces)."""
+
+    __slots__ = ()
+
+    def copy(self) -> Self:
+        new = object.__new__(type(self))
+        new.key, new.typ, new.operator, new.value = self.key, self.typ, self.operator, self.value
+        return new
+
+
 class LargeInputsState(TypedDict):
-    # The reducer must be the LAST annotation: LangGraph only takes `metadata[-1]` as a reducer,
-    # and with anything after it parallel tool calls fail with "Can receive only one value".
-    evicted_inputs: NotRequired[Annotated[Pending, PrivateStateAttr, merge_pending]]
+    # The channel must be the LAST annotation (as a reducer must: LangGraph takes only
+    # `metadata[-1]` as one, and with anything after it parallel tool calls fail with "Can
+    # receive only one value").
+    evicted_inputs: NotRequired[
+        Annotated[Pending, PrivateStateAttr, PendingChannel(Pending, merge_pending)]
+    ]
 
 
 def reference(size: int, path: str, *, whole_file: bool) -> str:

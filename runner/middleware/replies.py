@@ -502,10 +502,15 @@ def last_reply(result: Any) -> tuple[ModelResponse, list[Any], int | None]:
     """A model call's result (a message, a `ModelResponse` or an `ExtendedModelResponse`) as its
     response, a copy of its messages, and the position of the model's reply among them (the
     last AI message; None when there is none)."""
-    response = result.model_response if isinstance(result, ExtendedModelResponse) else result
-    if isinstance(response, AIMessage):
-        response = ModelResponse(result=[response])
+    if type(result) is ModelResponse:  # the usual result, without `isinstance` on a pydantic
+        response = result  # class (about a microsecond when the answer is no)
+    else:
+        response = result.model_response if isinstance(result, ExtendedModelResponse) else result
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
     messages = list(response.result)
+    if messages and type(messages[-1]) is AIMessage:  # the usual place of the reply
+        return response, messages, len(messages) - 1
     position = next(
         (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
         None,

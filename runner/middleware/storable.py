@@ -66,9 +66,19 @@ def _plain(value: Any, depth: int, json_only: bool) -> bool:
     if depth >= MAX_DEPTH:
         return False
     if kind is dict:
-        return all(type(k) is str and _plain(v, depth + 1, json_only) for k, v in value.items())
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            # Text, the usual argument, without a call (a loop, not a generator: this runs
+            # on every reply's arguments and every tool's result).
+            if type(item) is not str and not _plain(item, depth + 1, json_only):
+                return False
+        return True
     if kind is list or kind is tuple:
-        return all(_plain(v, depth + 1, json_only) for v in value)
+        for item in value:
+            if type(item) is not str and not _plain(item, depth + 1, json_only):
+                return False
+        return True
     return False
 
 

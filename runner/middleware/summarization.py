@@ -22,11 +22,13 @@ re-sum on every step: only its new messages are counted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import Any, TypeGuard
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -41,6 +43,7 @@ from langchain_core.messages import (
     HumanMessage,
     RemoveMessage,
     SystemMessage,
+    ToolMessage,
     get_buffer_string,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -122,20 +125,55 @@ x height / 750, at most about 1,600), not the length of its base64 text."""
 
 def approx_tokens(message: BaseMessage) -> int:
     content = message.content
-    images = 0
-    if isinstance(content, list) and any(_is_image(block) for block in content):
-        images = sum(1 for block in content if _is_image(block))
-        content = [block for block in content if not _is_image(block)]
-    text = content if isinstance(content, str) else _JSON.encode(content)
-    size = len(text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
-    if isinstance(message, AIMessage) and message.tool_calls:
-        size += len(_JSON.encode([c["args"] for c in message.tool_calls]))
+    if type(content) is str:  # the usual content, first
+        size = len(content)
+    else:
+        images = 0
+        if isinstance(content, list) and any(_is_image(block) for block in content):
+            images = sum(1 for block in content if _is_image(block))
+            content = [block for block in content if not _is_image(block)]
+        text = content if isinstance(content, str) else json_text(content)
+        size = len(text) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
+    if _is_ai(message) and message.tool_calls:
+        size += len(json_text([c["args"] for c in message.tool_calls]))
     return size // CHARS_PER_TOKEN + 4
 
 
 _JSON = json.JSONEncoder(default=str)
-"""`json.dumps(..., default=str)` without making an encoder per call (it runs for every new
-message)."""
+_ENCODE: Callable[[Any, int], Sequence[str]] | None = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None,  # no circular check: a circular value fails, and the slow path then says why
+        _JSON.default,
+        encode_basestring_ascii,
+        _JSON.indent,
+        _JSON.key_separator,
+        _JSON.item_separator,
+        _JSON.sort_keys,
+        _JSON.skipkeys,
+        _JSON.allow_nan,
+    )
+)
+
+
+def json_text(value: Any) -> str:
+    """`json.dumps(value, default=str)`. It runs for every new message, and `json` makes its C
+    encoder anew for each value (about 15,000 instructions); this one is made once. Without
+    the encoder's check for circular values (its memo would be shared by every call), so any
+    failure, a circular value among them, is left to `json`'s own encoder to report."""
+    if _ENCODE is not None:
+        with contextlib.suppress(Exception):  # json's own encoder below raises it as it does
+            return "".join(_ENCODE(value, 0))
+    return _JSON.encode(value)
+
+
+def _is_ai(message: object) -> TypeGuard[AIMessage]:
+    """`isinstance(message, AIMessage)`, the two usual classes told by identity first: on a
+    pydantic class `isinstance` costs about a microsecond when the answer is no (every tool
+    result)."""
+    kind = type(message)
+    return kind is AIMessage or (kind is not ToolMessage and isinstance(message, AIMessage))
 
 
 def _is_image(block: object) -> bool:
@@ -148,7 +186,7 @@ def _size(message: BaseMessage) -> tuple[int, tuple[int, ...]]:
     content = message.content
     # Only an AI message's calls are counted (`approx_tokens`); asking another message for
     # `tool_calls` raises inside pydantic, which costs more than the rest of the count.
-    if not isinstance(message, AIMessage) or not message.tool_calls:
+    if not _is_ai(message) or not message.tool_calls:
         return len(content), ()
     return len(content), tuple(
         sum(len(v) for v in call["args"].values() if isinstance(v, str))
@@ -278,9 +316,12 @@ class SummarizationMiddleware(AgentMiddleware):
                 and messages[length - 1].id == last
             ):
                 start, total = length, tokens
-        new = messages[start:]
-        total += sum(self.count(m) for m in new)
-        if messages and all(m.id is not None for m in new):
+        identified = True  # every new message has an id: the count can be carried on
+        for message in messages[start:]:  # a loop, not generators: this runs every model call
+            total += self.count(message)
+            if message.id is None:
+                identified = False
+        if messages and identified:
             first_id, last_id = messages[0].id, messages[-1].id
             if first_id is not None and last_id is not None:
                 self._counted = (first_id, last_id, len(messages), total)

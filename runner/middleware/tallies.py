@@ -82,8 +82,15 @@ class Tallies(Generic[T]):
             return value
         with self._lock:  # taken out, so its tally is this call's alone to extend
             known = self._known.pop(first_id, None)
-        if known is not None and self._continues(messages, known):
-            self._add(known.value, messages[known.length :])
+        # Whether `messages` still start with the part `known` covers (written out, not a
+        # call: this runs on every model call, twice); then the rest is read.
+        length = known.length if known is not None else 0
+        if (
+            known is not None
+            and len(messages) >= length
+            and getattr(messages[length - 1], "id", None) == known.last_id
+        ):
+            self._add(known.value, messages[length:])
             known.length, known.last_id = len(messages), last_id
         else:
             known = _Tally(len(messages), last_id, self._start())
@@ -93,14 +100,6 @@ class Tallies(Generic[T]):
                 del self._known[next(iter(self._known))]
             self._known[first_id] = known
         return known.value
-
-    @staticmethod
-    def _continues(messages: Sequence[Any], known: _Tally[T]) -> bool:
-        """Whether `messages` still start with the part `known` covers."""
-        return (
-            len(messages) >= known.length
-            and getattr(messages[known.length - 1], "id", None) == known.last_id
-        )
 
     def _add(self, value: T, messages: Sequence[Any]) -> None:
         self.messages_read += len(messages)

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph._internal._typing import MISSING
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
 from langgraph.types import Overwrite
 
 import runner
 from runner.agent.state import MessagesChannel, appended
+from runner.backends.state import merge_file_writes
 from tests.fakes import ScriptedChatModel, ai
 
 
@@ -133,3 +135,117 @@ def test_an_agent_keeps_its_messages_in_the_channel(tmp_path: Path) -> None:
     assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "ai"]
     assert all(m.id for m in result["messages"])
     assert agent.get_state(config).values["messages"] == result["messages"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [MISSING, [], [HumanMessage("go", id="h")], {"/a.txt": {"content": "x"}}, "a string", (1, 2)],
+)
+def test_a_copy_is_langgraphs_copy(value: Any) -> None:
+    """`QuickCopyDeltaChannel.copy` (no constructor run again) gives what `DeltaChannel.copy`
+    gives: the same fields, and a value of its own where LangGraph copies it."""
+    from runner.backends.files_channel import FilesChannel, QuickCopyDeltaChannel
+
+    for quick in (
+        MessagesChannel(_messages_delta_reducer, list, snapshot_frequency=7),
+        FilesChannel(merge_file_writes, dict, snapshot_frequency=9),
+    ):
+        assert isinstance(quick, QuickCopyDeltaChannel)
+        quick.key, quick.value = "k", value
+        plain = DeltaChannel.copy(quick)
+        copied = quick.copy()
+        assert type(copied) is type(plain) is type(quick)
+        for field in ("key", "typ", "reducer", "snapshot_frequency", "value"):
+            assert getattr(copied, field) == getattr(plain, field), field
+        mutable = isinstance(value, list | dict)
+        assert (copied.value is value) is (plain.value is value) is (not mutable)
+
+
+def test_random_update_sequences_with_copies_agree_with_the_reducer() -> None:
+    """The channel's record of its ids (`SeenIds`) over long sequences: 300 runs of 40 random
+    steps each update the channel (adds, replacements, removals, id-less messages stamped
+    later in place, as LangGraph stamps them), take a copy and carry on with the copy or the
+    original (the other is updated too, so the two share a record and both change it), or
+    reset it with an `Overwrite`; after every step both channels hold what LangGraph's
+    `DeltaChannel` holds after the same updates."""
+    rng = random.Random(5)
+    ids = [f"m{i}" for i in range(30)]
+
+    def message(history: list[Any]) -> Any:
+        """Often an id the history has (a stamped one too): a replacement or a removal."""
+        roll = rng.random()
+        taken = [m.id for m in history if m.id is not None]
+        if taken and rng.random() < 0.25:
+            mid = rng.choice(taken)
+        else:
+            mid = rng.choice([*ids, None, None]) if roll < 0.5 else f"n{rng.random()}"
+        if roll < 0.05:
+            return RemoveMessage(id=mid or rng.choice(ids))
+        if roll < 0.6:
+            return AIMessage(str(roll), id=mid)
+        if roll < 0.9:
+            return ToolMessage(str(roll), tool_call_id="c", id=mid)
+        return HumanMessage(str(roll), id=mid)
+
+    def stamp(*values: Any) -> None:
+        """LangGraph's stamping: an id on each id-less message, in place (the same objects
+        sit in every channel's history, as they do in a graph)."""
+        for value in values:
+            for m in value if isinstance(value, list) else ():
+                if m.id is None and rng.random() < 0.5:
+                    m.id = f"s{rng.random()}"
+
+    shortcuts = 0
+    for _ in range(300):
+        start = [HumanMessage("go", id="h")]
+        pairs = [
+            (
+                DeltaChannel(_messages_delta_reducer, list),
+                MessagesChannel(_messages_delta_reducer, list),
+            )
+        ]
+        pairs[0][0].value, pairs[0][1].value = list(start), list(start)
+        for _ in range(40):
+            plain, fast = pairs[-1]
+            roll = rng.random()
+            if roll < 0.15:
+                pairs.append((plain.copy(), fast.copy()))
+                continue
+            if roll < 0.2 and len(pairs) > 1:
+                plain, fast = pairs[-2]  # the original, updated after its copy was
+            if roll < 0.22:
+                writes: list[Any] = [Overwrite([HumanMessage("o", id=rng.choice(ids))])]
+            else:
+                writes = [[message(fast.value) for _ in range(rng.randrange(1, 3))]]
+            seen_before = fast.seen
+            plain.update(writes)
+            fast.update(writes)
+            shortcuts += fast.seen is not None and fast.seen is seen_before
+            stamp(plain.value, fast.value)
+            for p, f in pairs:
+                assert dumped(f.value) == dumped(p.value)
+    assert shortcuts > 2000
+
+
+def test_a_run_sends_only_its_first_update_to_the_reducer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a run of tool calls every update but the first (the input, on an empty history)
+    takes the shortcut: a copy of the channel (each edge reads one) that adds the reply first
+    does not make the channel itself think the reply's id is taken."""
+    sent: list[Any] = []
+    reducer_update = DeltaChannel.update
+
+    def counted(self: DeltaChannel[Any], values: Any) -> bool:
+        if values and isinstance(self, MessagesChannel):
+            sent.append(values)
+        return reducer_update(self, values)
+
+    monkeypatch.setattr(DeltaChannel, "update", counted)
+    spec = tmp_path / "a.yaml"
+    spec.write_text("version: 1\nname: a\nmodel: openai:gpt-4.1\n")
+    script = [ai("", ("ls", {"path": "/"})) for _ in range(5)] + [ai("done")]
+    agent = runner.build_agent(spec, model=ScriptedChatModel(script=script))
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert len(result["messages"]) == 12
+    assert len(sent) == 1

@@ -138,16 +138,19 @@ class Twice(Recorder):
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
-def test_a_layer_that_calls_again_keeps_the_last_attempts_commands(asynchronous: bool) -> None:
+@pytest.mark.parametrize("layers", ["a twice b", "twice a b", "a b twice", "a twice b c"])
+def test_a_layer_that_calls_again_keeps_the_last_attempts_commands(
+    asynchronous: bool, layers: str
+) -> None:
     def members(trace: list[str]) -> list[AgentMiddleware]:
-        return [Recorder("a", trace), Twice("twice", trace), Recorder("b", trace)]
+        return [(Twice if n == "twice" else Recorder)(n, trace) for n in layers.split()]
 
     separate: list[str] = []
     expected = run(members(separate), asynchronous=asynchronous)
     together: list[str] = []
     got = run(fuse_wrap_hooks(members(together), lambda m: True), asynchronous=asynchronous)
     assert together == separate
-    assert got["log"] == expected["log"] == ["b", "twice", "a"] * 2
+    assert got["log"] == expected["log"] == layers.split()[::-1] * 2
 
 
 def test_fused_members_keep_their_state_and_lose_only_their_wrap_hooks() -> None:

@@ -148,3 +148,23 @@ def test_a_real_provider_receives_the_reference(tmp_path: Path) -> None:
         "content": reference("1,310", "/draft.md"),
     }
     assert DRAFT not in json.dumps(server.requests[1]["body"])
+
+
+def test_the_pending_channel_copies_as_langgraphs_channel_does() -> None:
+    """`PendingChannel.copy` (no constructor run again) gives what
+    `BinaryOperatorAggregate.copy` gives: the same fields and the same value object, which an
+    update of the copy leaves as it was."""
+    from langgraph.channels.binop import BinaryOperatorAggregate
+
+    from runner.middleware.large_inputs import Pending, PendingChannel, merge_pending
+
+    channel = PendingChannel(Pending, merge_pending)
+    channel.key = "evicted_inputs"
+    for value in ({}, {"m": {"c": {"content": "[ref]"}}}):
+        channel.value = value
+        plain, quick = BinaryOperatorAggregate.copy(channel), channel.copy()
+        assert type(quick) is type(plain) is PendingChannel
+        for field in ("key", "typ", "operator", "value"):
+            assert getattr(quick, field) is getattr(plain, field), field
+        quick.update([{"n": {"d": {"x": "y"}}}])
+        assert channel.value is value and quick.value == {**value, "n": {"d": {"x": "y"}}}

@@ -4,6 +4,7 @@ the run goes on and the thread (SQLite, as `agentctl run` keeps it) stays resuma
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,66 @@ def test_a_subagents_hostile_call_is_answered_inside_the_subagent(
     assert [(e.agent, e.name) for e in errors] == [("helper", "note")]
     assert "is outside 64 bits" in errors[0].content
     assert result.final is not None and result.final.content == "Done."
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    """A random value: mostly JSON data (text, numbers, nesting), now and then one that cannot
+    be stored or is not JSON (an integer outside 64 bits, NaN, an object, a non-text key, a
+    subclass of str, a tuple, nesting past the limit)."""
+    roll = rng.random()
+    if (depth > 3 and roll < 0.6) or roll < 0.3:
+        return rng.choice(
+            [
+                "text",
+                "",
+                7,
+                -(2**63),
+                2**64 - 1,
+                2**64,
+                -(2**63) - 1,
+                1.5,
+                float("nan"),
+                float("inf"),
+                True,
+                None,
+                object(),
+                _Text("sub"),
+                _nested(MAX_DEPTH - 2),
+                _nested(MAX_DEPTH + 1),
+            ]
+        )
+    size = rng.randrange(4)
+    if roll < 0.65:
+        keys = [rng.choice(["a", "b", "c", "d", 1, ("t",), _Text("k")]) for _ in range(size)]
+        return {key: _random_value(rng, depth + 1) for key in keys}
+    items = [_random_value(rng, depth + 1) for _ in range(size)]
+    return tuple(items) if roll < 0.75 else items
+
+
+class _Text(str):
+    """A subclass of str: not plain, left to the slow walk."""
+
+
+def test_the_fast_path_agrees_with_the_walk_on_random_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`unstorable` answers the same with and without its fast path for plain JSON values,
+    over 3,000 random values, JSON-only or not; and what the fast path passes, the walk
+    passes too."""
+    from runner.middleware import storable
+
+    rng = random.Random(31)
+    values = [_random_value(rng) for _ in range(3000)]
+    fast = {
+        (i, json_only): (storable._plain(v, 0, json_only), unstorable(v, json_only=json_only))
+        for i, v in enumerate(values)
+        for json_only in (False, True)
+    }
+    monkeypatch.setattr(storable, "_plain", lambda *_: False)
+    passed = 0
+    for (i, json_only), (plain, verdict) in fast.items():
+        walked = unstorable(values[i], json_only=json_only)
+        assert verdict == walked, values[i]
+        assert not plain or walked is None, values[i]
+        passed += plain
+    assert 1000 < passed < 5000  # both answers were taken often

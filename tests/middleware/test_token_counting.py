@@ -3,9 +3,19 @@ changed in any other way."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+import json
+import random
+from typing import Any
 
-from runner.middleware.summarization import SummarizationMiddleware, approx_tokens
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+
+from runner.middleware.summarization import SummarizationMiddleware, approx_tokens, json_text
 
 
 def middleware() -> SummarizationMiddleware:
@@ -57,3 +67,60 @@ def test_a_conversation_that_changed_otherwise_is_counted_again() -> None:
     unnamed = [*other, HumanMessage("no id yet")]
     assert counter.conversation_tokens(unnamed) == full(unnamed)
     assert counter.conversation_tokens(other) == full(other)
+
+
+def _random_json(rng: random.Random, depth: int = 0) -> Any:
+    """Mostly JSON data; now and then a value `json` cannot encode as is (an object, which
+    `default=str` turns into text; NaN; a tuple key, which fails) or one nested past its
+    recursion limit."""
+    roll = rng.random()
+    if (depth > 3 and roll < 0.6) or roll < 0.3:
+        return rng.choice(
+            ["text", "ünï ☃", "", 7, 2**70, -1.25, float("nan"), True, None, object(), 1e300]
+        )
+    size = rng.randrange(4)
+    if roll < 0.65:
+        keys = [rng.choice(["a", "b", 1, 2.5, None, True, ("t",)]) for _ in range(size)]
+        return {key: _random_json(rng, depth + 1) for key in keys}
+    return [_random_json(rng, depth + 1) for _ in range(size)]
+
+
+def _dumped(value: Any) -> tuple[str, Any]:
+    try:
+        return "text", json.dumps(value, default=str)
+    except Exception as exc:
+        return "error", type(exc)
+
+
+def test_json_text_is_json_dumps_on_random_values() -> None:
+    """`json_text` (its encoder made once, without the circular check) gives what
+    `json.dumps(..., default=str)` gives, text or error, circular and deep values included."""
+    rng = random.Random(31)
+    circular: list[Any] = [1]
+    circular.append({"again": circular})
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    values = [_random_json(rng) for _ in range(3000)] + [circular, deep]
+    for value in values:
+        try:
+            got: tuple[str, Any] = ("text", json_text(value))
+        except Exception as exc:
+            got = ("error", type(exc))
+        expected = _dumped(value)
+        if expected[0] == "text":  # an object's str names its address: the same object
+            assert got == expected, value
+        else:
+            assert got == expected
+    assert sum(_dumped(v)[0] == "error" for v in values) > 100
+
+
+def test_an_ai_message_of_any_class_counts_its_calls() -> None:
+    """Whether a message's tool calls count is decided by its class (memoized): an AI message
+    or chunk counts them, a tool result has none to count."""
+    call = {"name": "step", "args": {"text": "x" * 400}, "id": "c"}
+    plain = AIMessage("", tool_calls=[call], id="a")
+    chunk = AIMessageChunk(content="", tool_calls=[call], id="a")
+    for message in (plain, chunk, plain):
+        assert approx_tokens(message) == len(json.dumps([call["args"]])) // 4 + 4
+    assert approx_tokens(ToolMessage("y" * 40, tool_call_id="c")) == 10 + 4
