@@ -33,12 +33,14 @@ import asyncio
 import contextlib
 import contextvars
 import weakref
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
 from runner.middleware.storable import storable_result
+from runner.middleware.tallies import Tallies
 from runner.threads.guards import AsyncToolJournal, ToolJournal
 
 __all__ = ["CHECKPOINTER_KEY", "DERIVED", "ToolJournalMiddleware", "current_scope", "journal_for"]
@@ -126,14 +128,23 @@ def _entry(request: Any) -> tuple[Journal, str, str, str] | None:
     return journal, str(thread_id), _SCOPE.get(), str(call_id)
 
 
-def _new(journal: Any, request: Any, thread_id: str, scope: str, call_id: str) -> bool:
+def _new(
+    journal: Any,
+    request: Any,
+    thread_id: str,
+    scope: str,
+    call_id: str,
+    call_ids: Callable[[Any], Counter[Any]],
+) -> bool:
     """Whether the call cannot have a journal entry, so the lookup need not be sent: one the
     model made in this process while it held the thread (the journal's `new_call`, Postgres
     thread databases), asked about the first time, whose id no other message of the
     conversation has (a model that uses an id again, while the earlier call is in the
     conversation, gets that call's entry, as before). Made while the lease was held: no other
     process can have run it; not asked about before: nor this one. Crash recovery is untouched:
-    a resumed run's calls come from the checkpoint it read, not from a message it wrote."""
+    a resumed run's calls come from the checkpoint it read, not from a message it wrote.
+    `call_ids` counts the conversation's call ids (a `Tallies`: only the messages added since
+    its last call are read)."""
     new_call = getattr(journal, "new_call", None)
     if new_call is None or not new_call(thread_id, scope, call_id):
         return False
@@ -141,11 +152,13 @@ def _new(journal: Any, request: Any, thread_id: str, scope: str, call_id: str) -
     messages = state.get("messages") if isinstance(state, dict) else None
     if not messages:
         return False
-    asked = 0
+    return call_ids(messages)[call_id] == 1
+
+
+def _count_call_ids(counts: Counter[Any], messages: Sequence[Any]) -> None:
     for message in messages:
         for call in getattr(message, "tool_calls", None) or ():
-            asked += call.get("id") == call_id
-    return asked == 1
+            counts[call.get("id")] += 1
 
 
 def current_scope() -> str:
@@ -168,6 +181,10 @@ def _storable(request: Any, result: Any) -> Any:
 class ToolJournalMiddleware(AgentMiddleware):
     """Journal each finished tool call; answer a call journaled before from the journal."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._call_ids: Tallies[Counter[Any]] = Tallies(Counter, _count_call_ids)
+
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         entry = _entry(request)
         if entry is None:
@@ -175,7 +192,7 @@ class ToolJournalMiddleware(AgentMiddleware):
         journal, thread_id, scope, call_id = entry
         if isinstance(journal, AsyncToolJournal):  # an async saver under invoke: its own
             return _storable(request, handler(request))  # sync calls fail first
-        new = _new(journal, request, thread_id, scope, call_id)
+        new = _new(journal, request, thread_id, scope, call_id, self._call_ids)
         found = None if new else journal.lookup(thread_id, scope, call_id)
         if found is not None:
             return found
@@ -194,7 +211,7 @@ class ToolJournalMiddleware(AgentMiddleware):
         journal, thread_id, scope, call_id = entry
         if isinstance(journal, AsyncToolJournal):
             found = await journal.alookup(thread_id, scope, call_id)
-        elif _new(journal, request, thread_id, scope, call_id):
+        elif _new(journal, request, thread_id, scope, call_id, self._call_ids):
             found = None
         else:  # a blocking journal: its database calls go off the event loop
             found = await asyncio.to_thread(journal.lookup, thread_id, scope, call_id)
