@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> Any:
     if argv is None:
         from runner.cli import startup
 
-        startup.hold()
+        startup.as_program()
     try:
         return _main(argv)
     finally:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import os
+import types
 from collections.abc import Iterable
 
 HELD = frozenset({"run", "validate"})
@@ -25,6 +26,17 @@ HELD = frozenset({"run", "validate"})
 before their first validator)."""
 
 _held = False
+_program = False
+"""Whether this process is the `agentctl` program (`as_program()`), not a caller of `main(argv)`
+(the tests): what it changes in a library then lasts only as long as the command."""
+
+
+def as_program() -> None:
+    """This process is the `agentctl` program: hold the collector off, and let
+    `skip_empty_plugin_scan` leave pydantic's plugin loader unimported."""
+    global _program
+    _program = True
+    hold()
 
 
 def hold() -> None:
@@ -48,23 +60,59 @@ def started() -> None:
 def skip_empty_plugin_scan() -> None:
     """Tell pydantic it has no plugins when no installed distribution declares any.
 
-    Pydantic looks its plugins up once per process, at the first validator it builds: it reads
-    and parses the entry points of every installed distribution (`importlib.metadata.
-    entry_points(group="pydantic")`), about 10 ms of every `validate` and `run` in an environment
-    of 190 distributions, to find none in nearly all of them. `declares_pydantic_plugins` reads
-    the same files and parses only those that mention `pydantic`; when it finds no `[pydantic]`
-    section, pydantic's cache of plugins is set to what its scan would have found (none). When
-    one may declare plugins, or pydantic has looked already, nothing changes: pydantic scans and
-    loads them as before (and `PYDANTIC_DISABLE_PLUGINS` is read by pydantic at each build).
-    The program calls this as a held command starts, before its first validator, so the paths
-    read are those pydantic would read then.
+    Pydantic looks its plugins up once per process, at the first validator it builds: it imports
+    `importlib.metadata` (about 6 ms, with `zipfile`, `email` and `tempfile`), then reads and
+    parses the entry points of every installed distribution (`importlib.metadata.
+    entry_points(group="pydantic")`, about 10 ms in an environment of 190 distributions), to find
+    none in nearly all of them. `declares_pydantic_plugins` reads the same files and parses only
+    those that mention `pydantic`. When it finds no `[pydantic]` section:
+
+    - in the program (`as_program()`), pydantic's plugin loader is not imported at all:
+      `_NoPlugins` stands in for it in `sys.modules`, answering what its scan would have found
+      (no plugins; pydantic's own validators call nothing else of it: a test reads pydantic's
+      source to hold that);
+    - in a caller of `main(argv)`, or when pydantic's loader is imported already, its cache of
+      plugins is set to what its scan would have found (none), unless it has looked already.
+
+    When one may declare plugins, nothing changes: pydantic scans and loads them as before (and
+    `PYDANTIC_DISABLE_PLUGINS` is read by pydantic at each build). The program calls this as a
+    held command starts, before its first validator, so the paths read are those pydantic would
+    read then.
     """
     import sys
 
+    loader = sys.modules.get(_NoPlugins.NAME)
+    if loader is not None and getattr(loader, "_plugins", None) is not None:
+        return  # pydantic has looked (or been told) already
+    if declares_pydantic_plugins(sys.path, sys.meta_path):
+        return
+    if loader is None and _program:
+        import pydantic.plugin
+
+        stand_in = _NoPlugins()
+        sys.modules[_NoPlugins.NAME] = stand_in
+        pydantic.plugin._loader = stand_in
+        return
     from pydantic.plugin import _loader
 
-    if _loader._plugins is None and not declares_pydantic_plugins(sys.path, sys.meta_path):
-        _loader._plugins = {}
+    _loader._plugins = {}
+
+
+class _NoPlugins(types.ModuleType):
+    """What `pydantic.plugin._loader` answers in a process where no distribution declares a
+    pydantic plugin: `get_plugins()` finds none, and its cache says it has looked."""
+
+    NAME = "pydantic.plugin._loader"
+
+    def __init__(self) -> None:
+        super().__init__(self.NAME, self.__doc__)
+        self.PYDANTIC_ENTRY_POINT_GROUP = "pydantic"
+        self._plugins: dict[str, object] = {}
+        self._loading_plugins = False
+
+    @staticmethod
+    def get_plugins() -> tuple[()]:
+        return ()
 
 
 def declares_pydantic_plugins(paths: Iterable[str], finders: Iterable[object]) -> bool:

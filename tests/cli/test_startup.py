@@ -27,6 +27,7 @@ def collector() -> Iterator[None]:
         gc.unfreeze()
         gc.enable()
         startup._held = False
+        startup._program = False
 
 
 def test_a_run_collects_again_before_its_first_model_call(
@@ -180,3 +181,56 @@ def test_a_pydantic_plugin_still_sees_validate_build_the_spec(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert "plugin saw AgentSpec" in done.stderr.splitlines()
+
+
+def test_the_program_does_not_import_pydantics_plugin_loader_when_none_is_declared(
+    tmp_path: Path,
+) -> None:
+    """`agentctl validate` as a program: pydantic's validators are built with the stand-in loader
+    (no `importlib.metadata`, no scan), and the file is still checked: a bad one fails."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from runner.cli import main\n"
+        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
+        "code = main()\n"
+        "loader = sys.modules['pydantic.plugin._loader']\n"
+        "print(type(loader).__name__, 'importlib.metadata' in sys.modules, file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    good = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT / "agents" / "notes.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert good.returncode == 0, good.stderr
+    assert good.stderr.splitlines()[-1] == "_NoPlugins False"
+    with_typo = tmp_path / "notes.yaml"
+    with_typo.write_text((ROOT / "agents" / "notes.yaml").read_text().replace("model:", "modle:"))
+    failed = subprocess.run(
+        [sys.executable, "-c", script, str(with_typo)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert failed.returncode != 0
+    assert "modle: unknown key; did you mean 'model'?" in failed.stderr
+    assert failed.stderr.splitlines()[-1] == "_NoPlugins False"
+
+
+def test_pydantic_asks_its_plugin_loader_for_get_plugins_only() -> None:
+    """The stand-in answers `get_plugins()` alone: every use of the loader in the installed
+    pydantic must be that one (an upgrade that uses more fails here, not in a user's run)."""
+    import re
+
+    import pydantic
+
+    package = Path(pydantic.__file__).parent
+    uses = [
+        (path.relative_to(package).as_posix(), line.strip())
+        for path in package.rglob("*.py")
+        if path.name != "_loader.py"
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"\b_loader\b", line)
+    ]
+    assert uses == [("plugin/_schema_validator.py", "from ._loader import get_plugins")]
