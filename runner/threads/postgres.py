@@ -1166,16 +1166,19 @@ class PostgresRetention(TableRetention):
     server's autovacuum may be off for these tables, or slow to come, and a long thread then
     grows with the square of its length as if nothing were pruned. So after a prune that
     removed rows, `reclaim` looks at the server's count of dead rows in the three tables and
-    their TOAST tables (`pg_stat_all_tables`, one query) and, for those holding more than
-    `VACUUM_MIN_DEAD` plus `VACUUM_DEAD_FRACTION` of their live rows, runs a plain `VACUUM`
-    (no lock that blocks reading or writing) on a connection of its own in a background
-    thread: the turn does not wait for it. One runs at a time, without truncating the tables
-    (that takes a lock the run's statements would wait for); `close` waits for it (the end
-    of a run). `reclaim(force=True)` (`agentctl threads keep-checkpoints`) vacuums the three
-    tables now. A vacuum that fails (say, the user does not own the tables) costs only space
-    and is not reported."""
+    the tool journal (`VACUUMED`), and their TOAST tables (`pg_stat_all_tables`, one query)
+    and, for those holding more than `VACUUM_MIN_DEAD` plus `VACUUM_DEAD_FRACTION` of their
+    live rows, runs a plain `VACUUM` (no lock that blocks reading or writing) on a connection
+    of its own in a background thread: the turn does not wait for it. One runs at a time,
+    without truncating the tables (that takes a lock the run's statements would wait for);
+    `close` waits for it (the end of a run). `reclaim(force=True)` (`agentctl threads
+    keep-checkpoints`) vacuums the four tables now. A vacuum that fails (say, the user does not
+    own the tables) costs only space and is not reported."""
 
     TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    VACUUMED = (*TABLES, "agentctl_tool_journal")
+    """The tables a prune leaves dead rows in: LangGraph's, and the tool journal's entries no
+    checkpoint left can need."""
 
     def __init__(self, db: PostgresDatabase, url: str | None = None) -> None:
         super().__init__(db)
@@ -1221,7 +1224,7 @@ class PostgresRetention(TableRetention):
             except self.db.errors:
                 self._flush_stats = False  # before PostgreSQL 15: the counts may lag
         limits = (VACUUM_MIN_DEAD, VACUUM_DEAD_FRACTION)
-        rows = self.db.fetch(_DEAD, (list(self.TABLES), *limits, *limits))
+        rows = self.db.fetch(_DEAD, (list(self.VACUUMED), *limits, *limits))
         return sorted(str(row[0]) for row in rows)
 
     def reclaim(self, *, force: bool = False) -> int:
@@ -1229,9 +1232,9 @@ class PostgresRetention(TableRetention):
             return 0
         if force:
             self.wait()
-            (before,) = self.db.fetch(_SIZE, (list(self.TABLES),))[0]
-            self._run_vacuum(list(self.TABLES), truncate=True)
-            (after,) = self.db.fetch(_SIZE, (list(self.TABLES),))[0]
+            (before,) = self.db.fetch(_SIZE, (list(self.VACUUMED),))[0]
+            self._run_vacuum(list(self.VACUUMED), truncate=True)
+            (after,) = self.db.fetch(_SIZE, (list(self.VACUUMED),))[0]
             return max(int(before) - int(after), 0)
         if not self._removed or (self._vacuum is not None and self._vacuum.is_alive()):
             return 0

@@ -43,10 +43,17 @@ costs one more write of the conversation and of the files every `ALIGN_EVERY` st
 bounds what a kept checkpoint reaches back to: one such checkpoint, at most `ALIGN_EVERY` and a
 turn before it. It is done keeping all checkpoints too, so that a lower `keep` can prune later.
 
-The `writes` rows of every removed checkpoint go with it. A kept checkpoint's parent pointer may
-then name a removed one only where nothing is rebuilt through it: LangGraph follows parent
-pointers to replay a fork (whose parent is kept, above) and to rebuild `DeltaChannel` values
-(whose chain is kept, above).
+The `writes` rows of every removed checkpoint go with it, and so do the tool journal's entries
+(`runner.threads.guards`) that no checkpoint left can need: an entry is read only when a step
+runs again from a checkpoint where its call was still unanswered, and such a checkpoint was
+written before the call returned and its entry was recorded. So the entries recorded before the
+oldest checkpoint left was written go, less `JOURNAL_SKEW` (the clocks of the hosts sharing a
+database may disagree by that much; the checkpoint's time is the one in its uuid6 id, the
+entry's its `recorded_at`). Keeping every checkpoint keeps every entry.
+
+A kept checkpoint's parent pointer may then name a removed one only where nothing is rebuilt
+through it: LangGraph follows parent pointers to replay a fork (whose parent is kept, above) and
+to rebuild `DeltaChannel` values (whose chain is kept, above).
 
 So `keep` counts the checkpoints a user can go back to; a thread also keeps up to about
 `ALIGN_EVERY` steps and a turn of small checkpoints (the new messages and files of each) and a
@@ -92,6 +99,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from runner.threads.guards import Database, Execute
@@ -120,6 +128,10 @@ SETTING = "keep_checkpoints"
 ALIGN_EVERY = 50
 """Main-graph checkpoints between two that hold every delta channel's value (see
 `snapshots_due`): what a kept checkpoint's chain can reach back past the last `keep`."""
+
+JOURNAL_SKEW = 600
+"""Seconds by which a tool journal entry must be older than the oldest checkpoint left before
+a prune removes it: more than the clocks of hosts sharing a database should ever disagree."""
 
 SNAPSHOT_NOW = 1 << 30
 """Updates since a snapshot that no channel's cadence waits for: stored in a checkpoint's
@@ -179,6 +191,21 @@ class CheckpointRow:
 class Pruned:
     checkpoints: int = 0
     writes: int = 0
+    calls: int = 0
+    """Tool journal entries removed."""
+
+
+def made_at(checkpoint_id: str) -> float | None:
+    """The Unix time in a LangGraph checkpoint id (a uuid6: 100-ns intervals since 1582, in its
+    first 60 bits); None for an id of another kind."""
+    digits = checkpoint_id.replace("-", "")
+    if len(digits) != 32 or digits[12] != "6":
+        return None
+    try:
+        stamp = int(digits[:12], 16) << 12 | int(digits[13:16], 16)
+    except ValueError:
+        return None
+    return (stamp - 0x01B21DD213814000) / 1e7
 
 
 def kept_checkpoints(
@@ -460,7 +487,8 @@ class TableRetention:
         if keep is None or not self._obsolete(self.db.fetch, thread_id, keep, read):
             return Pruned()
         with self.db.transaction(thread_id) as execute:
-            gone = self._obsolete(execute, thread_id, keep)
+            read = self._rows(execute, thread_id)
+            gone = self._obsolete(execute, thread_id, keep, read)
             if not gone:
                 return Pruned()
             values = self.values_of(execute, thread_id, gone)
@@ -475,7 +503,25 @@ class TableRetention:
                 )
                 execute(f"DELETE FROM checkpoints WHERE {where}", (thread_id, ns, *ids))
             self.drop_values(execute, thread_id, values)
-        return Pruned(checkpoints=len(gone), writes=writes)
+            left = {(r.namespace, r.checkpoint_id) for r in read[0]}.difference(gone)
+            oldest = min((cid for _, cid in left), default=None)
+            calls = self._forget_calls(execute, thread_id, oldest) if oldest else 0
+        return Pruned(checkpoints=len(gone), writes=writes, calls=calls)
+
+    def _forget_calls(self, execute: Execute, thread_id: str, oldest: str) -> int:
+        """Remove the tool journal's entries of `thread_id` recorded `JOURNAL_SKEW` seconds or
+        more before checkpoint `oldest` (the oldest left) was written; how many went."""
+        made = made_at(oldest)
+        if made is None:
+            return 0
+        before = datetime.fromtimestamp(made - JOURNAL_SKEW, UTC).isoformat(timespec="seconds")
+        return len(
+            execute(
+                "DELETE FROM agentctl_tool_journal WHERE thread_id = ? AND recorded_at < ? "
+                "RETURNING 1",
+                (thread_id, before),
+            )
+        )
 
     def _rows(self, execute: Execute, thread_id: str) -> Read:
         return read_rows(execute(self.ROWS, (thread_id,)))
@@ -505,7 +551,11 @@ class TableRetention:
         total = Pruned()
         for (thread_id,) in self.db.fetch("SELECT DISTINCT thread_id FROM checkpoints"):
             done = self.prune(thread_id, keep)
-            total = Pruned(total.checkpoints + done.checkpoints, total.writes + done.writes)
+            total = Pruned(
+                total.checkpoints + done.checkpoints,
+                total.writes + done.writes,
+                total.calls + done.calls,
+            )
         return total
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:

@@ -133,7 +133,9 @@ def test_retention_on_postgres_removes_old_checkpoints_and_their_values(
         )
         # `threads keep-checkpoints` then vacuums the checkpoint tables, whatever autovacuum does
         assert home.retention.reclaim(force=True) >= 0
-        assert home.retention.vacuumed == [["checkpoints", "checkpoint_blobs", "checkpoint_writes"]]
+        assert home.retention.vacuumed == [
+            ["checkpoints", "checkpoint_blobs", "checkpoint_writes", "agentctl_tool_journal"]
+        ]
     finally:
         home.close()
     # the latest two, the one where the thread waited for approval, and their chains

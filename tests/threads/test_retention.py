@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from runner.events import Final, Interrupt
 from runner.run import Decision, Session
 from runner.threads import open_home
-from runner.threads.retention import CheckpointRow, kept_checkpoints, parse_keep
+from runner.threads.retention import CheckpointRow, kept_checkpoints, made_at, parse_keep
 from tests.conftest import run_cli
 from tests.fakes import ScriptedChatModel
 from tests.middleware.helpers import spec_file
@@ -38,7 +38,8 @@ def answers(messages: list[BaseMessage]) -> dict[str, Any]:
 
 def session(tmp_path: Path, *, approvals: bool = True, **kwargs: Any) -> Session:
     spec = spec_file(tmp_path, interrupt_on={"write_file": True} if approvals else {})
-    return Session(spec, model=ScriptedChatModel(script=answers), db=tmp_path / "db", **kwargs)
+    kwargs.setdefault("db", tmp_path / "db")
+    return Session(spec, model=ScriptedChatModel(script=answers), **kwargs)
 
 
 def rows(db: Path, table: str, thread: str) -> list[tuple[str, str]]:
@@ -389,6 +390,52 @@ def test_a_turn_keeps_the_free_pages_the_next_turn_reuses(
     for size, free in sizes:
         assert free >= RECLAIM_MIN_BYTES and free * 4 >= size  # what used to be given back
     assert max(size for size, _ in sizes) <= sizes[0][0] * 1.5  # reused: the file stays put
+
+
+def journal(s: Session, thread: str) -> list[str]:
+    rows = s.home.db.fetch(  # type: ignore[attr-defined]
+        "SELECT call_id FROM agentctl_tool_journal WHERE thread_id = ? ORDER BY recorded_at",
+        (thread,),
+    )
+    return [row[0] for row in rows]
+
+
+@pytest.mark.parametrize(("keep", "database"), [(3, "sqlite"), ("all", "sqlite"), (3, "postgres")])
+def test_a_prune_forgets_the_tool_calls_no_checkpoint_left_can_need(
+    tmp_path: Path, request: pytest.FixtureRequest, keep: int | str, database: str
+) -> None:
+    """Each turn journals one `ls` call. Entries recorded before the oldest checkpoint left
+    (by more than the clocks' allowance) go with the checkpoints; the recent ones stay; keeping
+    every checkpoint keeps every entry."""
+    db = request.getfixturevalue("postgres_url") if database == "postgres" else tmp_path / "db"
+    with session(tmp_path, approvals=False, keep_checkpoints=keep, db=db) as s:
+        thread = turns(s, 4)
+        early = journal(s, thread)
+        s.home.db.write(  # type: ignore[attr-defined]
+            "UPDATE agentctl_tool_journal SET recorded_at = ? WHERE thread_id = ?",
+            [("2000-01-01T00:00:00+00:00", thread)],
+        )
+        turns(s, 12, thread, start=4)
+        if database == "sqlite":
+            assert_every_kept_checkpoint_reads(s, thread)
+        left = journal(s, thread)
+    assert len(early) == 4
+    if keep == "all":
+        assert len(left) == 16 and set(early) <= set(left)
+    else:
+        assert not set(early) & set(left)
+        assert len(left) == 12  # recorded within the allowance of the checkpoints left
+
+
+def test_the_time_of_a_checkpoint_is_read_from_its_id() -> None:
+    import time
+
+    from langgraph.checkpoint.base.id import uuid6
+
+    assert abs((made_at(str(uuid6())) or 0) - time.time()) < 5
+    assert made_at(str(uuid.uuid4())) is None
+    assert made_at("not-a-checkpoint-id") is None
+    assert made_at("1ef" + "x" * 29) is None
 
 
 @pytest.mark.parametrize("text", ["0", "-3", "some", ""])

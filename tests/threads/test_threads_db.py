@@ -292,6 +292,54 @@ def test_a_finished_call_is_not_run_again_when_langgraph_reruns_its_step(
     assert results == ["recorded b", "recorded c"]
 
 
+def test_a_prune_between_a_crash_and_the_resume_keeps_the_finished_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`b` finishes, `c` crashes in flight, then the thread is pruned to one checkpoint (by
+    another process: `agentctl threads keep-checkpoints 1`) before it resumes. The prune
+    removes old checkpoints and forgets old journal entries, with no allowance for clocks:
+    `b`'s entry stays (it was recorded after the checkpoint the step runs again from), and
+    `b` is not run again."""
+    import runner
+    from runner.threads import retention
+    from runner.threads.sqlite import SqliteDatabase, SqliteRetention
+
+    monkeypatch.setattr(retention, "JOURNAL_SKEW", 0)
+    log = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECT_LOG", str(log))
+    warm_up = 30
+
+    def script(messages: list[Any]) -> Any:
+        humans = sum(1 for m in messages if m.type == "human")
+        if humans <= warm_up:
+            return ai(f"reply {humans}")
+        if messages[-1].type == "human":
+            return ai("both", ("record", {"name": "b"}), ("record", {"name": "c"}))
+        return ai("done")
+
+    saver = _saver("sqlite", tmp_path, None)  # type: ignore[arg-type]
+    agent = runner.build_agent(
+        _agent(tmp_path), model=ScriptedChatModel(script=script), checkpointer=saver
+    )
+    prunes = SqliteRetention(SqliteDatabase(saver.conn, saver.lock))
+    config: Any = {"configurable": {"thread_id": "t1"}, "max_concurrency": 1}
+    for i in range(warm_up):  # keeping every checkpoint, snapshots made every 50 steps
+        agent.invoke({"messages": [{"role": "user", "content": f"hi {i}"}]}, config)
+        prunes.prune("t1", None)
+    monkeypatch.setenv("EFFECT_CRASH", "c")
+    saver.dropping = True
+    with pytest.raises(BaseException, match="crash in flight in c"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    saver.dropping = False
+    monkeypatch.delenv("EFFECT_CRASH")
+    pruned = prunes.prune("t1", 1)
+    assert pruned.checkpoints > 50  # the checkpoints before the last snapshot went
+    result = agent.invoke(None, config)
+    assert result["messages"][-1].content == "done"
+    counts = Counter(log.read_text().split())
+    assert counts["b"] == 1 and counts["c"] == 2
+
+
 def test_a_subagents_calls_are_journaled_under_the_task_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
