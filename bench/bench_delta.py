@@ -16,13 +16,14 @@ agent's `state` backend instead: the thread's files grow by one a turn, and the 
 what they cost its checkpoints.
 
 `--grow bulk` grows the thread faster, for lengths (10,000 turns) that turn-by-turn growth
-would take hours to reach, each turn's cost growing with the history: after one real turn, the
-messages of whole turns (a human message, the `step` call, its result, the answer: copies of
-the real turn's with their own ids) are added with `graph.update_state`, up to 500 turns' worth
-at a time, as one update each. The conversation is then what real turns would have made;
-its deltas are not (a few large updates instead of four per turn), so the database and the
-checkpoints kept differ from `--grow turns`: read the turn's cost at each size, and compare
-it with `--grow turns` at the sizes both reach. The turns measured are real turns either way.
+would take hours to reach, each turn's cost growing with the history: after one real turn, to
+every size (the first included), the messages of whole turns (a human message, the `step`
+call, its result, the answer: copies of the real turn's with their own ids) are added with
+`graph.update_state`, up to 500 turns' worth at a time, as one update each. The conversation
+is then what real turns would have made; its deltas are not (a few large updates instead of
+four per turn), so the database and the checkpoints kept differ from `--grow turns`: read the
+turn's cost at each size, and compare it with `--grow turns` at the sizes both reach. The
+turns measured are real turns either way.
 
 The default summarization summarizes the conversation once it passes 170,000 tokens (about
 8,000 of these turns), after which a turn reads the summary and the latest messages only;
@@ -200,7 +201,10 @@ def main() -> None:
         done = 0
         try:
             for size in sizes:
-                if args.grow == "bulk" and done:
+                if args.grow == "bulk":
+                    if not done:  # the real turn the bulk turns are copies of
+                        contender.turn("message 0")
+                        done = 1
                     bulk_grow(contender, done, size)
                 else:
                     for i in range(done, size):
