@@ -8,8 +8,11 @@ Run it once per checkout and compare the JSON lines:
 One agentctl `Session` on its thread database (default retention) grows one thread turn by turn
 with `bench_threads.py`'s turn (a human message, one `step` call, an answer; tiny messages). At
 each size: the database (file plus WAL), the checkpoints kept and the bytes of the latest
-main-graph checkpoint row (what a turn writes again with the history in it), and one more turn
-(median of `--repeat`, wall and CPU of this process).
+main-graph checkpoint row (what a turn writes again with the history in it), the tool journal's
+entries and the bytes of their results, and one more turn (median of `--repeat`, wall and CPU of
+this process). A prune removes the journal entries recorded ten minutes or more before the
+oldest checkpoint left; `--journal-skew 0` shows in a short run what a thread keeps once that
+time has passed.
 
 `--files` makes each turn's call a `write_file` of a new file (`--file-kb` of text) into the
 agent's `state` backend instead: the thread's files grow by one a turn, and the figures show
@@ -66,6 +69,18 @@ def file_script(size: int) -> Any:
         return calls(("write_file", {"file_path": f"/notes/{name}.md", "content": text}))
 
     return script
+
+
+def journal_rows(db: Path) -> tuple[int, int]:
+    """(tool journal entries, bytes of their results)."""
+    conn = sqlite3.connect(db)
+    try:
+        rows, size = conn.execute(
+            "SELECT count(*), coalesce(sum(length(result)), 0) FROM agentctl_tool_journal"
+        ).fetchone()
+    finally:
+        conn.close()
+    return rows, size
 
 
 def checkpoint_rows(db: Path) -> tuple[int, int, int]:
@@ -188,7 +203,20 @@ def main() -> None:
     parser.add_argument(
         "--spread", type=int, default=0, help="turns timed one by one at the largest size"
     )
+    parser.add_argument(
+        "--journal-skew",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how much older than the oldest checkpoint left a tool journal entry must be "
+        "for a prune to remove it (default: agentctl's, ten minutes; 0 shows in a short run "
+        "the journal a thread keeps once that time has passed)",
+    )
     args = parser.parse_args()
+    if args.journal_skew is not None:
+        from runner.threads import retention
+
+        retention.JOURNAL_SKEW = args.journal_skew
     if args.files and args.grow == "bulk":
         parser.error("--grow bulk copies the messages of a turn, not its files: use --grow turns")
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -217,11 +245,14 @@ def main() -> None:
                     cpus.append(time.process_time() - cpu)
                 contender.session.home.conn.commit()
                 kept, latest, writes = checkpoint_rows(contender.db)
+                calls, results_bytes = journal_rows(contender.db)
                 results[size] = {
                     "db_mb": round(db_bytes(contender.db) / 1e6, 2),
                     "checkpoints": kept,
                     "latest_checkpoint_kb": round(latest / 1e3, 1),
                     "writes_kb": round(writes / 1e3, 1),
+                    "journal_entries": calls,
+                    "journal_kb": round(results_bytes / 1e3, 1),
                     "turn_ms": round(median(walls) * 1e3, 1),
                     "turn_cpu_ms": round(median(cpus) * 1e3, 1),
                 }
