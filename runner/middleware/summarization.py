@@ -22,7 +22,6 @@ re-sum on every step: only its new messages are counted.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -163,8 +162,10 @@ def json_text(value: Any) -> str:
     the encoder's check for circular values (its memo would be shared by every call), so any
     failure, a circular value among them, is left to `json`'s own encoder to report."""
     if _ENCODE is not None:
-        with contextlib.suppress(Exception):  # json's own encoder below raises it as it does
+        try:
             return "".join(_ENCODE(value, 0))
+        except Exception:
+            pass  # json's own encoder below raises it as it does
     return _JSON.encode(value)
 
 

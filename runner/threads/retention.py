@@ -99,10 +99,10 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from runner.threads.guards import Database, Execute
+from runner.threads.schema import stamp
 from runner.threads.values import DELTA_CHANNELS
 
 __all__ = [
@@ -202,10 +202,10 @@ def made_at(checkpoint_id: str) -> float | None:
     if len(digits) != 32 or digits[12] != "6":
         return None
     try:
-        stamp = int(digits[:12], 16) << 12 | int(digits[13:16], 16)
+        ticks = int(digits[:12], 16) << 12 | int(digits[13:16], 16)
     except ValueError:
         return None
-    return (stamp - 0x01B21DD213814000) / 1e7
+    return (ticks - 0x01B21DD213814000) / 1e7
 
 
 def kept_checkpoints(
@@ -505,16 +505,16 @@ class TableRetention:
             self.drop_values(execute, thread_id, values)
             left = {(r.namespace, r.checkpoint_id) for r in read[0]}.difference(gone)
             oldest = min((cid for _, cid in left), default=None)
-            calls = self._forget_calls(execute, thread_id, oldest) if oldest else 0
+            calls = self._forget_journal_entries(execute, thread_id, oldest) if oldest else 0
         return Pruned(checkpoints=len(gone), writes=writes, calls=calls)
 
-    def _forget_calls(self, execute: Execute, thread_id: str, oldest: str) -> int:
+    def _forget_journal_entries(self, execute: Execute, thread_id: str, oldest: str) -> int:
         """Remove the tool journal's entries of `thread_id` recorded `JOURNAL_SKEW` seconds or
         more before checkpoint `oldest` (the oldest left) was written; how many went."""
         made = made_at(oldest)
         if made is None:
             return 0
-        before = datetime.fromtimestamp(made - JOURNAL_SKEW, UTC).isoformat(timespec="seconds")
+        before = stamp(made - JOURNAL_SKEW)
         return len(
             execute(
                 "DELETE FROM agentctl_tool_journal WHERE thread_id = ? AND recorded_at < ? "

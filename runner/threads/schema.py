@@ -61,6 +61,12 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def stamp(seconds: float) -> str:
+    """Unix time `seconds` as the tables keep a timestamp (`now`); the text of two compares as
+    their times do."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+
+
 def _both(statement: str, **types: tuple[str, str]) -> dict[Dialect, str]:
     """One statement in both dialects: each `{name}` is filled with (SQLite type, Postgres type)."""
     return {
