@@ -27,20 +27,25 @@ def test_building_a_non_anthropic_agent_does_not_import_the_anthropic_sdk(tmp_pa
     assert last_line_of(code) == "[]"
 
 
-def loaded_by_cli(args: list[str], cwd: Path) -> list[str]:
+def loaded_by_cli(args: list[str], cwd: Path, *, also: tuple[str, ...] = ()) -> list[str]:
     """The LangChain and LangGraph packages `agentctl ARGS` imports (`langchain` itself, and
-    `langchain_core` / `langgraph` as "core" / "langgraph")."""
+    `langchain_core` / `langgraph` as "core" / "langgraph"), and those of the modules `also` it
+    imports."""
     code = (
         "import sys\n"
         "from runner.cli import main\n"
         f"main({args!r})\n"
         "found = {m.split('.')[0] for m in sys.modules}\n"
-        "print(sorted(found & {'langchain', 'langchain_core', 'langgraph'}))\n"
+        "found = found & {'langchain', 'langchain_core', 'langgraph'}\n"
+        f"print(sorted(found | {{m for m in {also!r} if m in sys.modules}}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
     )
     return list(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
+
+
+_EVENTS = ("runner.events",)
 
 
 def test_the_threads_commands_do_not_import_langchain(tmp_path: Path) -> None:
@@ -55,7 +60,8 @@ def test_the_threads_commands_do_not_import_langchain(tmp_path: Path) -> None:
         spec_file(tmp_path), model=ScriptedChatModel(script=[{"content": "hi"}]), db=db
     ) as session:
         thread = session.run("hello").thread_id
-    assert loaded_by_cli(["threads", "list", "--db", db], tmp_path) == []
+    # nor the run's event classes (about 10 ms of the import): a list shows none
+    assert loaded_by_cli(["threads", "list", "--db", db], tmp_path, also=_EVENTS) == []
     assert loaded_by_cli(["threads", "keep-checkpoints", "--db", db], tmp_path) == []
     # the saved messages are read as plain values (runner.threads.transcripts)
     assert loaded_by_cli(["threads", "show", thread, "--db", db], tmp_path) == []
@@ -77,7 +83,7 @@ def test_listing_and_showing_postgres_threads_import_no_langchain(
         spec_file(tmp_path), model=ScriptedChatModel(script=[{"content": "hi"}]), db=postgres_url
     ) as session:
         thread = session.run("hello").thread_id
-    assert loaded_by_cli(["threads", "--db", postgres_url], tmp_path) == []
+    assert loaded_by_cli(["threads", "--db", postgres_url], tmp_path, also=_EVENTS) == []
     assert loaded_by_cli(["threads", "show", thread, "--db", postgres_url], tmp_path) == []
     # and `python -X importtime` agrees: no module of LangChain or LangGraph is imported
     done = subprocess.run(

@@ -13,12 +13,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner.events import Action
 from runner.threads.guards import AnswerLog, Database, ThreadLease, ToolJournal
 from runner.threads.retention import CheckpointRetention
 from runner.threads.schema import THREAD_TABLES, now
+
+if TYPE_CHECKING:
+    from runner.events import Action
 
 __all__ = [
     "Home",

@@ -73,10 +73,9 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import RunError, first_line, redact
-from runner.events import Action
 from runner.threads.guards import (
     HOST,
     JOURNAL_LOOKUP,
@@ -103,6 +102,9 @@ from runner.threads.transcripts import (
     replayed_messages,
     transcript_of,
 )
+
+if TYPE_CHECKING:
+    from runner.events import Action
 
 __all__ = [
     "ADOPT",

@@ -17,10 +17,9 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import RunError
-from runner.events import Action
 from runner.threads.guards import (
     HOST,
     Execute,
@@ -36,6 +35,9 @@ from runner.threads.home import Home, default_home
 from runner.threads.retention import RECLAIM_MIN_BYTES, Pruned, TableRetention
 from runner.threads.schema import GUARDS, migrate, now
 from runner.threads.transcripts import saved_transcript
+
+if TYPE_CHECKING:
+    from runner.events import Action
 
 __all__ = [
     "AsyncSqliteToolJournal",

@@ -14,14 +14,16 @@ and decodes here (`decode`, `transcript_of`).
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner.events import ASK_USER_TOOL, Action
+if TYPE_CHECKING:
+    import sqlite3
+
+    from runner.events import Action
 
 __all__ = [
     "SavedMessage",
@@ -148,7 +150,7 @@ def _replayed_messages(conn: sqlite3.Connection, thread_id: str, parent: str | N
                 "ORDER BY task_path, task_id, idx",
                 (thread_id, *chain),
             ).fetchall()
-        except sqlite3.OperationalError as exc:  # a writes table from before `task_path`
+        except conn.OperationalError as exc:  # a writes table from before `task_path`
             raise Unreadable(str(exc)) from None
 
     return replayed_messages(parent, ancestor, writes)
@@ -272,6 +274,8 @@ def pending_actions(
 ) -> list[tuple[str, list[Action]]]:
     """(interrupt id, actions) for each approval the thread waits on; `agents` names the agent
     behind each interrupt id when the stream showed it."""
+    from runner.events import Action  # here: listing threads needs none of the events
+
     found: list[tuple[str, list[Action]]] = []
     for interrupt in getattr(state, "interrupts", ()) or ():
         value = interrupt.value
@@ -314,6 +318,8 @@ def pending_actions(
 def question_action(value: dict[str, Any], agent: str | None) -> Action:
     """A pending question as the `Action` an `Interrupt` event lists: named `ask_user`, its
     `args` the question and the choices (None for a free answer), decided by `answer`."""
+    from runner.events import ASK_USER_TOOL, Action
+
     return Action(
         name=ASK_USER_TOOL,
         args={"question": str(value.get("question", "")), "choices": value.get("choices")},

@@ -96,3 +96,34 @@ def test_db_option_reads_another_database(threads: tuple[Path, str, str], tmp_pa
     shown = run_cli("threads", "show", done, "--db", str(moved), cwd=tmp_path / "elsewhere")
     assert shown.returncode == 0, shown.stderr
     assert "user: add two and three" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    "zone", ["UTC", "Europe/Berlin", "America/St_Johns", "Australia/Lord_Howe"]
+)
+def test_local_time_is_what_astimezone_gives(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`threads list` writes thousands of these, through `time.localtime` (a third of the cost
+    of `datetime.astimezone`): the same local time, across daylight saving changes too."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    from runner.cli.threads import local_time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        for hours in range(0, 366 * 24, 7):  # every seventh hour of a year, both changes in it
+            moment = start + timedelta(hours=hours, minutes=hours % 60, seconds=hours % 59)
+            iso = moment.isoformat()
+            expected = moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            assert local_time(iso, seconds=True) == expected, iso
+            assert local_time(iso) == expected[:16], iso
+        naive = "2026-03-29T02:30:00"  # a stored time without a zone is read as local
+        assert local_time(naive) == datetime.fromisoformat(naive).astimezone().strftime(
+            "%Y-%m-%d %H:%M"
+        )
+        assert local_time("not a time") == "not a time"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
