@@ -32,6 +32,7 @@ same database at once wait for each other.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,13 +58,13 @@ Dialect = Literal["sqlite", "postgres"]
 
 
 def now() -> str:
-    """A timestamp as the tables keep it: UTC, ISO 8601, to the second."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    """A timestamp as the tables keep it (`stamp`), of now."""
+    return stamp(time.time())
 
 
 def stamp(seconds: float) -> str:
-    """Unix time `seconds` as the tables keep a timestamp (`now`); the text of two compares as
-    their times do."""
+    """Unix time `seconds` as the tables keep a timestamp: UTC, ISO 8601, to the second; the
+    text of two compares as their times do."""
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
