@@ -7,8 +7,6 @@ other host is under `a2a:`, so a reader sees at once that the work leaves this p
 so a token never needs to be written into it.
 """
 
-from __future__ import annotations
-
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator

@@ -5,11 +5,9 @@ decided by which keys a subagent SETS (`model_fields_set`), not by their values:
 without `tools:` inherits the main agent's tools, one with `tools: []` has none.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -124,7 +122,7 @@ class Threshold(SpecModel):
         return value
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> Threshold:
+    def _exactly_one(self) -> Self:
         given = [k for k in ("fraction", "tokens", "messages") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of `fraction`, `tokens` or `messages`")
@@ -422,10 +420,10 @@ class RefSubagent(SpecModel):
     description: str | None = Field(default=None, min_length=1)
     """Use this description instead of the file's `description`."""
 
-    _spec: AgentSpec | None = PrivateAttr(default=None)
+    _spec: "AgentSpec | None" = PrivateAttr(default=None)
 
     @property
-    def spec(self) -> AgentSpec:
+    def spec(self) -> "AgentSpec":
         """The referenced agent spec, loaded by the loader."""
         if self._spec is None:
             raise RuntimeError(f"subagent ref {self.ref!r} was not loaded (use runner.load_spec)")

@@ -7,8 +7,6 @@ resumes the interrupt. `ask_user: {choices: [...]}` offers those answers wheneve
 question brings none of its own; an answer must then be one of the choices.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field, field_validator

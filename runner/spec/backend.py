@@ -8,8 +8,6 @@ remote sandbox: Daytona, Modal, E2B, ...) made by a Python factory. The short fo
 `backend: {kind: import, import: pkg.mod:make}`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field

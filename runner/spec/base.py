@@ -4,8 +4,6 @@ Every model forbids unknown keys (a typo is an error, not a silently ignored key
 attribute docstrings into JSON Schema descriptions, so editors show them on hover.
 """
 
-from __future__ import annotations
-
 import ast
 import functools
 import importlib.util
@@ -15,7 +13,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -199,7 +197,7 @@ class SourcePath(SpecModel):
     """A path inside the agent's backend (starts with `/`)."""
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> SourcePath:
+    def _exactly_one(self) -> Self:
         if (self.host is None) == (self.backend is None):
             raise ValueError("give exactly one of `host` or `backend`")
         if self.backend is not None and not self.backend.startswith("/"):

@@ -6,8 +6,6 @@ subagents' model calls included; the time waiting for a person (an approval, an 
 answer) between two turns of a run is not counted. `runner.middleware.budgets` enforces them.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any
 

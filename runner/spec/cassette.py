@@ -18,9 +18,7 @@ cassette and playing it is `runner.replay.cassette`'s; this module is the format
 like the agent spec), so `json_schema("cassette")` needs nothing above `runner.spec`.
 """
 
-from __future__ import annotations
-
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -66,7 +64,7 @@ class CassetteAnswers(SpecModel):
     """The id of the `task` call (the `id:` its tool call has in the cassette)."""
 
     @model_validator(mode="after")
-    def _names_a_call(self) -> CassetteAnswers:
+    def _names_a_call(self) -> Self:
         if self.description is None and self.id is None:
             raise ValueError("name the call by `description` or `id`")
         return self

@@ -7,10 +7,8 @@ percent-encoded into the URL path, sent as query parameters, headers or a JSON b
 in through `${VAR}` (headers, `env`), and `agentctl inspect` shows header values as `***`.
 """
 
-from __future__ import annotations
-
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -123,7 +121,7 @@ class HttpToolSpec(_Declared):
     told so."""
 
     @model_validator(mode="after")
-    def _placeholders(self) -> HttpToolSpec:
+    def _placeholders(self) -> Self:
         used, problem = placeholders(self.url)
         if problem:
             raise ValueError(f"url: {problem}")
@@ -195,7 +193,7 @@ class ScriptToolSpec(_Declared):
     """Seconds before the command is killed (the backend's `max_timeout` still caps it)."""
 
     @model_validator(mode="after")
-    def _placeholders(self) -> ScriptToolSpec:
+    def _placeholders(self) -> Self:
         used: set[str] = set()
         templates = [(f"command[{i}]", t) for i, t in enumerate(self.command)]
         templates += [(f"env.{k}", v) for k, v in self.env.items()]

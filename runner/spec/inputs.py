@@ -10,11 +10,9 @@ input): a command-line value is text, parsed by the input's type (`--var depth=3
 `configurable.vars`) must already have the type (an integer for `number` is accepted).
 """
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -68,7 +66,7 @@ class InputSpec(SpecModel):
         return check_value(probe, value)
 
     @model_validator(mode="after")
-    def _coherent(self) -> InputSpec:
+    def _coherent(self) -> Self:
         kind = self.kind
         if kind == "enum" and not self.enum:
             raise ValueError("`type: enum` needs `enum:`, the list of allowed values")

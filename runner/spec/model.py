@@ -5,8 +5,6 @@ required (explicit beats inferred in a file under version control); a bare model
 "did you mean" with the provider it most likely belongs to.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator

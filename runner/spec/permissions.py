@@ -9,8 +9,6 @@ Order: `deny` first (a denied call never runs and never reaches approvals), then
 an allow rule matches runs without the approval `interrupt_on` would ask for), then approvals.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from runner.spec.base import SpecModel, empty_list

@@ -5,8 +5,6 @@ subagent as it calls a local one (the runtime is `runner.middleware.remote_subag
 go in through `${VAR}` (`api_key`, `headers`), which the loader fills in and locates when unset.
 """
 
-from __future__ import annotations
-
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator

@@ -7,9 +7,7 @@ as `python -c 'import my_pkg.tools'` would; nothing in the YAML can switch off a
 the runner.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
@@ -79,7 +77,7 @@ class McpServer(SpecModel):
     """Seconds to wait for a tool call before it fails."""
 
     @model_validator(mode="after")
-    def _one_transport(self) -> McpServer:
+    def _one_transport(self) -> Self:
         if (self.command is None) == (self.url is None):
             raise ValueError("give exactly one of `command` (stdio server) or `url` (remote)")
         if self.command is not None and self.transport not in (None, "stdio"):

@@ -52,10 +52,8 @@ that need the whole file (unknown steps, unreachable steps, fields that do not e
 `runner.workflow` compiles it to a LangGraph `StateGraph`.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     Discriminator,
@@ -140,7 +138,7 @@ class StateField(SpecModel):
     """The type of a `list` field's items (any when unset)."""
 
     @model_validator(mode="after")
-    def _consistent(self) -> StateField:
+    def _consistent(self) -> Self:
         if self.enum is not None and self.type not in ("enum", "string"):
             raise ValueError(f"`enum:` fits `type: enum`, not `type: {self.type}`")
         if self.enum is not None:
@@ -354,7 +352,7 @@ class MapSpec(SpecModel):
     """The item's name in templates (`{{ item }}`); `{{ index }}` is its position."""
     concurrency: int = Field(default=4, gt=0, le=100)
     """How many items run at once."""
-    steps: list[MapItemStep] = Field(min_length=1)
+    steps: list["MapItemStep"] = Field(min_length=1)
     """The steps for each item (agent, tool, route, choose). Their `output:` names are keys of
     the item's result (`{{ result.NAME }}` in later steps of the item); `end` ends the item."""
 
