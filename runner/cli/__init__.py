@@ -70,6 +70,7 @@ class LazyGroup(click.Group):
         if cmd_name in startup.HELD:
             startup.skip_empty_plugin_scan()
         command: click.Command = getattr(import_module(entry[0]), entry[1])
+        startup.command_found(cmd_name)
         if cmd_name not in startup.HELD:
             startup.started()
         return command
@@ -125,23 +126,30 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: run the CLI and map errors to exit codes.
 
     Called without `argv` (as the `agentctl` program), the cyclic garbage collector is held off
-    while the command starts (`runner.cli.startup`), and the process ends when this returns, so
-    the objects it made are moved out of the collector's sight first: the interpreter
-    then skips its last full collection over every loaded module's objects (about 30 ms of
-    `agentctl validate`'s exit, more after a run). Files, atexit handlers and finalizers of
-    objects outside reference cycles run as before; the memory goes back with the process.
+    while the command starts, and the process ends when this returns: so the objects it made
+    are moved out of the collector's sight first, and the interpreter skips its last full
+    collection over every loaded module's objects; a command in `startup.ENDS_ITSELF` ends the
+    process here, without the teardown (`runner.cli.startup.finish`). Files, atexit handlers and
+    finalizers of objects outside reference cycles run as before; the memory goes back with the
+    process.
     """
     if argv is None:
         from runner.cli import startup
 
         startup.as_program()
-    try:
-        return _main(argv)
-    finally:
-        if argv is None:
+        try:
+            status = _main(argv)
+        except SystemExit as exc:
+            startup.finish(exc.code)
+            raise
+        except BaseException:
             import gc
 
             gc.freeze()
+            raise
+        startup.finish(status)
+        return status
+    return _main(argv)
 
 
 def _main(argv: list[str] | None) -> Any:

@@ -4,7 +4,10 @@ command lets it run again before its work, every other command at once."""
 from __future__ import annotations
 
 import gc
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -191,14 +194,15 @@ def test_the_program_does_not_import_pydantics_plugin_loader_when_none_is_declar
     import subprocess
     import sys
 
-    script = (
-        "import sys\n"
+    script = (  # (`validate` ends the process itself: what it left is seen by an exit handler)
+        "import atexit, sys\n"
         "from runner.cli import main\n"
+        "def seen():\n"
+        "    loader = sys.modules['pydantic.plugin._loader']\n"
+        "    print(type(loader).__name__, 'importlib.metadata' in sys.modules, file=sys.stderr)\n"
+        "atexit.register(seen)\n"
         "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
-        "code = main()\n"
-        "loader = sys.modules['pydantic.plugin._loader']\n"
-        "print(type(loader).__name__, 'importlib.metadata' in sys.modules, file=sys.stderr)\n"
-        "sys.exit(code)\n"
+        "sys.exit(main())\n"
     )
     good = subprocess.run(
         [sys.executable, "-c", script, str(ROOT / "agents" / "notes.yaml")],
@@ -234,3 +238,87 @@ def test_pydantic_asks_its_plugin_loader_for_get_plugins_only() -> None:
         if re.search(r"\b_loader\b", line)
     ]
     assert uses == [("plugin/_schema_validator.py", "from ._loader import get_plugins")]
+
+
+def program(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -c SCRIPT ARGS` in the source tree."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=ROOT
+    )
+
+
+# Garbage whose finalizer says whether the interpreter tore the modules down: a reference cycle
+# an exit handler leaves, which the teardown's last collection finds (the program freezes what
+# exists before it, and frozen objects are not finalized at exit).
+TORN_DOWN = (
+    "import atexit, os, sys\n"
+    "class Witness:\n"
+    "    def __del__(self, write=os.write):\n"
+    "        write(2, b'torn down\\n')\n"
+    "def leave_a_cycle():\n"
+    "    witness = Witness()\n"
+    "    witness.cycle = witness\n"
+    "atexit.register(leave_a_cycle)\n"
+    "from runner.cli import main\n"
+    "sys.argv = ['agentctl', *sys.argv[1:]]\n"
+    "sys.exit(main())\n"
+)
+
+
+def test_validate_ends_the_program_without_the_teardown(tmp_path: Path) -> None:
+    ok = program(TORN_DOWN, "validate", str(ROOT / "agents" / "notes.yaml"))
+    assert (ok.returncode, ok.stdout) == (0, "ok: agents/notes.yaml\n"), ok.stderr
+    assert "torn down" not in ok.stderr
+    # another command exits as Python does
+    version = program(TORN_DOWN, "--version")
+    assert version.returncode == 0 and "agentctl" in version.stdout
+    assert "torn down" in version.stderr
+
+
+def test_validate_ending_itself_keeps_its_exit_code_and_all_its_output(tmp_path: Path) -> None:
+    """Many problems, printed to a file (block-buffered, unlike a terminal): every line is
+    there, and the status is the command's."""
+    for index in range(60):
+        (tmp_path / f"a{index:02}.yaml").write_text(
+            f"name: a{index}\nprompt: hi\nmodle: x\ntemprature: 1\n"
+        )
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as file:
+        done = subprocess.run(
+            [sys.executable, "-m", "runner", "validate", "--json", str(tmp_path)],
+            stdout=file,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+    assert done.returncode == 2, done.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == 120
+    assert all(json.loads(line)["file"] for line in lines)
+
+
+def test_a_thread_still_running_is_waited_for_as_python_would() -> None:
+    script = (
+        "import sys, threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+        + TORN_DOWN
+    )
+    done = program(script, "validate", str(ROOT / "agents" / "notes.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "thread done"
+    assert "torn down" in done.stderr
+
+
+def test_a_status_that_is_not_a_number_is_printed_and_exits_1() -> None:
+    from runner.cli import startup
+
+    script = (
+        "import sys\n"
+        "from runner.cli import startup\n"
+        "startup.as_program(); startup.command_found('validate')\n"
+        "startup.finish('it went wrong')\n"
+        "print('not reached')\n"
+    )
+    done = program(script)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "it went wrong\n")
+    assert "validate" in startup.ENDS_ITSELF
