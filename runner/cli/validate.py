@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,7 +105,7 @@ def validate(
             printed.add(w)
             if as_json:
                 fields = {"file": w.file, "line": w.line, "col": w.col, "path": w.path}
-                click.echo(json.dumps({**fields, "message": w.message, "warning": True}))
+                click.echo(_json_line({**fields, "message": w.message, "warning": True}))
             else:
                 click.echo(f"warning: {w}", err=True)
         if not problems:
@@ -123,12 +122,19 @@ def validate(
                 p = replace(p, message=f"{p.message} (found through {', '.join(found_through)})")
             if as_json:
                 fields = {"file": p.file, "line": p.line, "col": p.col, "path": p.path}
-                click.echo(json.dumps({**fields, "message": p.message}))
+                click.echo(_json_line({**fields, "message": p.message}))
             else:
                 click.echo(str(p), err=True)
     if failed and not as_json and checked > 1:
         click.echo(f"{failed} of {checked} files have problems", err=True)
     return 2 if failed else 0
+
+
+def _json_line(fields: dict[str, object]) -> str:
+    """One problem of `--json` (`json` imported only for it)."""
+    import json
+
+    return json.dumps(fields)
 
 
 def _check_test_file(path: Path) -> FileReport:

@@ -8,7 +8,6 @@ mean"), and phrase each error type the way a person who wrote YAML would read it
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -102,6 +101,8 @@ def did_you_mean(word: str, choices: typing.Iterable[str]) -> str | None:
     snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", word).lower()  # interruptOn -> interrupt_on
     if snake != word and snake in choices:
         return snake
+    import difflib
+
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     if close:
         return close[0]

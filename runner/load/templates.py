@@ -13,7 +13,6 @@ or run for ever fails at once with a located error instead of eating the machine
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -63,6 +62,8 @@ def _undefined_message(raw: str, variables: dict[str, Any]) -> str:
     if attr:
         name = attr.group(1)
         known = sorted(variables)
+        import difflib
+
         close = difflib.get_close_matches(name, known, n=1)
         if close:
             hint = f"; did you mean 'vars.{close[0]}'?"

@@ -15,7 +15,6 @@ class not yet defined is quoted; a validator returning its model says `Self`.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from runner.spec.a2a import A2AConnection, A2ASubagent
@@ -134,6 +133,8 @@ def schema_document(schema: dict[str, Any], schema_id: str) -> dict[str, Any]:
 
 def schema_file_text(document: dict[str, Any]) -> str:
     """The text of a committed schema file."""
+    import json
+
     return json.dumps(document, indent=2, sort_keys=False) + "\n"
 
 

@@ -7,8 +7,6 @@ other host is under `a2a:`, so a reader sees at once that the work leaves this p
 so a token never needs to be written into it.
 """
 
-from urllib.parse import urlsplit
-
 from pydantic import Field, field_validator
 
 from runner.spec.base import Name, SpecModel
@@ -26,6 +24,8 @@ DEFAULT_A2A_TIMEOUT = 600.0
 def card_url(card: str) -> str:
     """The address of the agent card: `card` itself when it names a `.json` file, else the
     well-known path below it (`card` is then the agent's base URL)."""
+    from urllib.parse import urlsplit
+
     path = urlsplit(card).path
     if path.endswith(".json"):
         return card
@@ -47,6 +47,8 @@ class A2AConnection(SpecModel):
     @field_validator("card")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
         parts = urlsplit(value.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(

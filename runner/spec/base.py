@@ -8,7 +8,7 @@ import ast
 import functools
 import importlib.util
 import inspect
-import json
+import marshal
 import os
 import re
 import sys
@@ -109,38 +109,39 @@ def _docstrings_in(module: str) -> dict[str, dict[str, str]]:
     """`{class qualified name: {attribute: docstring}}` for the classes of a module's source.
 
     Parsing the source costs about 2 ms a spec module, some 25 ms of every `agentctl validate`
-    and `run`, so the result is kept beside the module's bytecode, as Python keeps the bytecode:
-    in `__pycache__`, valid while the source's size and modification time are the ones it was
-    read at, written unless `sys.dont_write_bytecode`. A cache that cannot be read or written
-    means a parse, as without one."""
+    and `run`, so the result is kept beside the module's bytecode, as Python keeps the bytecode
+    (and in its format, `marshal`, which needs no import): in `__pycache__`, valid while the
+    source's size and modification time are the ones it was read at, written unless
+    `sys.dont_write_bytecode`. A cache that cannot be read or written means a parse, as without
+    one."""
     path = getattr(sys.modules.get(module), "__file__", None)
     if not path:
         return {}
     try:
         stat = os.stat(path)
-        cache = Path(importlib.util.cache_from_source(path)).with_suffix(".docstrings.json")
+        cache = Path(importlib.util.cache_from_source(path)).with_suffix(".docstrings")
     except (OSError, NotImplementedError, ValueError):
         return _parse_docstrings(path)
     source = [stat.st_mtime_ns, stat.st_size]
     try:
-        kept = json.loads(cache.read_bytes())
-        if kept["source"] == source:
+        kept = marshal.loads(cache.read_bytes())
+        if kept["source"] == source and isinstance(kept["classes"], dict):
             return dict(kept["classes"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, EOFError, ValueError, KeyError, TypeError):
         pass
     found = _parse_docstrings(path)
     if not sys.dont_write_bytecode:
-        _write_atomically(cache, json.dumps({"source": source, "classes": found}))
+        _write_atomically(cache, marshal.dumps({"source": source, "classes": found}))
     return found
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, data: bytes) -> None:
     """Write `path` by renaming a whole file over it (a reader never sees half of one); give up
     silently if the folder cannot be written."""
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(text, encoding="utf-8")
+        partial.write_bytes(data)
         os.replace(partial, path)
     except OSError:
         partial.unlink(missing_ok=True)

@@ -5,8 +5,6 @@ subagent as it calls a local one (the runtime is `runner.middleware.remote_subag
 go in through `${VAR}` (`api_key`, `headers`), which the loader fills in and locates when unset.
 """
 
-from urllib.parse import urlsplit
-
 from pydantic import Field, field_validator
 
 from runner.spec.base import Name, SpecModel
@@ -14,6 +12,8 @@ from runner.spec.base import Name, SpecModel
 
 def checked_url(url: str) -> str:
     """An `http(s)://host[:port][/path]` address, or a ValueError saying what is wrong."""
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url)
         port = parts.port  # raises on a port that is not a number

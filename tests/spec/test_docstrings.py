@@ -47,7 +47,7 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 def cache_of(module: str) -> Path:
     path = importlib.util.cache_from_source(sys.modules[module].__file__ or "")
-    return Path(path).with_suffix(".docstrings.json")
+    return Path(path).with_suffix(".docstrings")
 
 
 def test_the_docstrings_are_read_once_and_then_from_the_cache(
@@ -77,9 +77,10 @@ def test_without_a_writable_cache_the_source_is_parsed(
     assert base._docstrings_in(module) == FOUND
     assert not cache_of(module).exists()
     cache_of(module).parent.mkdir(exist_ok=True)
-    cache_of(module).write_text("{not json", encoding="utf-8")  # a broken cache: parsed anew
-    base._docstrings_in.cache_clear()
-    assert base._docstrings_in(module) == FOUND
+    for broken in (b"", b"\x00not marshal", b"i\x01\x00\x00\x00", b"\xfb\x0e"):
+        cache_of(module).write_bytes(broken)  # a broken cache: parsed anew
+        base._docstrings_in.cache_clear()
+        assert base._docstrings_in(module) == FOUND
 
 
 def test_the_spec_models_read_from_the_cache_what_a_parse_gives() -> None:
