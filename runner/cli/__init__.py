@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,25 +102,38 @@ def cli() -> None:
 @contextlib.contextmanager
 def _show_warnings(*, keep: bool) -> Iterator[None]:
     """Warnings from the library (a memory file skipped, a bad skill) as `warning: ...` lines on
-    this call's stderr. The program (`keep`) keeps them to its end, through exit handlers; a call
-    of `main(argv)` puts the logger back as it was, so calls in one process (the tests make many)
-    neither stack handlers nor leave one writing to an old stream."""
+    this call's stderr. The program (`keep`) keeps them to its end, through exit handlers, and
+    sets them up when `logging` is first imported (`agentctl validate` never imports it: 1.6% of
+    its instructions); a call of `main(argv)` puts the logger back as it was, so calls in one
+    process (the tests make many) neither stack handlers nor leave one writing to an old
+    stream."""
+    if keep:
+        from runner.cli import startup
+
+        startup.when_imported("logging", _warnings_to_stderr)
+        yield
+        return
     import logging
 
     logger = logging.getLogger("agentctl")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
+    level, propagate, handlers = logger.level, logger.propagate, list(logger.handlers)
+    _warnings_to_stderr(logging)
     try:
         yield
     finally:
-        if not keep:
-            logger.removeHandler(handler)
-            logger.setLevel(level)
-            logger.propagate = propagate
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _warnings_to_stderr(logging: types.ModuleType) -> None:
+    """Send the `agentctl` logger's warnings to stderr as `warning: ...` lines, and no further."""
+    logger = logging.getLogger("agentctl")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
 
 
 def main(argv: list[str] | None = None) -> Any:

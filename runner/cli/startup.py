@@ -24,8 +24,11 @@ import gc
 import os
 import sys
 import types
-from collections.abc import Iterable
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 HELD = frozenset({"run", "validate"})
 """The commands that call `started()` on every path to their work (and skip an empty plugin scan
@@ -66,6 +69,50 @@ def finish(status: object) -> None:
     if _ends_itself and _alone():
         end(status)
     gc.freeze()
+
+
+def when_imported(name: str, then: Callable[[types.ModuleType], object]) -> None:
+    """Call `then(module)` once module `name` is imported: now if it is, else as soon as its
+    code has run (`_WhenImported`)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        then(module)
+    else:
+        sys.meta_path.insert(0, _WhenImported(name, then))
+
+
+class _WhenImported:
+    """A finder first on `sys.meta_path` for one module `name`: when it is imported, the finder
+    steps aside, lets the others find it, and has its loader call `then(module)` after running
+    the module's code. Every other import passes it by."""
+
+    def __init__(self, name: str, then: Callable[[types.ModuleType], object]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is None:  # not found, or nothing to run: then it is too late
+            return spec
+        run, then = loader.exec_module, self.then
+
+        def exec_module(module: types.ModuleType) -> None:
+            run(module)
+            then(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # (this spec's loader)
+        return spec
 
 
 def _alone() -> bool:

@@ -322,3 +322,61 @@ def test_a_status_that_is_not_a_number_is_printed_and_exits_1() -> None:
     done = program(script)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", "it went wrong\n")
     assert "validate" in startup.ENDS_ITSELF
+
+
+@pytest.mark.parametrize("process", [False, True], ids=["main(argv)", "program"])
+def test_the_librarys_warnings_are_printed_as_warning_lines(tmp_path: Path, process: bool) -> None:
+    """`main(argv)` sets the warnings logger up at once; the program when `logging` is first
+    imported (by LangChain, here), which `validate` never does."""
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "name: remembers\nprompt: hi\nmodel: replay:c.cassette.yaml\n"
+        "memory: [./no/such/folder/AGENTS.md]\n"
+    )
+    (tmp_path / "c.cassette.yaml").write_text(
+        yaml.safe_dump({"agents": {"remembers": [{"content": "Done."}]}})
+    )
+    done = run_cli(
+        "run",
+        str(agent),
+        "hello",
+        "--quiet",
+        "--db",
+        str(tmp_path / "t.db"),
+        cwd=tmp_path,
+        process=process,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warning: memory file" in done.stderr
+    assert "folder/AGENTS.md is in a folder that does not exist; skipped" in done.stderr
+
+
+def test_validate_as_the_program_does_not_import_logging() -> None:
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('logging' in sys.modules, file=sys.stderr))\n"
+        "from runner.cli import main\n"
+        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
+        "sys.exit(main())\n"
+    )
+    done = program(script, str(ROOT / "agents" / "notes.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "False"
+
+
+def test_when_imported_calls_back_once_the_module_has_run(tmp_path: Path) -> None:
+    (tmp_path / "late_module.py").write_text("VALUE = 42\n")
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from runner.cli import startup\n"
+        "seen = []\n"
+        "startup.when_imported('late_module', lambda m: seen.append(m.VALUE))\n"
+        "import json  # another import passes the finder by\n"
+        "assert seen == []\n"
+        "import late_module\n"
+        "startup.when_imported('late_module', lambda m: seen.append(-m.VALUE))  # imported: now\n"
+        "print(seen, any(type(f).__name__ == '_WhenImported' for f in sys.meta_path))\n"
+    )
+    done = program(script)
+    assert done.stdout.strip() == "[42, -42] False", done.stderr
