@@ -2,6 +2,6 @@
 
 import sys
 
-from runner.cli import main
+from runner.program import main
 
 sys.exit(main())

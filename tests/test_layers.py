@@ -15,6 +15,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 LAYERS: list[tuple[str, ...]] = [
+    ("program",),  # the console script: the collector held off, then the CLI
     ("cli",),  # click commands only
     ("edit",),  # serve --edit: the page's editor (the language server's features over HTTP)
     ("lsp",),  # the language server: validate's checks and `agentctl test`'s loader, as you type

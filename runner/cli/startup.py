@@ -152,10 +152,11 @@ def end(status: object) -> NoReturn:
     os._exit(code & 0xFF)
 
 
-def hold() -> None:
-    """Hold the collector off until `started()` (no-op when it is already off)."""
+def hold(*, off_already: bool = False) -> None:
+    """Hold the collector off until `started()`: no-op when it is off already, unless the
+    program turned it off itself for this (`off_already`, `runner.program`)."""
     global _held
-    if gc.isenabled():
+    if gc.isenabled() or off_already:
         gc.disable()
         _held = True
 

@@ -380,3 +380,23 @@ def test_when_imported_calls_back_once_the_module_has_run(tmp_path: Path) -> Non
     )
     done = program(script)
     assert done.stdout.strip() == "[42, -42] False", done.stderr
+
+
+def test_the_program_holds_the_collector_from_before_the_cli_is_imported() -> None:
+    """`runner.program.main` (the console script): off while click is imported, on again once
+    `validate` has built its validators."""
+    script = (
+        "import atexit, gc, sys\n"
+        "seen = {}\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        seen.setdefault(name, gc.isenabled())\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "atexit.register(lambda: print(seen['click'], gc.isenabled(), file=sys.stderr))\n"
+        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
+        "from runner.program import main\n"
+        "sys.exit(main())\n"
+    )
+    done = program(script, str(ROOT / "agents" / "notes.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "False True"
