@@ -80,9 +80,24 @@ class PatchOnImport(MetaPathFinder):
         return spec
 
 sys.meta_path.insert(0, PatchOnImport())
-from runner.cli import main
+try:
+    from runner.program import main  # the console script's entry point
+except ImportError:  # (a tree from before runner/program.py, under --against)
+    from runner.cli import main
 sys.argv[0] = "agentctl"
 main()
+"""
+
+# What the console script does, for the rows of another tree (`--against`): the installed script
+# would import this tree's entry point.
+LAUNCH = """
+import sys
+try:
+    from runner.program import main
+except ImportError:  # (a tree from before runner/program.py)
+    from runner.cli import main
+sys.argv[0] = "agentctl"
+sys.exit(main())
 """
 
 
@@ -148,9 +163,11 @@ def bench(repeat: int, against: Path | None = None) -> dict[str, float]:
             before = {**env, "PYTHONPATH": str(against.resolve()), "PYTHONSAFEPATH": "1"}
             for name in AGENTCTL_ROWS:
                 # a database of its own: the two trees may differ in its schema
+                argv = argvs[name]
+                if argv[0] == AGENTCTL:
+                    argv = [PYTHON, "-c", LAUNCH, *argv[1:]]
                 argvs[f"{name}_before"] = [
-                    a.removesuffix(".db") + "-before.db" if a.endswith(".db") else a
-                    for a in argvs[name]
+                    a.removesuffix(".db") + "-before.db" if a.endswith(".db") else a for a in argv
                 ]
                 envs[f"{name}_before"] = before
         for name, argv in argvs.items():  # warm the page cache and the bytecode cache

@@ -124,6 +124,21 @@ def test_validating_an_agent_loads_no_cassette_test_file_or_sandbox_code() -> No
     assert last_line_of(code) == "[]"
 
 
+def test_validating_a_valid_agent_imports_only_what_it_uses() -> None:
+    """`agentctl validate` of a valid agentctl file, as the program: no other tool's dialect
+    code, nothing for `--json`, a did-you-mean, a URL or a warning line (`logging`)."""
+    code = (
+        "import atexit, sys\n"
+        "unused = ('runner.load.dialects.common', 'runner.load.dialects.adk', 'json', 'difflib',\n"
+        "          'urllib.parse', 'logging')\n"
+        "atexit.register(lambda: print(sorted(m for m in unused if m in sys.modules)))\n"
+        "sys.argv = ['agentctl', 'validate', 'agents/notes.yaml']\n"
+        "from runner.program import main\n"
+        "sys.exit(main())\n"
+    )
+    assert last_line_of(code) == "[]"
+
+
 def test_a_run_imports_the_middleware_of_the_features_its_agent_uses_only(tmp_path: Path) -> None:
     """`agents/notes.yaml` sets no budget, permission, subagent or summarization, runs no command
     (a `state` backend), and the run is not traced and attaches no file: their modules stay

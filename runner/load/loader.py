@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from runner.errors import Problem, SpecError, display_path
-from runner.load.dialects.adk import is_adk as _is_adk
-from runner.load.dialects.common import Translation
+from runner.load.dialects.detect import is_adk as _is_adk
 from runner.load.problems import not_a_mapping, problems_from_validation
 from runner.load.source import (
     Document,
@@ -53,6 +52,7 @@ from runner.spec.checks import check_subagent_names, spec_subagent_names
 from runner.spec.declared_tools import OpenApiSpec, OpenApiTool
 
 if TYPE_CHECKING:  # the workflow models are loaded with the first workflow (`load_any`)
+    from runner.load.dialects.common import Translation
     from runner.spec.workflow import WorkflowSpec
 
 __all__ = ["load_spec"]

@@ -21,9 +21,22 @@ The prompt of a dialect file is text, not a Jinja template.
 
 from __future__ import annotations
 
-from runner.load.dialects.common import Translation
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.load.dialects.common import Translation
 
 __all__ = ["DIALECTS", "TARGETS", "Translation"]
 
 DIALECTS = ("claude", "copilot", "codex", "adk")
 TARGETS = ("yaml", *DIALECTS, "python")
+
+
+def __getattr__(name: str) -> Any:
+    """`Translation`, imported when asked for: loading an agentctl file imports `detect` from
+    this package, and needs none of the dialects' code."""
+    if name == "Translation":
+        from runner.load.dialects.common import Translation
+
+        return Translation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

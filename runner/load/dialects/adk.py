@@ -20,40 +20,12 @@ from runner.load.dialects.common import (
     put_name,
     unknown_field,
 )
+from runner.load.dialects.detect import ADK_MAPPED as MAPPED
+from runner.load.dialects.detect import ADK_UNMAPPED as UNMAPPED
+from runner.load.dialects.detect import is_adk
 from runner.load.source import Loc, Pos
 
 LABEL = "ADK"
-
-UNMAPPED = {
-    "global_instruction": "agentctl has one prompt per agent",
-    "static_instruction": "agentctl has one prompt per agent",
-    "output_key": "agentctl keeps the answer in the run's messages, not in session state",
-    "include_contents": "a subagent always starts from the task it is given",
-    "disallow_transfer_to_parent": "agentctl subagents always return to the agent that called",
-    "disallow_transfer_to_peers": "agentctl subagents always return to the agent that called",
-    "input_schema": "agentctl takes typed `inputs:`",
-    "output_schema": "agentctl's structured answer is `response_format:` (a JSON Schema)",
-    "planner": "an ADK planner object",
-    "code_executor": "an ADK code executor object",
-    "before_agent_callbacks": "agentctl has no callbacks; use `middleware:`",
-    "after_agent_callbacks": "agentctl has no callbacks; use `middleware:`",
-    "before_model_callbacks": "agentctl has no callbacks; use `middleware:`",
-    "after_model_callbacks": "agentctl has no callbacks; use `middleware:`",
-    "before_tool_callbacks": "agentctl has no callbacks; use `middleware:`",
-    "after_tool_callbacks": "agentctl has no callbacks; use `middleware:`",
-}
-
-MAPPED = (
-    "agent_class",
-    "name",
-    "model",
-    "description",
-    "instruction",
-    "tools",
-    "sub_agents",
-    "generate_content_config",
-    "model_code",
-)
 
 BUILT_IN = {
     "google_search": "agentctl has no built-in web search: add an MCP server or an `http:` tool",
@@ -67,17 +39,6 @@ BUILT_IN = {
 }
 
 CONTENT_PARAMS = ("temperature", "top_p", "top_k", "max_output_tokens", "seed", "stop_sequences")
-
-
-def is_adk(path: Path, value: Any) -> bool:
-    """An ADK agent config: named `root_agent.yaml`, or a mapping with `agent_class`, or one with
-    `instruction` whose keys are all ADK's."""
-    if not isinstance(value, dict):
-        return False
-    if path.name in ("root_agent.yaml", "root_agent.yml") or "agent_class" in value:
-        return True
-    # `instruction:` alone could be a typo in an agentctl file: then only with ADK's keys
-    return "instruction" in value and value.keys() <= {*MAPPED, *UNMAPPED}
 
 
 def read_text(path: Path, text: str, shown: str) -> Translation:
