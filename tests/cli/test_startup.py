@@ -298,10 +298,13 @@ def test_validate_ending_itself_keeps_its_exit_code_and_all_its_output(tmp_path:
 
 
 def test_a_thread_still_running_is_waited_for_as_python_would() -> None:
+    """(The thread lives until the main thread is done: Python's exit waits for it, then.)"""
     script = (
-        "import sys, threading, time\n"
-        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
-        + TORN_DOWN
+        "import sys, threading\n"
+        "def after_main():\n"
+        "    threading.main_thread().join()\n"
+        "    print('thread done', flush=True)\n"
+        "threading.Thread(target=after_main).start()\n" + TORN_DOWN
     )
     done = program(script, "validate", str(ROOT / "agents" / "notes.yaml"))
     assert done.returncode == 0, done.stderr
