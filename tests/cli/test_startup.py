@@ -191,32 +191,16 @@ def test_the_program_does_not_import_pydantics_plugin_loader_when_none_is_declar
 ) -> None:
     """`agentctl validate` as a program: pydantic's validators are built with the stand-in loader
     (no `importlib.metadata`, no scan), and the file is still checked: a bad one fails."""
-    import subprocess
-    import sys
 
-    script = (  # (`validate` ends the process itself: what it left is seen by an exit handler)
-        "import atexit, sys\n"
-        "from runner.cli import main\n"
-        "def seen():\n"
-        "    loader = sys.modules['pydantic.plugin._loader']\n"
-        "    print(type(loader).__name__, 'importlib.metadata' in sys.modules, file=sys.stderr)\n"
-        "atexit.register(seen)\n"
-        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
-        "sys.exit(main())\n"
+    seen = (
+        "type(sys.modules['pydantic.plugin._loader']).__name__, 'importlib.metadata' in sys.modules"
     )
-    good = subprocess.run(
-        [sys.executable, "-c", script, str(ROOT / "agents" / "notes.yaml")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    good = validate_seen_at_exit(seen, ROOT / "agents" / "notes.yaml")
     assert good.returncode == 0, good.stderr
     assert good.stderr.splitlines()[-1] == "_NoPlugins False"
     with_typo = tmp_path / "notes.yaml"
     with_typo.write_text((ROOT / "agents" / "notes.yaml").read_text().replace("model:", "modle:"))
-    failed = subprocess.run(
-        [sys.executable, "-c", script, str(with_typo)], capture_output=True, text=True, cwd=ROOT
-    )
+    failed = validate_seen_at_exit(seen, with_typo)
     assert failed.returncode != 0
     assert "modle: unknown key; did you mean 'model'?" in failed.stderr
     assert failed.stderr.splitlines()[-1] == "_NoPlugins False"
@@ -245,6 +229,23 @@ def program(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=ROOT
     )
+
+
+def validate_seen_at_exit(
+    seen: str, path: Path, *, before: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`agentctl validate PATH` as the program (`runner.program.main`), printing the Python
+    expression `seen` to stderr from an exit handler: `validate` ends the process itself, so
+    code after `main()` never runs. `before` runs first (`atexit`, `gc` and `sys` imported)."""
+    script = (
+        "import atexit, gc, sys\n"
+        f"{before}"
+        f"atexit.register(lambda: print({seen}, file=sys.stderr))\n"
+        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
+        "from runner.program import main\n"
+        "sys.exit(main())\n"
+    )
+    return program(script, str(path))
 
 
 # Garbage whose finalizer says whether the interpreter tore the modules down: a reference cycle
@@ -355,14 +356,7 @@ def test_the_librarys_warnings_are_printed_as_warning_lines(tmp_path: Path, proc
 
 
 def test_validate_as_the_program_does_not_import_logging() -> None:
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('logging' in sys.modules, file=sys.stderr))\n"
-        "from runner.cli import main\n"
-        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
-        "sys.exit(main())\n"
-    )
-    done = program(script, str(ROOT / "agents" / "notes.yaml"))
+    done = validate_seen_at_exit("'logging' in sys.modules", ROOT / "agents" / "notes.yaml")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "False"
 
@@ -388,18 +382,15 @@ def test_when_imported_calls_back_once_the_module_has_run(tmp_path: Path) -> Non
 def test_the_program_holds_the_collector_from_before_the_cli_is_imported() -> None:
     """`runner.program.main` (the console script): off while click is imported, on again once
     `validate` has built its validators."""
-    script = (
-        "import atexit, gc, sys\n"
+    spy = (
         "seen = {}\n"
         "class Spy:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
         "        seen.setdefault(name, gc.isenabled())\n"
         "sys.meta_path.insert(0, Spy())\n"
-        "atexit.register(lambda: print(seen['click'], gc.isenabled(), file=sys.stderr))\n"
-        "sys.argv = ['agentctl', 'validate', sys.argv[1]]\n"
-        "from runner.program import main\n"
-        "sys.exit(main())\n"
     )
-    done = program(script, str(ROOT / "agents" / "notes.yaml"))
+    done = validate_seen_at_exit(
+        "seen['click'], gc.isenabled()", ROOT / "agents" / "notes.yaml", before=spy
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "False True"
