@@ -56,7 +56,35 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+class ReaderLeft(Exception):
+    """Standard output's reader went away (`| head`): a `BrokenPipeError` raised inside click,
+    carried out as an exception that is no `OSError`, since click answers `EPIPE` itself with
+    exit 1 and no word (`BaseCommand.main`) before `_run` could answer it with 141."""
+
+
+@contextlib.contextmanager
+def _reader_may_leave() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError as exc:
+        raise ReaderLeft() from exc
+
+
 class LazyGroup(click.Group):
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with _reader_may_leave():  # `--help` and `--version` write while parsing
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _reader_may_leave():
+            return super().invoke(ctx)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -191,7 +219,7 @@ def _run(argv: list[str] | None) -> Any:
         located = getattr(exc, "problems", None) or getattr(exc, "problem", None)
         click.echo(str(exc) if located else f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except BrokenPipeError:
+    except (BrokenPipeError, ReaderLeft):
         # The reader left (`| head`): 128 + SIGPIPE, as for any Unix tool that SIGPIPE ended
         # (`agentctl run` ends a turn itself: runner.cli.turns.reader_left). Point stdout at
         # /dev/null so the interpreter's final flush does not fail again and print "Exception

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from runner.check.validate import is_agent_file_name
 from tests.conftest import AGENTS, ROOT, run_cli
 from tests.spec.files import write_files as write
@@ -289,3 +291,39 @@ def test_skills_folders_are_checked_even_when_the_file_has_other_problems(
         "both.yaml:3:10",
     ]
     assert lines[0].endswith(" (found through ok.yaml, both.yaml)")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validate", "agents/notes.yaml"],
+        ["validate", "agents/"],
+        ["validate", "agents/notes.yaml", "--json", "--var", "nothing=here"],
+        ["--help"],
+        ["validate", "--help"],
+        ["--version"],
+        ["schema"],
+    ],
+)
+def test_a_reader_gone_before_the_first_line_ends_the_command_with_141(argv: list[str]) -> None:
+    """`agentctl validate agents/ | head -1`: 128 + SIGPIPE when the reader has left, and not a
+    word on stderr, whether the write fails in the command or while its options are parsed
+    (`--help`, `--version`). Click answers a broken pipe it sees itself with exit 1."""
+    import os
+    import subprocess
+    import sys
+
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the command writes anything
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "runner", *argv],
+            cwd=ROOT,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(writer)
+    assert (result.returncode, result.stderr) == (141, "")
