@@ -35,9 +35,11 @@ The default summarization summarizes the conversation once it passes 170,000 tok
 `--spread N` then runs N more turns at the largest size and times each one, told apart by what
 its bookkeeping did (SQLite's statement trace): a prune that deleted checkpoints, a
 `PRAGMA incremental_vacuum`, a snapshot of the conversation written (a new checkpoint row over
-4 KB), some of these or none ("plain"). It prints the median CPU of each kind against the
-median of all turns, and how many turns of each kind took over 1.2x that median: the issue's
-rule that no turn costs over 1.2x the median because of vacuum or pruning.
+4 KB), a full collection of the garbage collector in the turn (which examines every object of
+the process, whoever's turn it falls in), some of these or none ("plain"). It prints the
+median CPU of each kind against the median of all turns, and how many turns of each kind took
+over 1.2x that median: the issue's rule that no turn costs over 1.2x the median because of
+vacuum or pruning.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import calls, median
+from _common import FullCollections, calls, median
 from bench_threads import Agentctl, cassette, db_bytes, turn_script
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -130,16 +132,20 @@ def bulk_grow(contender: Agentctl, done: int, size: int, chunk: int = 500) -> No
 def spread(contender: Agentctl, turns: int) -> dict[str, Any]:
     """Time `turns` turns one by one, each labelled by its bookkeeping: "prune" (checkpoints
     deleted), "vacuum" (free pages given back), "snapshot" (the whole conversation written),
-    joined by "+", or "plain"."""
+    and by "full gc" when the collector made a full collection during it (`FullCollections`:
+    the process's, not the turn's work), joined by "+", or "plain"."""
     kinds: list[str] = []
     last = contender.conn.execute("SELECT max(checkpoint_id) FROM checkpoints").fetchone()[0]
     cpus: list[float] = []
     walls: list[float] = []
+    full = FullCollections()
     for i in range(turns):
         statements: list[str] = []
         contender.conn.set_trace_callback(statements.append)
+        collections = full.count
         wall, cpu = time.perf_counter(), time.process_time()
-        contender.turn(f"spread {i}")
+        with full:
+            contender.turn(f"spread {i}")
         cpus.append(time.process_time() - cpu)
         walls.append(time.perf_counter() - wall)
         contender.conn.set_trace_callback(None)
@@ -161,6 +167,7 @@ def spread(contender: Agentctl, turns: int) -> dict[str, Any]:
                 ("prune", "delete from checkpoints" in text),
                 ("vacuum", "incremental_vacuum" in text),
                 ("snapshot", snapshots > 0),
+                ("full gc", full.count > collections),
             )
             if done
         ]

@@ -19,8 +19,10 @@ own, dropped at the end.
   TOAST tables and indexes) for (a) bare `create_agent` on a `PostgresSaver` (no pruning), (c)
   agentctl with its retention and its own vacuum, and (c-) agentctl with retention but its
   vacuum taken away (as before issue 31), (c) and (c-) interleaved turn by turn in one process;
-  the turn's median and slowest wall time over the last fifth of each stretch, and the vacuums
-  agentctl ran.
+  the turn's median and slowest wall time over the last fifth of each stretch, the slowest of
+  those in which the collector made no full collection (one examines every object of the
+  process, its libraries included, 50-80 ms, whoever's turn it falls in: `FullCollections`) and
+  how many turns of the stretch had one, and the vacuums agentctl ran.
 
 Prints the tables and, last, one JSON line.
 """
@@ -43,7 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import InstantModel, median, spec_file
+from _common import FullCollections, InstantModel, median, spec_file
 from bench_threads import turn_script
 
 BENCH = Path(__file__).resolve().parent
@@ -245,18 +247,28 @@ def bench_long_thread(server: str, sizes: list[int], *, bare: bool = True) -> di
                 contenders[kind] = make(folder, urls[kind])
                 stack.callback(contenders[kind].close)
             done = 0
+            full = stack.enter_context(FullCollections())
             for size in sizes:
                 times: dict[str, list[float]] = {kind: [] for kind in contenders}
+                collected: dict[str, list[bool]] = {kind: [] for kind in contenders}
                 for i in range(done, size):
                     order = list(contenders.items())
                     for kind, contender in order if i % 2 else reversed(order):
+                        before = full.count
                         started = time.perf_counter()
                         contender.turn(f"message {i}")
                         times[kind].append(time.perf_counter() - started)
+                        collected[kind].append(full.count > before)
                 for kind, contender in contenders.items():
-                    last = times[kind][-max(len(times[kind]) // 5, 1) :]  # the stretch's last fifth
+                    fifth = max(len(times[kind]) // 5, 1)
+                    last = times[kind][-fifth:]  # the stretch's last fifth
                     results[f"{kind}_{size}_turn_ms"] = median(last) * 1e3
                     results[f"{kind}_{size}_max_ms"] = max(last) * 1e3
+                    # the turns in which the collector ran a full collection (`FullCollections`)
+                    results[f"{kind}_{size}_full_gcs"] = sum(collected[kind])
+                    gcs = collected[kind][-fifth:]
+                    quiet = [t for t, c in zip(last, gcs, strict=True) if not c]
+                    results[f"{kind}_{size}_max_no_gc_ms"] = max(quiet, default=0.0) * 1e3
                     if isinstance(contender, Agentctl):
                         contender.retention.wait()
                     results[f"{kind}_{size}_mb"] = table_bytes(urls[kind]) / 1e6
@@ -359,22 +371,26 @@ def tables(many: dict[str, Any], long: dict[str, Any], counts: list[int], sizes:
         )
     rows += [
         "",
-        "checkpoint tables (MB) with autovacuum off; turn ms: median / slowest of the last fifth",
+        "checkpoint tables (MB) with autovacuum off; turn ms: median / slowest of the last fifth"
+        " / slowest of those without a full collection (turns with one over the stretch)",
         f"{'turns':<8}{'(a) MB':>9}{'(c) MB':>9}{'(c-) MB':>9}{'vacuums':>9}"
-        f"{'(a) ms':>15}{'(c) ms':>15}{'(c-) ms':>15}",
+        f"{'(a) ms':>22}{'(c) ms':>22}{'(c-) ms':>22}",
     ]
     for size in sizes:
 
         def ms(kind: str, size: int = size) -> str:
             if f"{kind}_{size}_turn_ms" not in long:
                 return "-"
-            return f"{long[f'{kind}_{size}_turn_ms']:.0f} / {long[f'{kind}_{size}_max_ms']:.0f}"
+            return (
+                f"{long[f'{kind}_{size}_turn_ms']:.0f} / {long[f'{kind}_{size}_max_ms']:.0f}"
+                f" / {long[f'{kind}_{size}_max_no_gc_ms']:.0f} ({long[f'{kind}_{size}_full_gcs']})"
+            )
 
         bare_mb = f"{long[f'bare_{size}_mb']:.1f}" if f"bare_{size}_mb" in long else "-"
         rows.append(
             f"{size:<8}{bare_mb:>9}{long[f'agentctl_{size}_mb']:>9.1f}"
             f"{long[f'novacuum_{size}_mb']:>9.1f}{long[f'agentctl_{size}_vacuums']:>9}"
-            f"{ms('bare'):>15}{ms('agentctl'):>15}{ms('novacuum'):>15}"
+            f"{ms('bare'):>22}{ms('agentctl'):>22}{ms('novacuum'):>22}"
         )
     return "\n".join(rows)
 
