@@ -92,6 +92,9 @@ def serve(
     )
     try:
         server = build_server(agents)
+        from runner.cli import startup
+
+        startup.started()  # what serving the calls makes is what the collector looks at
         if http_port is None:
             click.echo(f"serving {_names(agents)} over stdio (MCP)", err=True)
             anyio.run(serve_stdio, server)

@@ -275,10 +275,17 @@ def serve(
             banner.append(f"    its threads share {', '.join(agent.shared)}")
         # --dev only: fix and save the file, no restart needed
         banner += [f"    {_in_file(problem, shown)}" for problem in agent.problems]
+    from runner.cli import startup
     from runner.serve.ports import when_listening
 
-    # Said once the port accepts connections: a browser opened at once is not refused.
-    when_listening(host, port, lambda: click.echo("\n".join(banner), err=True))
+    def listening() -> None:
+        # Said once the port accepts connections: a browser opened at once is not refused.
+        click.echo("\n".join(banner), err=True)
+        # The engine loaded the graphs before it bound the port: what the server's runs
+        # make is what the collector should look at from now on (`startup.HELD`).
+        startup.started()
+
+    when_listening(host, port, listening)
     from runner.serve.guard import Guard
     from runner.serve.thread_guard import guard_middleware, thread_state
     from runner.web.app import WebAgent, create_app

@@ -71,6 +71,48 @@ def test_a_run_collects_again_before_its_first_model_call(
     assert gc.get_freeze_count() > 0  # what start-up made is out of the collections' sight
 
 
+def test_serve_collects_again_once_it_listens(
+    collector: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentctl serve` holds the collector off until the port accepts connections (the engine
+    has loaded the graphs by then), then freezes what start-up made: the server's runs are not
+    slowed by full collections over the libraries' objects."""
+    from runner.serve import ports
+    from runner.serve.engines import Engine
+
+    seen: dict[str, Any] = {}
+
+    def listening_at_once(host: str, port: int, then: Any) -> None:
+        seen["held until listening"] = not gc.isenabled()
+        then()
+
+    def serve_until_stopped(self: Engine, graphs: Any, descriptions: Any, **options: Any) -> None:
+        seen["serving"] = (gc.isenabled(), gc.get_freeze_count() > 0)
+
+    monkeypatch.setattr(ports, "when_listening", listening_at_once)
+    monkeypatch.setattr(Engine, "run", serve_until_stopped)
+    monkeypatch.setenv("AGENTCTL_HOME", str(tmp_path))
+    startup.hold()  # as `main()` does for the program
+    assert main(["serve", str(ROOT / "agents" / "notes.yaml"), "--port", "0"]) == 0
+    assert seen == {"held until listening": True, "serving": (True, True)}
+
+
+def test_mcp_serve_collects_again_once_its_tools_are_built(
+    collector: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+
+    seen: list[tuple[bool, bool]] = []
+    monkeypatch.setattr(
+        anyio, "run", lambda *args: seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+    )
+    monkeypatch.setenv("AGENTCTL_HOME", str(tmp_path))
+    startup.hold()
+    assert main(["mcp", "serve", str(ROOT / "agents" / "notes.yaml")]) == 0
+    assert seen == [(True, True)]
+
+
 def test_validate_collects_again_after_its_first_file(collector: None) -> None:
     startup.hold()
     assert main(["validate", str(ROOT / "agents" / "notes.yaml")]) == 0
