@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from runner.serve.auth import AuthSettings
 
 
+STARTED_AT_THE_LATEST = 120.0
+"""Seconds after which `serve` lets the collector run again even if it never saw its port
+accept a connection (`runner.cli.startup.started_within`)."""
+
+
 @click.command(short_help="Serve agents over the LangGraph Agent Server API.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -286,6 +291,9 @@ def serve(
         startup.started()
 
     when_listening(host, port, listening)
+    # ... and at the latest after a while: should the port never be seen to accept (a firewall
+    # between the process and its own address), the server still collects its garbage
+    startup.started_within(STARTED_AT_THE_LATEST)
     from runner.serve.guard import Guard
     from runner.serve.thread_guard import guard_middleware, thread_state
     from runner.web.app import WebAgent, create_app

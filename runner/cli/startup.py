@@ -174,6 +174,19 @@ def started() -> None:
         gc.enable()
 
 
+def started_within(seconds: float) -> None:
+    """Call `started()` after `seconds` at the latest (from a daemon timer), for a command that
+    sees its start from another thread (a server, once its port accepts connections) and
+    might never see it: the collector is not left off for the life of the process."""
+    if not _held:
+        return
+    import threading
+
+    timer = threading.Timer(seconds, started)
+    timer.daemon = True
+    timer.start()
+
+
 def skip_empty_plugin_scan() -> None:
     """Tell pydantic it has no plugins when no installed distribution declares any.
 

@@ -97,6 +97,35 @@ def test_serve_collects_again_once_it_listens(
     assert seen == {"held until listening": True, "serving": (True, True)}
 
 
+def test_serve_collects_again_in_the_end_if_its_port_is_never_seen_listening(
+    collector: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were the port never seen to accept (a firewall between the server and its own address),
+    the collector would stay off for the server's life: it comes back after a while anyway."""
+    import time
+
+    import runner.cli.serve
+    from runner.serve import ports
+    from runner.serve.engines import Engine
+
+    seen: list[bool] = []
+
+    def serve_until_stopped(self: Engine, graphs: Any, descriptions: Any, **options: Any) -> None:
+        deadline = time.monotonic() + 30
+        while not gc.isenabled() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(gc.isenabled())
+
+    monkeypatch.setattr(ports, "when_listening", lambda host, port, then: None)  # never
+    monkeypatch.setattr(runner.cli.serve, "STARTED_AT_THE_LATEST", 0.2)
+    monkeypatch.setattr(Engine, "run", serve_until_stopped)
+    monkeypatch.setenv("AGENTCTL_HOME", str(tmp_path))
+    startup.hold()
+    assert main(["serve", str(ROOT / "agents" / "notes.yaml"), "--port", "0"]) == 0
+    assert seen == [True]
+    assert gc.get_freeze_count() > 0
+
+
 def test_mcp_serve_collects_again_once_its_tools_are_built(
     collector: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
