@@ -17,13 +17,13 @@ import logging
 import os
 import sys
 import types
-from collections.abc import Container, Mapping
+from collections.abc import Awaitable, Callable, Container, Mapping
 from typing import Any
 
 from runner.errors import RunError
 from runner.serve.guard import ENGINE_CORS_OFF, Guard, GuardMiddleware
 
-__all__ = ["add_graph", "persist_threads", "remove_graph", "run_inmem"]
+__all__ = ["GroupSaves", "add_graph", "persist_threads", "remove_graph", "run_inmem"]
 
 WEB_MODULE = "agentctl_served_web"
 """The module the engine imports the web page's app from (`http.app` is an import path)."""
@@ -36,9 +36,12 @@ none of them."""
 
 
 async def persist_threads() -> None:
-    """Save the engine's table of threads, runs, assistants and crons to disk now, as its
-    periodic save would: a snapshot taken on the event loop (where the engine changes it, so it
-    is consistent), written to a file of its own, flushed and renamed over the engine's file."""
+    """Save the engine's table of threads, runs, assistants and crons to disk, as its periodic
+    save would, and return once a save that holds every change made before the call is on disk:
+    a snapshot taken on the event loop (where the engine changes it, so it is consistent),
+    written to a file of its own, flushed and renamed over the engine's file. Calls that come
+    while one save is written share the next (`GroupSaves`): the table grows with every thread
+    kept, and one save per new thread made a busy server spend most of its time pickling it."""
     import pickle
 
     from langgraph_runtime_inmem import _persistence  # type: ignore[import-untyped]
@@ -46,8 +49,45 @@ async def persist_threads() -> None:
 
     if _persistence.DISABLE_FILE_PERSISTENCE:
         return
-    data = pickle.dumps(dict(GLOBAL_STORE), 2)
-    await asyncio.to_thread(_write_atomically, GLOBAL_STORE.filename, data)
+
+    async def write(data: bytes) -> None:
+        await asyncio.to_thread(_write_atomically, GLOBAL_STORE.filename, data)
+
+    await _SAVES.save(lambda: pickle.dumps(dict(GLOBAL_STORE), 2), write)
+
+
+class GroupSaves:
+    """Saves of one table, one at a time, each snapshot holding every change made before it was
+    taken (all on one event loop): a caller returns once a snapshot taken after its call is on
+    disk. Callers that wait while a save is written are all served by the next one (a group
+    commit), so a burst of N changes costs two saves, not N; a failed write fails its caller,
+    and the next waiting caller takes a snapshot of its own."""
+
+    def __init__(self) -> None:
+        self._taken = 0
+        """Snapshots taken so far."""
+        self._saved = 0
+        """The number of the last snapshot written to disk."""
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def save(
+        self, snapshot: Callable[[], bytes], write: Callable[[bytes], Awaitable[None]]
+    ) -> None:
+        needed = self._taken + 1  # the first snapshot taken from now on holds the changes so far
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        async with self._lock:
+            if self._saved >= needed:
+                return
+            self._taken += 1
+            taken = self._taken
+            await write(snapshot())
+            self._saved = max(self._saved, taken)
+
+
+_SAVES = GroupSaves()
 
 
 async def add_graph(name: str, make_graph: Any, description: str | None) -> None:
