@@ -172,8 +172,8 @@ def median(values: Sequence[float]) -> float:
 
 
 class FullCollections:
-    """Counts the collector's full collections (generation 2) and their time while installed:
-    each one examines every object the process made and has not frozen (the imported libraries
+    """Counts the collector's full collections (generation 2) while installed: each one
+    examines every object the process made and has not frozen (the imported libraries
     included, some 130,000-150,000 objects in a process that ran an agent: 50-80 ms), so it is
     the slowest turn of a long run. How often one comes depends on how many objects a turn
     leaves alive long enough to reach the oldest generation (when they outnumber a quarter of
@@ -181,8 +181,6 @@ class FullCollections:
 
     def __init__(self) -> None:
         self.count = 0
-        self.seconds = 0.0
-        self._started = 0.0
 
     def __enter__(self) -> FullCollections:
         gc.callbacks.append(self._seen)
@@ -192,13 +190,8 @@ class FullCollections:
         gc.callbacks.remove(self._seen)
 
     def _seen(self, phase: str, info: dict[str, int]) -> None:
-        if info["generation"] != 2:
-            return
-        if phase == "start":
-            self._started = time.perf_counter()
-        else:
+        if phase == "stop" and info["generation"] == 2:
             self.count += 1
-            self.seconds += time.perf_counter() - self._started
 
 
 def timed(function: Callable[[], Any]) -> float:

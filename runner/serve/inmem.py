@@ -86,7 +86,7 @@ class GroupSaves:
             self._taken += 1
             taken = self._taken
             await write(snapshot())
-            self._saved = max(self._saved, taken)
+            self._saved = taken  # (saves are made one at a time: none later is done)
 
 
 _SAVES = GroupSaves()
